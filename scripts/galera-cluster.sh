@@ -1,0 +1,390 @@
+#!/usr/bin/env bash
+# A three-node MariaDB Galera cluster on loopback, for tests and CI.
+#
+#   scripts/galera-cluster.sh up     [DIR]   start (no-op when already up and healthy)
+#   scripts/galera-cluster.sh down   [DIR]   stop every node, remove DIR, leave nothing running
+#   scripts/galera-cluster.sh status [DIR]   print each node's state; exit 0 only when all 3 Synced, size 3
+#   scripts/galera-cluster.sh kill N [DIR]   SIGKILL node N (failure tests)
+#   scripts/galera-cluster.sh start N [DIR]  restart node N so it rejoins (IST/SST), wait until Synced
+#
+# DIR defaults to $AUTONUMBER_GALERA_DIR or /tmp/autonumber-galera (it must be reachable by the
+# `mysql` user, so not under /root). Node i listens on 127.0.0.1:331i (SQL), 456i (group
+# communication), 457i (IST) and 458i (rsync SST). The wait timeout is $GALERA_TIMEOUT seconds
+# (default 120). User 'app'@'127.0.0.1' (password 'app', ALL privileges) and database
+# `autonumber_test` exist on every node once `up` returns.
+#
+# The machine's own MariaDB (port 3306, /var/lib/mysql) is never touched: every node runs with
+# --defaults-file pointing at its own my.cnf under DIR.
+set -euo pipefail
+
+NODES=(1 2 3)
+TIMEOUT="${GALERA_TIMEOUT:-120}"
+STOP_TIMEOUT="${GALERA_STOP_TIMEOUT:-30}"
+GALERA_LIB=/usr/lib/galera/libgalera_smm.so
+
+log() { printf '[galera] %s\n' "$*" >&2; }
+die() { printf '[galera] ERROR: %s\n' "$*" >&2; exit 1; }
+
+usage() {
+    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+    exit 2
+}
+
+# ---------------------------------------------------------------- arguments
+CMD="${1:-}"
+[[ -n "$CMD" ]] || usage
+shift
+NODE=""
+case "$CMD" in
+    kill|start)
+        NODE="${1:-}"
+        [[ "$NODE" =~ ^[123]$ ]] || die "$CMD needs a node number 1, 2 or 3"
+        shift
+        ;;
+    up|down|status) ;;
+    -h|--help|help) usage ;;
+    *) die "unknown command '$CMD' (up|down|status|kill N|start N)" ;;
+esac
+DIR="${1:-${AUTONUMBER_GALERA_DIR:-/tmp/autonumber-galera}}"
+DIR="$(realpath -m -- "$DIR")"
+[[ "$DIR" != "/" && "$DIR" != "/tmp" && "$DIR" != "/var/lib/mysql" ]] || die "refusing DIR=$DIR"
+
+ndir() { echo "$DIR/n$1"; }
+sock() { echo "$DIR/n$1/run/mysqld.sock"; }
+pidfile() { echo "$DIR/n$1/run/node.pid"; }
+errlog() { echo "$DIR/n$1/error.log"; }
+
+# ---------------------------------------------------------------- packages
+ensure_packages() {
+    local missing=()
+    command -v mariadbd >/dev/null 2>&1 || missing+=(mariadb-server)
+    command -v mariadb >/dev/null 2>&1 || missing+=(mariadb-client)
+    [[ -e "$GALERA_LIB" ]] || missing+=(galera-4)
+    command -v rsync >/dev/null 2>&1 || missing+=(rsync)
+    # wsrep_sst_rsync needs one of ss/lsof/sockstat to see its rsync daemon listening.
+    command -v ss >/dev/null 2>&1 || command -v lsof >/dev/null 2>&1 || missing+=(iproute2)
+    if ((${#missing[@]})); then
+        [[ $EUID -eq 0 ]] || die "missing packages (${missing[*]}) and not root to install them"
+        log "installing ${missing[*]}"
+        export DEBIAN_FRONTEND=noninteractive
+        apt-get update -qq >&2
+        apt-get install -y -qq --no-install-recommends "${missing[@]}" >&2
+    fi
+    id mysql >/dev/null 2>&1 || die "no 'mysql' system user (is mariadb-server installed?)"
+}
+
+# ---------------------------------------------------------------- processes
+# PID of node N if it is alive and really is our mariadbd (guards against stale/reused pids).
+node_pid() {
+    local f pid
+    f="$(pidfile "$1")"
+    [[ -r "$f" ]] || return 1
+    pid="$(cat "$f" 2>/dev/null || true)"
+    [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+    [[ -r "/proc/$pid/cmdline" ]] || return 1
+    tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -qF -- "--defaults-file=$(ndir "$1")/my.cnf" || return 1
+    echo "$pid"
+}
+
+# Every process whose command line names a node directory of this DIR (mariadbd, the SST script,
+# its rsync daemon), except this script and its ancestors.
+dir_pids() {
+    local pid cmd self_chain=" $$ " p=$$
+    while [[ "$p" -gt 1 ]]; do
+        p="$(awk '{print $4}' "/proc/$p/stat" 2>/dev/null || echo 1)"
+        self_chain+="$p "
+    done
+    for pid in $(pgrep -f -- "$DIR/n[123]/" 2>/dev/null || true); do
+        [[ "$self_chain" == *" $pid "* ]] && continue
+        cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || true)"
+        [[ -n "$cmd" ]] && echo "$pid"
+    done
+}
+
+wait_gone() { # pid timeout -> 0 if gone
+    local pid=$1 t=$2 i
+    for ((i = 0; i < t * 10; i++)); do
+        kill -0 "$pid" 2>/dev/null || return 0
+        # a zombie of ours counts as gone
+        [[ "$(awk '{print $3}' "/proc/$pid/stat" 2>/dev/null)" == Z ]] && return 0
+        sleep 0.1
+    done
+    return 1
+}
+
+stop_pid() { # pid label
+    local pid=$1 label=$2
+    kill -0 "$pid" 2>/dev/null || return 0
+    kill -TERM "$pid" 2>/dev/null || true
+    if ! wait_gone "$pid" "$STOP_TIMEOUT"; then
+        log "$label (pid $pid) did not exit within ${STOP_TIMEOUT}s; sending SIGKILL"
+        kill -KILL "$pid" 2>/dev/null || true
+        wait_gone "$pid" 10 || die "$label (pid $pid) survived SIGKILL"
+    fi
+}
+
+# ---------------------------------------------------------------- SQL helpers
+q() { # node sql... (as root over the node's socket)
+    local n=$1
+    shift
+    mariadb --no-defaults --protocol=socket --socket="$(sock "$n")" -uroot -N -B \
+        --connect-timeout=2 -e "$*" 2>/dev/null
+}
+
+node_status() { # node -> "state size" or "down -"
+    local out state size
+    if ! node_pid "$1" >/dev/null; then
+        echo "down -"
+        return
+    fi
+    out="$(q "$1" "SHOW GLOBAL STATUS WHERE Variable_name IN
+        ('wsrep_local_state_comment','wsrep_cluster_size')" || true)"
+    state="$(awk '$1=="wsrep_local_state_comment"{print $2}' <<<"$out")"
+    size="$(awk '$1=="wsrep_cluster_size"{print $2}' <<<"$out")"
+    echo "${state:-starting} ${size:--}"
+}
+
+fail_node() { # node message
+    local n=$1
+    shift
+    {
+        printf '[galera] ERROR: node n%s (127.0.0.1:331%s): %s\n' "$n" "$n" "$*"
+        printf '[galera] --- tail of %s ---\n' "$(errlog "$n")"
+        tail -n 40 "$(errlog "$n")" 2>/dev/null || echo "(no error.log)"
+        printf '[galera] --- end ---\n'
+    } >&2
+    exit 1
+}
+
+# Wait until node N is Synced and reports cluster size >= want.
+wait_synced() {
+    local n=$1 want=$2 deadline st state size
+    deadline=$((SECONDS + TIMEOUT))
+    while :; do
+        node_pid "$n" >/dev/null || fail_node "$n" "process exited while starting"
+        st="$(node_status "$n")"
+        state="${st% *}"
+        size="${st#* }"
+        if [[ "$state" == Synced && "$size" =~ ^[0-9]+$ && "$size" -ge "$want" ]]; then
+            return 0
+        fi
+        ((SECONDS < deadline)) || fail_node "$n" \
+            "not Synced with cluster size $want after ${TIMEOUT}s (state=$state size=$size)"
+        sleep 0.5
+    done
+}
+
+# ---------------------------------------------------------------- node setup
+write_cnf() {
+    local n=$1 d
+    d="$(ndir "$n")"
+    cat >"$d/my.cnf" <<EOF
+# Generated by scripts/galera-cluster.sh -- node n$n of a throwaway test cluster.
+[mysqld]
+user=mysql
+datadir=$d/data
+tmpdir=$d/tmp
+socket=$d/run/mysqld.sock
+pid-file=$d/run/mysqld.pid
+port=331$n
+bind-address=127.0.0.1
+skip-name-resolve
+log-error=$d/error.log
+binlog_format=ROW
+default_storage_engine=InnoDB
+innodb_autoinc_lock_mode=2
+innodb_buffer_pool_size=128M
+innodb_log_file_size=48M
+max_connections=300
+wsrep_on=ON
+wsrep_provider=$GALERA_LIB
+wsrep_cluster_name=autonumber_test
+wsrep_cluster_address=gcomm://127.0.0.1:4561,127.0.0.1:4562,127.0.0.1:4563
+wsrep_node_address=127.0.0.1
+wsrep_node_name=n$n
+wsrep_provider_options="base_port=456$n;ist.recv_addr=127.0.0.1:457$n;gcache.size=64M"
+wsrep_sst_receive_address=127.0.0.1:458$n
+wsrep_sst_method=rsync
+EOF
+}
+
+check_ports_free() {
+    local p holders
+    for p in 3311 3312 3313 4561 4562 4563 4571 4572 4573 4581 4582 4583; do
+        holders="$(ss -Htlnp "sport = :$p" 2>/dev/null || true)"
+        [[ -z "$holders" ]] || die "port $p is already in use: $holders"
+    done
+}
+
+launch() { # node [extra mariadbd args...]
+    local n=$1 d pid
+    shift
+    d="$(ndir "$n")"
+    # setsid: the node must not die with the caller's process group (a test runner's Ctrl-C).
+    setsid /usr/sbin/mariadbd --defaults-file="$d/my.cnf" "$@" \
+        </dev/null >>"$d/stdout.log" 2>&1 &
+    pid=$!
+    echo "$pid" >"$(pidfile "$n")"
+    sleep 0.2
+    kill -0 "$pid" 2>/dev/null || fail_node "$n" "mariadbd exited at once"
+    log "node n$n started (pid $pid)"
+}
+
+# Position recovery (what mysqld_safe does): lets a restarted node ask for IST instead of SST.
+recover_position() {
+    local n=$1 d rlog pos
+    d="$(ndir "$n")"
+    rlog="$d/wsrep_recovery.log"
+    : >"$rlog"
+    chown mysql:mysql "$rlog"
+    /usr/sbin/mariadbd --defaults-file="$d/my.cnf" --wsrep-recover --log-error="$rlog" \
+        </dev/null >/dev/null 2>&1 || true
+    pos="$(grep -o 'WSREP: Recovered position: .*' "$rlog" | tail -n1 | awk '{print $4}')"
+    echo "${pos:-}"
+}
+
+cluster_healthy() {
+    local n st
+    for n in "${NODES[@]}"; do
+        st="$(node_status "$n")"
+        [[ "$st" == "Synced 3" ]] || return 1
+    done
+}
+
+# ---------------------------------------------------------------- commands
+cmd_status() {
+    local n st ok=0
+    if [[ ! -d "$DIR" ]]; then
+        echo "no cluster at $DIR"
+        return 1
+    fi
+    for n in "${NODES[@]}"; do
+        st="$(node_status "$n")"
+        printf 'n%s 127.0.0.1:331%s state=%s cluster_size=%s\n' "$n" "$n" "${st% *}" "${st#* }"
+        [[ "$st" == "Synced 3" ]] || ok=1
+    done
+    return $ok
+}
+
+cmd_down() {
+    local n pid left
+    if [[ -d "$DIR" ]]; then
+        # one at a time; node 1 (the one that bootstrapped) last
+        for n in 3 2 1; do
+            if pid="$(node_pid "$n")"; then
+                log "stopping node n$n (pid $pid)"
+                stop_pid "$pid" "node n$n"
+            fi
+        done
+    fi
+    # leftovers: a node whose pid file was lost, an SST script or its rsync daemon
+    for pid in $(dir_pids); do
+        log "stopping leftover process $pid: $(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | cut -c1-120)"
+        stop_pid "$pid" "process $pid"
+    done
+    left="$(dir_pids)"
+    [[ -z "$left" ]] || die "processes still running under $DIR: $left"
+    rm -rf -- "$DIR"
+    log "down: nothing left under $DIR"
+}
+
+cmd_up() {
+    local n t0=$SECONDS
+    if [[ -d "$DIR" ]] && cluster_healthy; then
+        log "already up at $DIR"
+        cmd_status
+        return 0
+    fi
+    ensure_packages
+    if [[ -e "$DIR" ]]; then
+        log "found a stale or broken cluster at $DIR; removing it"
+        cmd_down
+    fi
+    # A stale dir under another name could still hold the ports.
+    check_ports_free
+
+    mkdir -p "$DIR"
+    for n in "${NODES[@]}"; do
+        mkdir -p "$(ndir "$n")"/{data,run,tmp}
+        write_cnf "$n"
+    done
+    chown -R mysql:mysql "$DIR"
+    chmod 750 "$DIR"
+
+    # Only node 1 needs a system database: nodes 2 and 3 receive node 1's datadir by rsync SST.
+    log "initialising node n1"
+    mariadb-install-db --defaults-file="$(ndir 1)/my.cnf" --user=mysql --skip-test-db \
+        >"$(ndir 1)/install.log" 2>&1 || {
+        cat "$(ndir 1)/install.log" >&2
+        die "mariadb-install-db failed for n1"
+    }
+
+    launch 1 --wsrep-new-cluster
+    wait_synced 1 1
+    log "node n1 Synced after $((SECONDS - t0))s"
+    launch 2
+    wait_synced 2 2
+    log "node n2 Synced after $((SECONDS - t0))s"
+    launch 3
+    for n in "${NODES[@]}"; do wait_synced "$n" 3; done
+    log "all nodes Synced, cluster size 3, after $((SECONDS - t0))s"
+
+    q 1 "CREATE USER IF NOT EXISTS 'app'@'127.0.0.1' IDENTIFIED BY 'app';
+         GRANT ALL PRIVILEGES ON *.* TO 'app'@'127.0.0.1';
+         CREATE DATABASE IF NOT EXISTS autonumber_test;" || fail_node 1 "could not create user/database"
+    # Every node must accept the app user over TCP (the DDL replicates through the cluster).
+    for n in "${NODES[@]}"; do
+        local deadline=$((SECONDS + 30))
+        until mariadb --no-defaults -h127.0.0.1 -P"331$n" -uapp -papp --connect-timeout=2 \
+            -N -B -e "SELECT 1" autonumber_test >/dev/null 2>&1; do
+            ((SECONDS < deadline)) || fail_node "$n" "user app cannot connect to autonumber_test"
+            sleep 0.3
+        done
+    done
+    log "up in $((SECONDS - t0))s at $DIR"
+    cmd_status
+}
+
+cmd_kill() {
+    local pid
+    pid="$(node_pid "$NODE")" || die "node n$NODE is not running"
+    kill -KILL "$pid"
+    wait_gone "$pid" 10 || die "node n$NODE (pid $pid) survived SIGKILL"
+    log "node n$NODE (pid $pid) killed"
+}
+
+cmd_start() {
+    local n=$NODE other live=0 pos args=()
+    [[ -d "$(ndir "$n")" ]] || die "no cluster at $DIR (run up first)"
+    if node_pid "$n" >/dev/null; then
+        log "node n$n already running"
+    else
+        for other in "${NODES[@]}"; do
+            [[ "$other" == "$n" ]] && continue
+            [[ "$(node_status "$other")" == Synced* ]] && live=$((live + 1))
+        done
+        ((live > 0)) || die "no other node is Synced; the cluster is gone (run down, then up)"
+        # leftovers of the killed node (its SST rsync daemon) would hold its ports
+        for pid in $(pgrep -f -- "$(ndir "$n")/" 2>/dev/null || true); do
+            [[ "$pid" == "$$" ]] || stop_pid "$pid" "leftover process $pid"
+        done
+        pos="$(recover_position "$n")"
+        if [[ -n "$pos" ]]; then
+            log "node n$n recovered position $pos"
+            args+=("--wsrep-start-position=$pos")
+        fi
+        launch "$n" "${args[@]}"
+    fi
+    wait_synced "$n" 3
+    for other in "${NODES[@]}"; do wait_synced "$other" 3; done
+    log "node n$n rejoined"
+    cmd_status
+}
+
+case "$CMD" in
+    up) cmd_up ;;
+    down) cmd_down ;;
+    status) cmd_status ;;
+    kill) cmd_kill ;;
+    start) cmd_start ;;
+esac

@@ -1,0 +1,44 @@
+# Two commands do all the set-up: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+DB ?= sqlite:///autonumber.db
+STAMP := $(VENV)/.installed
+DEVSTAMP := $(VENV)/.installed-dev
+
+.PHONY: run test lint typecheck install install-dev bench clean chromium
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+	$(BIN)/pip install -q --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e .
+	touch $@
+
+$(DEVSTAMP): pyproject.toml | $(BIN)/python
+	$(BIN)/pip install -q -e '.[dev,bench]'
+	touch $@ $(STAMP)
+
+install: $(STAMP)
+install-dev: $(DEVSTAMP)
+
+## make run: install, bootstrap the embedded SQLite database and run the main job.
+run: $(STAMP)
+	$(BIN)/autonumber run --db $(DB)
+
+## make test: install the dev extras and run the whole suite (lint, types, tests).
+test: $(DEVSTAMP) chromium
+	$(BIN)/ruff check src tests bench
+	$(BIN)/mypy
+	$(BIN)/pytest -q
+
+chromium:
+	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+bench: $(DEVSTAMP)
+	$(BIN)/autonumber bench
+
+clean:
+	rm -rf $(VENV) autonumber.db autonumber.db-wal autonumber.db-shm

@@ -1,0 +1,133 @@
+"""The dialect interface: every place where SQLite, the MySQL family and PostgreSQL differ."""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any, ClassVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+
+def to_utc(value: Any) -> datetime:
+    """Turn what a driver returns for a UTC timestamp (naive datetime or text) into an aware UTC one."""
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        raise TypeError(f"expected a timestamp from the database clock, got {value!r}")
+    if value.tzinfo is None:
+        return value.replace(tzinfo=UTC)
+    return value.astimezone(UTC)
+
+
+def lock_key(name: str) -> int:
+    """A stable signed 64-bit key for a lock name (PostgreSQL advisory locks take integers)."""
+    return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+class Dialect:
+    """One backend's primitives; domain code calls these and never asks which database it is on."""
+
+    name: ClassVar[str] = "generic"
+    reserve_on_caller_when_written: ClassVar[bool] = False
+    """SQLite only: a second connection cannot write while the caller's transaction holds the lock."""
+    transactional_ddl: ClassVar[bool] = False
+    """Whether DDL can be rolled back (PostgreSQL, SQLite); MySQL-family DDL commits implicitly."""
+
+    def engine_options(self, pool_size: int) -> dict[str, Any]:
+        """Extra `create_engine` options for this backend."""
+        return {"pool_size": pool_size, "max_overflow": pool_size * 2, "pool_recycle": 3600}
+
+    def configure_engine(self, engine: Engine) -> None:
+        """Install connection hooks (SQLite pragmas); nothing elsewhere."""
+
+    def utc_now_expr(self) -> sa.ColumnElement[Any]:
+        """The database's UTC clock with microseconds, as a SQL expression."""
+        raise NotImplementedError
+
+    def utc_now(self, conn: Connection) -> datetime:
+        """Sample the database clock once, as an aware UTC datetime."""
+        return to_utc(conn.execute(sa.select(self.utc_now_expr())).scalar_one())
+
+    def named_lock(
+        self, engine: Engine, name: str, timeout: float
+    ) -> AbstractContextManager[None]:
+        """An exclusive lock across processes, held until the context exits; LockTimeout if not taken."""
+        raise NotImplementedError
+
+    def upsert_greatest(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        key: Mapping[str, Any],
+        column: str,
+        value: int,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        """Insert the row, or raise `column` to GREATEST(existing, value); never lowers it."""
+        raise NotImplementedError
+
+    def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
+        """Lock the selected rows until the transaction ends."""
+        return stmt.with_for_update()
+
+    def atomic_increment(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        column: str,
+        n: int,
+        extra: Mapping[str, Any] | None = None,
+    ) -> int | None:
+        """Add n to `column` in one statement; return the value after the increment, None if no row.
+
+        The caller reserved [returned - n, returned - 1].
+        """
+        raise NotImplementedError
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        """Whether a database error is a lost race (deadlock, serialization, certification)."""
+        return False
+
+    def is_duplicate_key(self, exc: BaseException) -> bool:
+        """Whether a database error is a unique/primary-key violation."""
+        return False
+
+    def begin_write(self, conn: Connection) -> sa.RootTransaction:
+        """Begin a transaction that will write (SQLite takes the write lock up front)."""
+        return conn.begin()
+
+    def drop_table_if_exists(self, conn: Connection, table_name: str) -> None:
+        """Drop a table by name when it exists."""
+        conn.execute(sa.text(f"DROP TABLE IF EXISTS {self.quote(conn, table_name)}"))
+
+    @staticmethod
+    def quote(conn: Connection, name: str) -> str:
+        """Quote a validated identifier for this backend."""
+        return conn.dialect.identifier_preparer.quote(name)
+
+
+def _orig(exc: BaseException) -> BaseException:
+    return getattr(exc, "orig", None) or exc
+
+
+def driver_code(exc: BaseException) -> Any:
+    """The backend's error code from a DBAPI error (MySQL errno, PostgreSQL SQLSTATE)."""
+    orig = _orig(exc)
+    sqlstate = getattr(orig, "sqlstate", None)
+    if sqlstate:
+        return sqlstate
+    args = getattr(orig, "args", ())
+    return args[0] if args else None
+
+
+def iter_chain(exc: BaseException) -> Iterator[BaseException]:
+    """The exception and its causes."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        yield seen
+        seen = seen.__cause__ or seen.__context__

@@ -1,0 +1,110 @@
+"""The MySQL family: MariaDB, MySQL and TiDB (MySQL protocol); MariaDB Galera detected at runtime."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from contextlib import AbstractContextManager, contextmanager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects.mysql import insert as mysql_insert
+from sqlalchemy.engine import Connection, Engine
+
+from autonumber.errors import LockTimeout
+
+from .base import Dialect, driver_code
+from .lease import lease_lock
+
+RETRYABLE = {1213, 1205, 1020, 1180, 1181, 9007, 8002, 8022}
+"""Deadlock / Galera certification failure (1213), lock wait timeout (1205), record changed (1020),
+commit/rollback failures (1180/1181), and TiDB write conflicts (9007, 8002, 8022)."""
+MAX_LOCK_NAME = 64
+
+
+class MySQLDialect(Dialect):
+    """MariaDB/MySQL/TiDB: GET_LOCK for named locks, LAST_INSERT_ID(expr) for atomic increments."""
+
+    name = "mysql"
+
+    def engine_options(self, pool_size: int) -> dict[str, Any]:
+        opts = super().engine_options(pool_size)
+        opts["isolation_level"] = "READ COMMITTED"
+        return opts
+
+    def utc_now_expr(self) -> sa.ColumnElement[Any]:
+        return sa.func.utc_timestamp(sa.literal_column("6"))
+
+    def named_lock(
+        self, engine: Engine, name: str, timeout: float
+    ) -> AbstractContextManager[None]:
+        if is_galera(engine):
+            return lease_lock(self, engine, name, timeout)
+        return self._get_lock(engine, name, timeout)
+
+    @contextmanager
+    def _get_lock(self, engine: Engine, name: str, timeout: float) -> Iterator[None]:
+        if len(name) > MAX_LOCK_NAME:
+            raise ValueError(f"lock name {name!r} is longer than {MAX_LOCK_NAME} characters")
+        with engine.connect() as raw:
+            conn = raw.execution_options(isolation_level="AUTOCOMMIT")
+            got = conn.execute(
+                sa.select(sa.func.get_lock(name, max(0, round(timeout))))
+            ).scalar()
+            if got != 1:
+                raise LockTimeout(name, timeout)
+            try:
+                yield
+            finally:
+                conn.execute(sa.select(sa.func.release_lock(name)))
+
+    def upsert_greatest(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        key: Mapping[str, Any],
+        column: str,
+        value: int,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        extra = dict(extra or {})
+        stmt = mysql_insert(table).values({**key, column: value, **extra})
+        on_update: dict[str, Any] = {column: sa.func.greatest(table.c[column], stmt.inserted[column])}
+        on_update.update({k: stmt.inserted[k] for k in extra if k != "created_date"})
+        conn.execute(stmt.on_duplicate_key_update(on_update))
+
+    def atomic_increment(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        column: str,
+        n: int,
+        extra: Mapping[str, Any] | None = None,
+    ) -> int | None:
+        stmt = (
+            sa.update(table)
+            .where(where)
+            .values({column: sa.func.last_insert_id(table.c[column] + n), **(extra or {})})
+        )
+        if conn.execute(stmt).rowcount == 0:
+            return None
+        return int(conn.execute(sa.select(sa.func.last_insert_id())).scalar_one())
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        return bool(driver_code(exc) in RETRYABLE)
+
+    def is_duplicate_key(self, exc: BaseException) -> bool:
+        return bool(driver_code(exc) == 1062)
+
+
+def is_galera(engine: Engine) -> bool:
+    """Whether the server is a Galera node (wsrep_on), cached on the engine."""
+    cached = engine.info if hasattr(engine, "info") else None
+    if cached is not None and "autonumber_galera" in cached:
+        return bool(cached["autonumber_galera"])
+    with engine.connect() as conn:
+        row = conn.execute(sa.text("SHOW VARIABLES LIKE 'wsrep_on'")).first()
+    result = bool(row and str(row[1]).upper() == "ON")
+    if cached is not None:
+        cached["autonumber_galera"] = result
+    return result

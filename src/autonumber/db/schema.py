@@ -1,0 +1,57 @@
+"""Create and reconcile tables idempotently: a missing table is created, a missing column added,
+existing rows untouched (the seed's ReconcileTableColumns)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.schema import CreateColumn
+
+from autonumber.identifiers import check_api_name
+
+from . import dialect_for
+from .tables import LEGACY_TABLES, SYSTEM_TABLES
+
+
+def reconcile_tables(conn: Connection, tables: Iterable[sa.Table]) -> list[str]:
+    """Create missing tables and add missing columns; return what changed, one line each."""
+    changes: list[str] = []
+    inspector = sa.inspect(conn)
+    existing = set(inspector.get_table_names())
+    for table in tables:
+        check_api_name(table.name.removeprefix("_"), "table name")
+        if table.name not in existing:
+            table.create(conn)
+            changes.append(f"created table {table.name}")
+            continue
+        present = {col["name"] for col in inspector.get_columns(table.name)}
+        for column in table.columns:
+            if column.name not in present:
+                _add_column(conn, table, column)
+                changes.append(f"added column {table.name}.{column.name}")
+    return changes
+
+
+def _add_column(conn: Connection, table: sa.Table, column: sa.Column[object]) -> None:
+    spec = CreateColumn(column).compile(dialect=conn.dialect)
+    quoted = dialect_for(conn).quote(conn, table.name)
+    conn.execute(sa.text(f"ALTER TABLE {quoted} ADD COLUMN {spec}"))
+
+
+def reconcile_system_schema(engine: Engine) -> list[str]:
+    """Create or reconcile the system tables (not the legacy ones)."""
+    with engine.begin() as conn:
+        return reconcile_tables(conn, SYSTEM_TABLES)
+
+
+def create_legacy_tables(engine: Engine) -> list[str]:
+    """Create the four legacy tables (tests and the legacy demo only)."""
+    with engine.begin() as conn:
+        return reconcile_tables(conn, LEGACY_TABLES)
+
+
+def table_names(bind: Engine | Connection) -> set[str]:
+    """The tables that exist now."""
+    return set(sa.inspect(bind).get_table_names())

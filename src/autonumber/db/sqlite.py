@@ -1,0 +1,93 @@
+"""SQLite: the embedded default. Single writer, WAL, every writing transaction BEGIN IMMEDIATE."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from contextlib import AbstractContextManager
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.dialects.sqlite import insert as sqlite_insert
+from sqlalchemy.engine import Connection, Engine
+
+from .base import Dialect
+from .lease import lease_lock
+
+BUSY_TIMEOUT_MS = 30_000
+READONLY = "autonumber_readonly"
+"""Execution option: a connection that only reads begins a deferred transaction (no write lock)."""
+
+
+class SQLiteDialect(Dialect):
+    """SQLite: the clock has millisecond resolution (`strftime('%f')`); locks are lease rows."""
+
+    name = "sqlite"
+    reserve_on_caller_when_written = True
+    transactional_ddl = True
+
+    def engine_options(self, pool_size: int) -> dict[str, Any]:
+        return {"pool_size": pool_size, "max_overflow": pool_size * 4, "pool_timeout": 60}
+
+    def configure_engine(self, engine: Engine) -> None:
+        @event.listens_for(engine, "connect")
+        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+            dbapi_connection.isolation_level = None
+            cursor = dbapi_connection.cursor()
+            cursor.execute("PRAGMA journal_mode=WAL")
+            cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
+            cursor.execute("PRAGMA synchronous=NORMAL")
+            cursor.close()
+
+        @event.listens_for(engine, "begin")
+        def _on_begin(conn: Connection) -> None:
+            readonly = conn.get_execution_options().get(READONLY, False)
+            conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
+
+    def utc_now_expr(self) -> sa.ColumnElement[Any]:
+        return sa.func.strftime("%Y-%m-%d %H:%M:%f", "now")
+
+    def named_lock(
+        self, engine: Engine, name: str, timeout: float
+    ) -> AbstractContextManager[None]:
+        return lease_lock(self, engine, name, timeout)
+
+    def upsert_greatest(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        key: Mapping[str, Any],
+        column: str,
+        value: int,
+        extra: Mapping[str, Any] | None = None,
+    ) -> None:
+        extra = dict(extra or {})
+        stmt = sqlite_insert(table).values({**key, column: value, **extra})
+        on_update: dict[str, Any] = {column: sa.func.max(table.c[column], stmt.excluded[column])}
+        on_update.update({k: stmt.excluded[k] for k in extra if k != "created_date"})
+        conn.execute(stmt.on_conflict_do_update(index_elements=list(key), set_=on_update))
+
+    def atomic_increment(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        column: str,
+        n: int,
+        extra: Mapping[str, Any] | None = None,
+    ) -> int | None:
+        stmt = (
+            sa.update(table)
+            .where(where)
+            .values({column: table.c[column] + n, **(extra or {})})
+            .returning(table.c[column])
+        )
+        value = conn.execute(stmt).scalar_one_or_none()
+        return None if value is None else int(value)
+
+    def is_retryable(self, exc: BaseException) -> bool:
+        text = str(getattr(exc, "orig", exc)).lower()
+        return "database is locked" in text or "database table is locked" in text
+
+    def is_duplicate_key(self, exc: BaseException) -> bool:
+        return "unique constraint failed" in str(getattr(exc, "orig", exc)).lower()

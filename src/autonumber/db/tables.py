@@ -1,0 +1,204 @@
+"""The system schema as SQLAlchemy Core tables (spec §4, DESIGN.md §5)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.dialects import mysql
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.functions import FunctionElement
+from sqlalchemy.types import TypeDecorator, UserDefinedType
+
+metadata = sa.MetaData()
+
+Timestamp6 = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb")
+"""Microsecond timestamps on every backend (PostgreSQL TIMESTAMP is 6 digits by default)."""
+
+
+class utc_now6(FunctionElement[Any]):
+    """CURRENT_TIMESTAMP with microseconds, as a column default."""
+
+    type = Timestamp6
+    inherit_cache = True
+
+
+@compiles(utc_now6)
+def _utc_now6_default(element: Any, compiler: Any, **kw: Any) -> str:
+    return "CURRENT_TIMESTAMP"
+
+
+@compiles(utc_now6, "mysql")
+@compiles(utc_now6, "mariadb")
+def _utc_now6_mysql(element: Any, compiler: Any, **kw: Any) -> str:
+    return "CURRENT_TIMESTAMP(6)"
+
+
+@compiles(utc_now6, "sqlite")
+def _utc_now6_sqlite(element: Any, compiler: Any, **kw: Any) -> str:
+    return "(strftime('%Y-%m-%d %H:%M:%f','now'))"
+
+
+class _JSONColumn(UserDefinedType[str]):
+    """A JSON column whose text is passed through untouched, so canonical bytes stay canonical."""
+
+    cache_ok = True
+
+    def get_col_spec(self, **kw: Any) -> str:
+        return "JSON"
+
+
+class CanonicalJSON(TypeDecorator[str]):
+    """Token refs: JSON where the backend has it (PostgreSQL json keeps the text as written,
+    MariaDB JSON is checked LONGTEXT), TEXT on SQLite; values are canonical JSON strings."""
+
+    impl = sa.Text
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: sa.Dialect) -> sa.types.TypeEngine[Any]:
+        if dialect.name in ("postgresql", "mysql", "mariadb"):
+            return dialect.type_descriptor(_JSONColumn())
+        return dialect.type_descriptor(sa.Text())
+
+    def column_expression(self, column: Any) -> Any:
+        """Read the stored text itself (psycopg would otherwise parse json into objects)."""
+        return sa.cast(column, sa.Text)
+
+
+def _id(name: str = "Id") -> sa.Column[str]:
+    return sa.Column(name, sa.String(64), primary_key=True)
+
+
+system_object = sa.Table(
+    "_System_Object",
+    metadata,
+    _id(),
+    sa.Column("ApiName", sa.String(64), nullable=False, unique=True),
+    sa.Column("TableName", sa.String(64), nullable=False),
+    sa.Column("Label", sa.String(255), nullable=True),
+)
+
+system_field = sa.Table(
+    "_System_Field",
+    metadata,
+    _id(),
+    sa.Column("ObjectId", sa.String(64), nullable=False),
+    sa.Column("ApiName", sa.String(64), nullable=False),
+    sa.Column("Label", sa.String(255), nullable=True),
+    sa.Column("Type", sa.String(32), nullable=False, server_default="text"),
+    sa.Column("ReferenceTo", sa.String(64), nullable=True),
+    sa.Column("MaxLength", sa.Integer, nullable=True),
+    sa.Column("IsRequired", sa.Boolean, nullable=False, server_default=sa.false()),
+    sa.Column("auto_number_format", sa.String(255), nullable=True),
+    sa.Column("auto_number_start", sa.BigInteger, nullable=False, server_default="1"),
+    sa.Column("auto_number_scope", sa.String(16), nullable=False, server_default="global"),
+    sa.Column(
+        "auto_number_date_src", sa.String(16), nullable=False, server_default="assigned_at"
+    ),
+    sa.Column(
+        "auto_number_on_change", sa.String(16), nullable=False, server_default="keep_existing"
+    ),
+    sa.Column("auto_number_token_refs", CanonicalJSON, nullable=True),
+    sa.UniqueConstraint("ObjectId", "ApiName", name="uq_System_Field_object_api"),
+)
+
+AUTONUMBER_COLUMNS = (
+    "auto_number_format",
+    "auto_number_start",
+    "auto_number_scope",
+    "auto_number_date_src",
+    "auto_number_on_change",
+    "auto_number_token_refs",
+)
+
+system_record_type = sa.Table(
+    "_System_RecordType",
+    metadata,
+    _id(),
+    sa.Column("ObjectId", sa.String(64), nullable=False),
+    sa.Column("DeveloperName", sa.String(255), nullable=False),
+    sa.Column("Name", sa.String(255), nullable=True),
+    sa.Column("RecordTypeCode", sa.String(16), nullable=True),
+)
+
+counter_table = sa.Table(
+    "_System_AutoNumberCounter",
+    metadata,
+    sa.Column("field_id", sa.String(255), primary_key=True),
+    sa.Column("scope_key", sa.String(64), primary_key=True, server_default=""),
+    sa.Column("next_value", sa.BigInteger, nullable=False),
+    sa.Column("created_date", Timestamp6, nullable=False, server_default=utc_now6()),
+    sa.Column("last_modified_date", Timestamp6, nullable=False, server_default=utc_now6()),
+)
+
+lock_table = sa.Table(
+    "_System_Lock",
+    metadata,
+    sa.Column("name", sa.String(64), primary_key=True),
+    sa.Column("holder", sa.String(128), nullable=False),
+    sa.Column("acquired_at", Timestamp6, nullable=False),
+    sa.Column("expires_at", Timestamp6, nullable=False),
+)
+
+SYSTEM_TABLES = (system_object, system_field, system_record_type, counter_table, lock_table)
+
+legacy_metadata = sa.MetaData()
+
+legacy_autonumber = sa.Table(
+    "_System_AutoNumber",
+    legacy_metadata,
+    _id(),
+    sa.Column("ObjectApiName", sa.String(64), nullable=False),
+    sa.Column("FieldApiName", sa.String(64), nullable=False),
+    sa.Column("DisplayFormat", sa.String(255), nullable=True),
+    sa.Column("CurrentNumber", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+legacy_compound = sa.Table(
+    "_System_CompoundAutoNumber",
+    legacy_metadata,
+    _id(),
+    sa.Column("ObjectApiName", sa.String(64), nullable=False),
+    sa.Column("Prefix", sa.String(255), nullable=False),
+    sa.Column("CurrentNumber", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+legacy_identifier_rule = sa.Table(
+    "_System_IdentifierRule",
+    legacy_metadata,
+    _id(),
+    sa.Column("ObjectApiName", sa.String(64), nullable=False),
+    sa.Column("FieldApiName", sa.String(64), nullable=False),
+    sa.Column("Template", sa.String(255), nullable=True),
+    sa.Column("Scope", sa.String(32), nullable=True),
+)
+
+legacy_identifier_seq = sa.Table(
+    "_System_IdentifierSeq",
+    legacy_metadata,
+    _id(),
+    sa.Column("RuleId", sa.String(64), nullable=False),
+    sa.Column("ScopeKey", sa.String(255), nullable=False, server_default=""),
+    sa.Column("CurrentValue", sa.BigInteger, nullable=False, server_default="0"),
+)
+
+LEGACY_TABLES = (legacy_autonumber, legacy_compound, legacy_identifier_rule, legacy_identifier_seq)
+
+__all__ = [
+    "AUTONUMBER_COLUMNS",
+    "LEGACY_TABLES",
+    "SYSTEM_TABLES",
+    "CanonicalJSON",
+    "Timestamp6",
+    "counter_table",
+    "legacy_autonumber",
+    "legacy_compound",
+    "legacy_identifier_rule",
+    "legacy_identifier_seq",
+    "lock_table",
+    "metadata",
+    "system_field",
+    "system_object",
+    "system_record_type",
+    "utc_now6",
+]

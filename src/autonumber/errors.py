@@ -1,0 +1,221 @@
+"""One exception hierarchy for autonumber (spec §3.4), each error carrying the ids a person needs.
+
+`exit_code` is what the CLI exits with when the error reaches it; the CLI prints `str(error)` as one
+line and never a traceback for these.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+
+class AutonumberError(Exception):
+    """Base class of every error this package raises on purpose."""
+
+    exit_code: int = 1
+
+
+class ConfigError(AutonumberError):
+    """A bad database URL, an unreachable database or a bad option: the user's input is wrong."""
+
+    exit_code = 2
+
+
+class InvalidIdentifier(AutonumberError):
+    """An object or field API name that does not match ^[A-Za-z][A-Za-z0-9_]*$."""
+
+    exit_code = 2
+
+    def __init__(self, name: str, what: str = "identifier") -> None:
+        self.name = name
+        super().__init__(
+            f"invalid {what} {name!r}: API names must match ^[A-Za-z][A-Za-z0-9_]*$"
+        )
+
+
+class FormatError(AutonumberError):
+    """A display format that breaks the grammar (rule 0) or a validation rule of §6.2 (1–10)."""
+
+    exit_code = 2
+
+    def __init__(
+        self, rule: int, message: str, *, format: str = "", position: int | None = None
+    ) -> None:
+        self.rule = rule
+        self.format = format
+        self.position = position
+        self.detail = message
+        super().__init__(f"rule {rule}: {message}")
+
+
+class UnknownObject(AutonumberError):
+    """An object API name the catalog does not know."""
+
+    exit_code = 2
+
+    def __init__(self, object_name: str) -> None:
+        self.object_name = object_name
+        super().__init__(f"unknown object {object_name!r}")
+
+
+class UnknownField(AutonumberError):
+    """A field (by id or `Object.Field`) the catalog does not know, or that has no autonumber rule."""
+
+    exit_code = 2
+
+    def __init__(self, field: str, reason: str = "unknown field") -> None:
+        self.field = field
+        super().__init__(f"{reason}: {field!r}")
+
+
+class RecordError(AutonumberError):
+    """A record the caller gave is wrong: an autonumber value supplied, an unknown column, a bad type."""
+
+    exit_code = 2
+
+
+class RecordNotFound(AutonumberError):
+    """No record with that Id."""
+
+    exit_code = 2
+
+    def __init__(self, object_name: str, record_id: str) -> None:
+        self.object_name = object_name
+        self.record_id = record_id
+        super().__init__(f"{object_name} record {record_id!r} not found")
+
+
+class CounterMissing(AutonumberError):
+    """A `global` counter row is missing at runtime: corruption, never reseeded silently (§3.4)."""
+
+    def __init__(self, field_id: str, scope_key: str) -> None:
+        self.field_id = field_id
+        self.scope_key = scope_key
+        super().__init__(
+            f"counter row missing for field_id={field_id!r} scope_key={scope_key!r}; "
+            "re-run `autonumber setup apply` (idempotent) and check `autonumber setup verify` V5"
+        )
+
+
+class CounterOverflow(AutonumberError):
+    """A counter value that does not fit the format's counter width (§3.4): never truncated."""
+
+    def __init__(self, field_id: str, scope_key: str, value: int, width: int) -> None:
+        self.field_id = field_id
+        self.scope_key = scope_key
+        self.value = value
+        self.width = width
+        super().__init__(
+            f"counter overflow for field_id={field_id!r} scope_key={scope_key!r}: "
+            f"value {value} does not fit {width} digit(s); widen the counter token"
+        )
+
+
+class ReservationFailed(AutonumberError):
+    """A reservation could not be committed within its retry budget (lost races, certification)."""
+
+    def __init__(self, field_id: str, scope_key: str, attempts: int, cause: str) -> None:
+        self.field_id = field_id
+        self.scope_key = scope_key
+        self.attempts = attempts
+        self.cause = cause
+        super().__init__(
+            f"could not reserve a number for field_id={field_id!r} scope_key={scope_key!r} "
+            f"after {attempts} attempt(s): {cause}; the call is safe to retry"
+        )
+
+
+class TokenResolveError(AutonumberError):
+    """A cross-record or taxonomy token that cannot be resolved: fail closed (§3.4, §6.5)."""
+
+    CAUSES = ("fk null", "row missing", "target null")
+
+    def __init__(
+        self,
+        field_id: str,
+        token: str,
+        cause: str,
+        chains: Sequence[str] = (),
+        record_id: str | None = None,
+    ) -> None:
+        self.field_id = field_id
+        self.token = token
+        self.cause = cause
+        self.chains = tuple(chains)
+        self.record_id = record_id
+        tried = "; ".join(self.chains) if self.chains else "none"
+        rec = f" record {record_id!r}" if record_id else ""
+        super().__init__(
+            f"cannot resolve {token} for field_id={field_id!r}{rec}: {cause} (chains tried: {tried})"
+        )
+
+
+class RuleQuarantined(AutonumberError):
+    """A rule changed behind the applier's back and failed re-validation (§5.6)."""
+
+    def __init__(self, field_id: str, reason: str) -> None:
+        self.field_id = field_id
+        self.reason = reason
+        super().__init__(
+            f"field_id={field_id!r} is quarantined: {reason}; repair the rule through "
+            "`autonumber spec apply` or `autonumber field set`"
+        )
+
+
+class SeedParseError(AutonumberError):
+    """A live value the counter seed cannot parse: the whole seed aborts, nothing is written (§8.2)."""
+
+    def __init__(
+        self, field: str, field_id: str, row_id: str, value: str, regex: str
+    ) -> None:
+        self.field = field
+        self.field_id = field_id
+        self.row_id = row_id
+        self.value = value
+        self.regex = regex
+        super().__init__(
+            f"autonumber seed: field {field} (field_id={field_id}): row Id={row_id} has value "
+            f"{value!r} which does not match derived regex {regex}. Fix the row "
+            "(e.g. set it to NULL) and re-run."
+        )
+
+
+class SeedLimitError(AutonumberError):
+    """A lazy-scope field whose live data spans more buckets than the seed allows (§8.2 3.f)."""
+
+
+class SetupError(AutonumberError):
+    """A setup phase could not run (e.g. the §7.2 b.5 dependency assertion)."""
+
+
+class LockTimeout(AutonumberError):
+    """A named lock could not be taken in time."""
+
+    def __init__(self, name: str, timeout: float) -> None:
+        self.name = name
+        self.timeout = timeout
+        super().__init__(
+            f"could not take the lock {name!r} within {timeout:g} s; another process holds it"
+        )
+
+
+class VerifyError(AutonumberError):
+    """`setup verify` found violations; `.violations` holds one line each, starting V1..V6."""
+
+    def __init__(self, violations: Sequence[str]) -> None:
+        self.violations = list(violations)
+        super().__init__(
+            f"{len(self.violations)} invariant violation(s):\n" + "\n".join(self.violations)
+        )
+
+
+class SpecError(AutonumberError):
+    """A data-spec that cannot be read or applied."""
+
+    exit_code = 2
+
+
+class SpecRefused(AutonumberError):
+    """A data-spec the applier refuses (status, environment, approvals): nothing is written."""
+
+    exit_code = 3

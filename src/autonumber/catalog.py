@@ -1,0 +1,283 @@
+"""The metadata cache: objects, fields, record types and parsed autonumber rules.
+
+A snapshot is immutable; `Catalog.current()` re-reads `_System_Field` when the rule columns changed
+(checked at most every `poll_interval` seconds) and quarantines a rule that no longer validates
+(spec §5.6) instead of assigning numbers from it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import threading
+import time
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from autonumber.db.objects import object_table
+from autonumber.db.tables import system_field, system_object, system_record_type
+from autonumber.errors import AutonumberError, RuleQuarantined, UnknownField, UnknownObject
+from autonumber.format import (
+    FieldInfo,
+    Format,
+    ObjectInfo,
+    TokenRef,
+    canonicalize_token_refs,
+    parse_format,
+    validate_format,
+)
+from autonumber.identifiers import check_api_name
+
+RECORD_TYPE = "RecordType"
+RECORD_TYPE_TABLE = system_record_type.name
+
+
+@dataclass(frozen=True)
+class Rule:
+    """One autonumber field's configuration, parsed and validated."""
+
+    field_id: str
+    object_name: str
+    field_name: str
+    format: Format
+    start: int
+    scope: str
+    token_refs: tuple[TokenRef, ...]
+
+    @property
+    def name(self) -> str:
+        """`Object.Field`."""
+        return f"{self.object_name}.{self.field_name}"
+
+
+@dataclass(frozen=True)
+class FieldRow:
+    """A `_System_Field` row as the catalog keeps it."""
+
+    id: str
+    info: FieldInfo
+    format: str | None
+    start: int
+    scope: str
+    token_refs: str | None
+
+
+@dataclass
+class CatalogSnapshot:
+    """One consistent read of the metadata; implements the grammar's CatalogView."""
+
+    objects: dict[str, ObjectInfo]
+    fields: dict[str, list[FieldRow]]
+    record_type_cols: tuple[str, ...]
+    rules: dict[str, Rule]
+    quarantined: dict[str, str]
+    version: str
+    _tables: dict[str, sa.Table] = field(default_factory=dict)
+    _metadata: sa.MetaData = field(default_factory=sa.MetaData)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def get_object(self, name: str) -> ObjectInfo | None:
+        if name == RECORD_TYPE:
+            return ObjectInfo(RECORD_TYPE, RECORD_TYPE_TABLE)
+        return self.objects.get(name)
+
+    def get_field(self, object_name: str, field_name: str) -> FieldInfo | None:
+        if object_name == RECORD_TYPE:
+            if field_name in self.record_type_cols:
+                column = system_record_type.c.get(field_name)
+                length = getattr(column.type, "length", None) if column is not None else None
+                return FieldInfo(RECORD_TYPE, field_name, "text", None, length or 255)
+            return None
+        for row in self.fields.get(object_name, ()):
+            if row.info.name == field_name:
+                return row.info
+        return None
+
+    def fields_of(self, object_name: str) -> Sequence[FieldInfo]:
+        return [row.info for row in self.fields.get(object_name, ())]
+
+    def record_type_columns(self) -> Collection[str]:
+        return self.record_type_cols
+
+    def require_object(self, name: str) -> ObjectInfo:
+        """The object, or UnknownObject."""
+        info = self.objects.get(name)
+        if info is None:
+            raise UnknownObject(name)
+        return info
+
+    def table(self, object_name: str) -> sa.Table:
+        """The Core table of an object (RecordType maps to `_System_RecordType`)."""
+        if object_name == RECORD_TYPE:
+            return system_record_type
+        with self._lock:
+            cached = self._tables.get(object_name)
+            if cached is None:
+                info = self.require_object(object_name)
+                cached = object_table(info.table, self.fields_of(object_name), self._metadata)
+                self._tables[object_name] = cached
+            return cached
+
+    def rules_of(self, object_name: str) -> list[Rule]:
+        """The autonumber rules of an object, quarantined ones included (they fail on use)."""
+        return [r for r in self.rules.values() if r.object_name == object_name]
+
+    def autonumber_fields(self, object_name: str) -> list[str]:
+        """Field names that hold autonumbers (configured or quarantined)."""
+        names = {r.field_name for r in self.rules_of(object_name)}
+        for row in self.fields.get(object_name, ()):
+            if row.format is not None or row.info.type.lower() == "autonumber":
+                names.add(row.info.name)
+        return sorted(names)
+
+    def field_id(self, field: str) -> str:
+        """Resolve a field given as `_System_Field.Id` or `Object.Field` to its Id."""
+        for rows in self.fields.values():
+            for row in rows:
+                if row.id == field or f"{row.info.object}.{row.info.name}" == field:
+                    return row.id
+        raise UnknownField(field)
+
+    def rule(self, field: str) -> Rule:
+        """The usable rule of a field; RuleQuarantined or UnknownField otherwise."""
+        field_id = self.field_id(field)
+        if field_id in self.quarantined:
+            raise RuleQuarantined(field_id, self.quarantined[field_id])
+        rule = self.rules.get(field_id)
+        if rule is None:
+            raise UnknownField(field, "field has no autonumber rule")
+        return rule
+
+
+def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[FieldRow]]]:
+    ids: dict[str, str] = {}
+    objects: dict[str, ObjectInfo] = {}
+    for row in conn.execute(sa.select(system_object).order_by(system_object.c.ApiName)):
+        objects[row.ApiName] = ObjectInfo(row.ApiName, row.TableName)
+        ids[row.Id] = row.ApiName
+    fields: dict[str, list[FieldRow]] = {name: [] for name in objects}
+    stmt = sa.select(system_field).order_by(system_field.c.ObjectId, system_field.c.ApiName)
+    for row in conn.execute(stmt):
+        obj = ids.get(row.ObjectId)
+        if obj is None:
+            continue
+        info = FieldInfo(obj, row.ApiName, row.Type, row.ReferenceTo, row.MaxLength)
+        fields[obj].append(
+            FieldRow(
+                row.Id,
+                info,
+                row.auto_number_format,
+                int(row.auto_number_start),
+                row.auto_number_scope,
+                row.auto_number_token_refs,
+            )
+        )
+    return objects, fields
+
+
+def version_of(fields: Mapping[str, list[FieldRow]], rt_cols: Sequence[str]) -> str:
+    """A digest of everything a rule depends on; a change triggers re-validation."""
+    digest = hashlib.blake2b(digest_size=16)
+    for obj in sorted(fields):
+        for row in fields[obj]:
+            digest.update(repr((row.id, row.info, row.format, row.start, row.scope, row.token_refs)).encode())
+    digest.update(repr(tuple(rt_cols)).encode())
+    return digest.hexdigest()
+
+
+def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
+    """Parse and validate one stored rule; raise a FormatError/AutonumberError when it is broken."""
+    assert row.format is not None
+    fmt = parse_format(row.format)
+    stored = canonicalize_token_refs(row.token_refs) if row.token_refs else "[]"
+    if row.token_refs and stored != row.token_refs:
+        raise ValueError("stored auto_number_token_refs is not canonical JSON")
+    overrides = _overrides(row.token_refs)
+    refs = validate_format(
+        fmt,
+        source_object=row.info.object,
+        catalog=snapshot,
+        target_field=row.info.name,
+        scope=row.scope,
+        overrides=overrides,
+    )
+    if row.token_refs and canonicalize_token_refs(refs) != stored:
+        raise ValueError("stored auto_number_token_refs differ from the refs derived from the format")
+    return Rule(row.id, row.info.object, row.info.name, fmt, row.start, row.scope, tuple(refs))
+
+
+def _overrides(token_refs: str | None) -> list[Mapping[str, Any]] | None:
+    if not token_refs:
+        return None
+    import json
+
+    value = json.loads(token_refs)
+    return value if isinstance(value, list) else None
+
+
+def load_snapshot(conn: Connection) -> CatalogSnapshot:
+    """Read the whole catalog in one transaction and parse every rule."""
+    objects, fields = _read_rows(conn)
+    for name in objects:
+        check_api_name(name, "object name")
+    rt_cols = tuple(
+        col["name"] for col in sa.inspect(conn).get_columns(system_record_type.name)
+    )
+    snapshot = CatalogSnapshot(objects, fields, rt_cols, {}, {}, version_of(fields, rt_cols))
+    for rows in fields.values():
+        for row in rows:
+            if row.format is None:
+                continue
+            try:
+                snapshot.rules[row.id] = build_rule(row, snapshot)
+            except (AutonumberError, ValueError) as exc:
+                snapshot.quarantined[row.id] = str(exc)
+    return snapshot
+
+
+class Catalog:
+    """Caches a snapshot; re-checks the rule columns at most every `poll_interval` seconds."""
+
+    def __init__(self, engine: Engine, poll_interval: float = 1.0) -> None:
+        self._engine = engine
+        self.poll_interval = poll_interval
+        self._snapshot: CatalogSnapshot | None = None
+        self._checked = 0.0
+        self._lock = threading.Lock()
+        self.listeners: list[Any] = []
+
+    def current(self) -> CatalogSnapshot:
+        """The snapshot, re-read when the metadata changed since the last poll."""
+        snap = self._snapshot
+        if snap is not None and time.monotonic() - self._checked < self.poll_interval:
+            return snap
+        with self._lock:
+            snap = self._snapshot
+            if snap is not None and time.monotonic() - self._checked < self.poll_interval:
+                return snap
+            return self._refresh_locked(snap)
+
+    def refresh(self) -> CatalogSnapshot:
+        """Re-read now (after a change made through the applier)."""
+        with self._lock:
+            return self._refresh_locked(None)
+
+    def _refresh_locked(self, previous: CatalogSnapshot | None) -> CatalogSnapshot:
+        with self._engine.connect() as conn:
+            if previous is not None:
+                _, fields = _read_rows(conn)
+                rt_cols = tuple(
+                    c["name"] for c in sa.inspect(conn).get_columns(system_record_type.name)
+                )
+                if version_of(fields, rt_cols) == previous.version:
+                    self._checked = time.monotonic()
+                    return previous
+            snap = load_snapshot(conn)
+        self._snapshot = snap
+        self._checked = time.monotonic()
+        for listener in self.listeners:
+            listener(snap)
+        return snap

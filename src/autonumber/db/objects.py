@@ -1,0 +1,47 @@
+"""Object tables (Account, Order, Case, …) built from catalog metadata; names validated first."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+import sqlalchemy as sa
+
+from autonumber.format import FieldInfo
+from autonumber.identifiers import check_api_name
+
+from .tables import Timestamp6
+
+ID_LENGTH = 64
+NO_COLUMN_TYPES = frozenset({"formula"})
+
+
+def column_type(field: FieldInfo) -> sa.types.TypeEngine[Any]:
+    """The SQL type a field's column gets."""
+    kind = field.type.lower()
+    if field.is_reference:
+        return sa.String(ID_LENGTH)
+    if kind in ("integer", "int"):
+        return sa.BigInteger()
+    if kind in ("number", "currency", "percent"):
+        return sa.Numeric(18, 4)
+    if kind in ("boolean", "checkbox"):
+        return sa.Boolean()
+    if kind in ("date", "datetime"):
+        return Timestamp6
+    return sa.String(field.max_length or 255)
+
+
+def object_table(table_name: str, fields: Sequence[FieldInfo], metadata: sa.MetaData) -> sa.Table:
+    """The Core table for one object: `Id`, `CreatedDate`, then one column per stored field."""
+    check_api_name(table_name, "table name")
+    columns: list[sa.Column[Any]] = [
+        sa.Column("Id", sa.String(ID_LENGTH), primary_key=True),
+        sa.Column("CreatedDate", Timestamp6, nullable=True),
+    ]
+    for field in fields:
+        if field.type.lower() in NO_COLUMN_TYPES or field.name in ("Id", "CreatedDate"):
+            continue
+        check_api_name(field.name, "field name")
+        columns.append(sa.Column(field.name, column_type(field), nullable=True))
+    return sa.Table(table_name, metadata, *columns)

@@ -1,0 +1,140 @@
+"""`Engine.assign_one` / `assign_batch` (spec §3.1, §5.1, §5.3)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any, Literal
+
+from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Engine as SAEngine
+
+from autonumber.catalog import Catalog, Rule
+from autonumber.db import Dialect
+
+from .combining import Combiner
+from .livemax import live_max_reader
+from .reservation import Hooks, Reservation, Reserver
+from .resolve import Resolver
+
+Strategy = Literal["cas", "atomic", "combining"]
+STRATEGIES: tuple[str, ...] = ("cas", "atomic", "combining")
+Record = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Assigned:
+    """Numbers assigned to a batch, with the one clock sample they share."""
+
+    values: list[str]
+    assigned_at: datetime | None
+
+
+class Engine:
+    """Assigns autonumbers; owns the reservation and fresh-read pools (§5.0)."""
+
+    def __init__(
+        self,
+        catalog: Catalog,
+        dialect: Dialect,
+        reservation_db: SAEngine,
+        fresh_db: SAEngine,
+        *,
+        strategy: Strategy = "cas",
+        max_retries: int = 5,
+    ) -> None:
+        if strategy not in STRATEGIES:
+            raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
+        self.catalog = catalog
+        self.dialect = dialect
+        self.strategy = strategy
+        fields = max(1, len(catalog.current().rules))
+        self.reserver = Reserver(
+            reservation_db,
+            dialect,
+            live_max_reader(fresh_db, catalog.current),
+            max_retries=max_retries,
+            semaphore_capacity=max(512, 4 * fields),
+        )
+        self.resolver = Resolver(fresh_db)
+        self.combiner = Combiner()
+
+    @property
+    def hooks(self) -> Hooks:
+        """Test seams of the reservation path."""
+        return self.reserver.hooks
+
+    def rule(self, field: str) -> Rule:
+        """The usable rule for a field id or `Object.Field` (RuleQuarantined when quarantined)."""
+        return self.catalog.current().rule(field)
+
+    def assign_one(self, field: str, record: Record, conn: Connection | None = None) -> str:
+        """Render one number for `record` (a dict of its field values)."""
+        return self.assign(field, [record], conn).values[0]
+
+    def assign_batch(
+        self, field: str, records: Sequence[Record], conn: Connection | None = None
+    ) -> list[str]:
+        """Render numbers for many records: one reservation of N per (cross values) group."""
+        return self.assign(field, records, conn).values
+
+    def assign(self, field: str, records: Sequence[Record], conn: Connection | None = None) -> Assigned:
+        """assign_batch that also returns the shared assigned-at."""
+        snapshot = self.catalog.current()
+        rule = snapshot.rule(field)
+        if not records:
+            return Assigned([], None)
+        cross = self.resolver.resolve(snapshot, rule, records, conn)
+        groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
+        for i, values in enumerate(cross):
+            groups.setdefault(tuple(sorted(values.items())), []).append(i)
+        out: list[str] = [""] * len(records)
+        at: datetime | None = None
+        for indices in groups.values():
+            values = cross[indices[0]]
+            if len(records) == 1:
+                res, offset = self._reserve_single(rule, values, conn)
+            else:
+                res, offset = self._reserve(rule, len(indices), values, conn, at), 0
+            at = res.assigned_at
+            for j, idx in enumerate(indices):
+                out[idx] = rule.format.render(
+                    res.first + offset + j,
+                    res.assigned_at,
+                    values,
+                    field_id=rule.field_id,
+                    scope_key=res.scope_key,
+                )
+        assert at is not None
+        return Assigned(out, at)
+
+    def _on_caller(self, conn: Connection | None) -> Connection | None:
+        """SQLite: reserve on the caller's connection when its transaction holds the write lock."""
+        if conn is not None and self.dialect.reserve_on_caller_when_written and conn.in_transaction():
+            return conn
+        return None
+
+    def _reserve(
+        self,
+        rule: Rule,
+        n: int,
+        cross: Mapping[str, str],
+        conn: Connection | None,
+        at: datetime | None = None,
+    ) -> Reservation:
+        target = self._on_caller(conn)
+        if self.strategy == "cas":
+            return self.reserver.reserve_cas(rule, n, cross, target, at)
+        return self.reserver.reserve_atomic(rule, n, cross, target, at)
+
+    def _reserve_single(
+        self, rule: Rule, cross: Mapping[str, str], conn: Connection | None
+    ) -> tuple[Reservation, int]:
+        if self.strategy != "combining" or self._on_caller(conn) is not None:
+            return self._reserve(rule, 1, cross, conn), 0
+        key = (rule.field_id, tuple(sorted(cross.items())))
+        return self.combiner.reserve_one(
+            key, lambda n: self.reserver.reserve_atomic(rule, n, cross)
+        )
+

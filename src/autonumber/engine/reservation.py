@@ -1,0 +1,344 @@
+"""Reserving counter values in a short transaction of its own (spec §5.2): the strategies.
+
+Every strategy samples the database clock once inside the reservation transaction; that sample
+drives both the scope key and the date tokens. A reservation counts only once its COMMIT
+succeeded: a lost race, a deadlock or a Galera certification failure at COMMIT is retried within
+the budget, and a number from a transaction that did not commit is never handed out.
+"""
+
+from __future__ import annotations
+
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any
+
+import sqlalchemy as sa
+from cachetools import TTLCache
+from sqlalchemy.engine import Connection, Engine
+
+from autonumber.catalog import Rule
+from autonumber.db import Dialect
+from autonumber.db.tables import counter_table
+from autonumber.errors import CounterMissing, ReservationFailed
+
+from . import metrics
+
+SEMAPHORE_TTL = 48 * 3600.0
+MAX_LAZY_CREATES = 3
+T = counter_table
+
+
+@dataclass(frozen=True)
+class Reservation:
+    """`count` consecutive values starting at `first`, under one clock sample and scope key."""
+
+    assigned_at: datetime
+    scope_key: str
+    first: int
+    count: int
+
+
+class _Lost(Exception):
+    """A lost race: another writer changed the counter first, or the COMMIT was refused."""
+
+
+@dataclass(frozen=True)
+class _Missing:
+    assigned_at: datetime
+    scope_key: str
+
+
+LiveMax = Callable[[Rule, str, datetime, Mapping[str, str]], int]
+
+
+def _key(rule: Rule, scope_key: str) -> sa.ColumnElement[bool]:
+    return sa.and_(T.c.field_id == rule.field_id, T.c.scope_key == scope_key)
+
+
+@dataclass
+class Hooks:
+    """Test seams: `before_cas` runs between the read and the CAS update (to force lost races)."""
+
+    before_cas: Callable[[Rule, str, int], None] | None = None
+
+
+@dataclass
+class Reserver:
+    """Runs reservation transactions on the reservation pool (or, for SQLite, the caller's conn)."""
+
+    db: Engine
+    dialect: Dialect
+    live_max: LiveMax
+    max_retries: int = 5
+    semaphore_capacity: int = 512
+    hooks: Hooks = field(default_factory=Hooks)
+    sleep: Callable[[float], None] = time.sleep
+    _semaphores: TTLCache[tuple[str, str], threading.Semaphore] = field(init=False)
+    _sem_lock: threading.Lock = field(default_factory=threading.Lock)
+    max_fallback_in_flight: int = 0
+    _in_flight: int = 0
+
+    def __post_init__(self) -> None:
+        self._semaphores = TTLCache(maxsize=self.semaphore_capacity, ttl=SEMAPHORE_TTL)
+
+    @contextmanager
+    def transaction(self, conn: Connection | None) -> Iterator[Connection]:
+        """A reservation transaction: own connection, or a savepoint on the caller's (SQLite)."""
+        if conn is not None:
+            with conn.begin_nested():
+                yield conn
+            return
+        with self.db.connect() as own, self.dialect.begin_write(own):
+            yield own
+
+    def _clock(self, c: Connection, at: datetime | None) -> datetime:
+        return at if at is not None else self.dialect.utc_now(c)
+
+    def jitter(self, attempt: int) -> float:
+        """rand(0, 2^(attempt+3)) milliseconds, in seconds (§5.2, §12.1 R3)."""
+        return random.uniform(0, 2 ** (attempt + 3)) / 1000.0
+
+    # -- the seed's optimistic CAS path ---------------------------------------------------------
+
+    def reserve_cas(
+        self,
+        rule: Rule,
+        n: int,
+        cross: Mapping[str, str],
+        conn: Connection | None = None,
+        at: datetime | None = None,
+    ) -> Reservation:
+        """Read next_value, CAS-update it, retry with jitter; after max_retries, the fallback lane."""
+        started = time.perf_counter()
+        lazy = 0
+        attempt = 0
+        while attempt < self.max_retries:
+            attempt += 1
+            try:
+                outcome = self._cas_once(rule, n, cross, conn, at)
+            except _Lost:
+                self.sleep(self.jitter(attempt - 1))
+                continue
+            if isinstance(outcome, _Missing):
+                lazy = self._after_missing(rule, outcome, cross, conn, lazy)
+                attempt -= 1
+                continue
+            self._observe("cas", attempt, started)
+            return outcome
+        result = self.reserve_fallback(rule, n, cross, conn, at)
+        self._observe("cas", attempt + 1, started)
+        return result
+
+    def _cas_once(
+        self,
+        rule: Rule,
+        n: int,
+        cross: Mapping[str, str],
+        conn: Connection | None,
+        at: datetime | None,
+    ) -> Reservation | _Missing:
+        try:
+            with self.transaction(conn) as c:
+                now = self._clock(c, at)
+                key = rule.format.scope_key(rule.scope, now, cross)
+                current = c.execute(sa.select(T.c.next_value).where(_key(rule, key))).scalar()
+                if current is None:
+                    return _Missing(now, key)
+                if self.hooks.before_cas is not None:
+                    self.hooks.before_cas(rule, key, int(current))
+                stmt = (
+                    sa.update(T)
+                    .where(_key(rule, key), T.c.next_value == current)
+                    .values(next_value=T.c.next_value + n, last_modified_date=now)
+                )
+                if c.execute(stmt).rowcount != 1:
+                    raise _Lost()
+                reservation = Reservation(now, key, int(current), n)
+        except sa.exc.DBAPIError as exc:
+            if self.dialect.is_retryable(exc):
+                raise _Lost() from exc
+            raise
+        return reservation
+
+    def reserve_fallback(
+        self,
+        rule: Rule,
+        n: int,
+        cross: Mapping[str, str],
+        conn: Connection | None = None,
+        at: datetime | None = None,
+    ) -> Reservation:
+        """The starvation lane: one clock sample, the per-counter semaphore, then FOR UPDATE."""
+        metrics.FALLBACKS.inc()
+        lazy = 0
+        for attempt in range(self.max_retries * 2):
+            try:
+                outcome = self._fallback_once(rule, n, cross, conn, at)
+            except _Lost:
+                self.sleep(self.jitter(min(attempt, 6)))
+                continue
+            if isinstance(outcome, _Missing):
+                lazy = self._after_missing(rule, outcome, cross, conn, lazy)
+                continue
+            return outcome
+        raise ReservationFailed(rule.field_id, "", self.max_retries * 3, "fallback lane kept losing")
+
+    def _fallback_once(
+        self,
+        rule: Rule,
+        n: int,
+        cross: Mapping[str, str],
+        conn: Connection | None,
+        at: datetime | None,
+    ) -> Reservation | _Missing:
+        # The slot is taken after the clock sample (its key is the sampled scope) and released
+        # only after the COMMIT, so at most one fallback per counter is ever in flight.
+        try:
+            with self._fallback_slot() as take_slot, self.transaction(conn) as c:
+                now = self._clock(c, at)
+                key = rule.format.scope_key(rule.scope, now, cross)
+                take_slot(rule.field_id, key)
+                current = c.execute(
+                    self.dialect.for_update(sa.select(T.c.next_value).where(_key(rule, key)))
+                ).scalar()
+                if current is None:
+                    return _Missing(now, key)
+                c.execute(
+                    sa.update(T)
+                    .where(_key(rule, key))
+                    .values(next_value=T.c.next_value + n, last_modified_date=now)
+                )
+                reservation = Reservation(now, key, int(current), n)
+        except sa.exc.DBAPIError as exc:
+            if self.dialect.is_retryable(exc):
+                raise _Lost() from exc
+            raise
+        return reservation
+
+    @contextmanager
+    def _fallback_slot(self) -> Iterator[Callable[[str, str], None]]:
+        """Yield a function that takes the per-counter semaphore; it is released on exit."""
+        held: list[threading.Semaphore] = []
+
+        def take(field_id: str, scope_key: str) -> None:
+            with self._sem_lock:
+                sem = self._semaphores.get((field_id, scope_key)) or threading.Semaphore(1)
+                self._semaphores[(field_id, scope_key)] = sem
+            sem.acquire()
+            held.append(sem)
+            with self._sem_lock:
+                self._in_flight += 1
+                self.max_fallback_in_flight = max(self.max_fallback_in_flight, self._in_flight)
+            metrics.FALLBACK_IN_FLIGHT.inc()
+
+        try:
+            yield take
+        finally:
+            for sem in held:
+                metrics.FALLBACK_IN_FLIGHT.dec()
+                with self._sem_lock:
+                    self._in_flight -= 1
+                sem.release()
+
+    # -- the single-statement increment ---------------------------------------------------------
+
+    def reserve_atomic(
+        self,
+        rule: Rule,
+        n: int,
+        cross: Mapping[str, str],
+        conn: Connection | None = None,
+        at: datetime | None = None,
+    ) -> Reservation:
+        """One `UPDATE … next_value = next_value + n` returning the new value (dialect primitive)."""
+        started = time.perf_counter()
+        lazy = 0
+        for attempt in range(1, self.max_retries * 4 + 1):
+            try:
+                outcome = self._atomic_once(rule, n, cross, conn, at)
+            except _Lost:
+                self.sleep(self.jitter(min(attempt - 1, 5)))
+                continue
+            if isinstance(outcome, _Missing):
+                lazy = self._after_missing(rule, outcome, cross, conn, lazy)
+                continue
+            self._observe("atomic", attempt, started)
+            return outcome
+        raise ReservationFailed(rule.field_id, "", self.max_retries * 4, "the database kept refusing")
+
+    def _atomic_once(
+        self,
+        rule: Rule,
+        n: int,
+        cross: Mapping[str, str],
+        conn: Connection | None,
+        at: datetime | None,
+    ) -> Reservation | _Missing:
+        try:
+            with self.transaction(conn) as c:
+                now = self._clock(c, at)
+                key = rule.format.scope_key(rule.scope, now, cross)
+                after = self.dialect.atomic_increment(
+                    c, T, _key(rule, key), "next_value", n, {"last_modified_date": now}
+                )
+                if after is None:
+                    return _Missing(now, key)
+                reservation = Reservation(now, key, after - n, n)
+        except sa.exc.DBAPIError as exc:
+            if self.dialect.is_retryable(exc):
+                raise _Lost() from exc
+            raise
+        return reservation
+
+    # -- lazy scopes ----------------------------------------------------------------------------
+
+    def _after_missing(
+        self,
+        rule: Rule,
+        missing: _Missing,
+        cross: Mapping[str, str],
+        conn: Connection | None,
+        lazy: int,
+    ) -> int:
+        """global: CounterMissing (corruption, never reseeded). Lazy scopes: create the row once."""
+        if rule.scope == "global" or lazy >= MAX_LAZY_CREATES:
+            raise CounterMissing(rule.field_id, missing.scope_key)
+        start = max(rule.start, self.live_max(rule, missing.scope_key, missing.assigned_at, cross) + 1)
+        for _ in range(self.max_retries * 2):
+            try:
+                with self.transaction(conn) as c:
+                    self.dialect.upsert_greatest(
+                        c,
+                        T,
+                        {"field_id": rule.field_id, "scope_key": missing.scope_key},
+                        "next_value",
+                        start,
+                        {"created_date": missing.assigned_at, "last_modified_date": missing.assigned_at},
+                    )
+                metrics.LAZY_ROWS.inc()
+                return lazy + 1
+            except sa.exc.DBAPIError as exc:
+                if not (self.dialect.is_retryable(exc) or self.dialect.is_duplicate_key(exc)):
+                    raise
+                self.sleep(self.jitter(2))
+        raise ReservationFailed(rule.field_id, missing.scope_key, self.max_retries * 2, "lazy row")
+
+    @staticmethod
+    def _observe(strategy: str, attempts: int, started: float) -> None:
+        metrics.ATTEMPTS.labels(strategy).observe(attempts)
+        metrics.LATENCY.labels(strategy).observe(time.perf_counter() - started)
+
+
+def describe(reservation: Reservation) -> dict[str, Any]:
+    """A reservation as plain data (for logs and the API)."""
+    return {
+        "assigned_at": reservation.assigned_at.isoformat(),
+        "scope_key": reservation.scope_key,
+        "first": reservation.first,
+        "count": reservation.count,
+    }

@@ -1,0 +1,72 @@
+"""`autonumber.connect(url)`: the engine, records and catalog over one database."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.engine import Connection
+
+from .catalog import Catalog
+from .db import check_reachable, create_engine, dialect_for
+from .db.sqlite import READONLY
+from .engine import Engine, Strategy
+from .events import EventBus
+from .records import Records
+
+DEFAULT_STRATEGY: Strategy = "cas"
+
+
+class Platform:
+    """One database: `.engine` assigns numbers, `.records` persists, `.begin()` is a caller txn."""
+
+    def __init__(
+        self,
+        url: str,
+        *,
+        strategy: Strategy = DEFAULT_STRATEGY,
+        max_retries: int = 5,
+        pool_size: int = 8,
+        reservation_pool_size: int = 8,
+        poll_interval: float = 1.0,
+    ) -> None:
+        self.db = create_engine(url, pool_size=pool_size)
+        check_reachable(self.db)
+        self.dialect = dialect_for(self.db)
+        self.reservation_db = create_engine(url, pool_size=reservation_pool_size)
+        self.fresh_db = create_engine(url, pool_size=reservation_pool_size).execution_options(
+            **{READONLY: True}
+        )
+        self.catalog = Catalog(self.db, poll_interval=poll_interval)
+        self.events = EventBus()
+        self.engine = Engine(
+            self.catalog,
+            self.dialect,
+            self.reservation_db,
+            self.fresh_db,
+            strategy=strategy,
+            max_retries=max_retries,
+        )
+        self.records = Records(self.db, self.catalog, self.engine, self.events)
+
+    @contextmanager
+    def begin(self) -> Iterator[Connection]:
+        """A caller transaction: commit on success, roll back on an exception."""
+        with self.db.connect() as conn, self.dialect.begin_write(conn):
+            yield conn
+
+    def close(self) -> None:
+        """Dispose of every pool."""
+        for engine in (self.db, self.reservation_db, self.fresh_db):
+            engine.dispose()
+
+    def __enter__(self) -> Platform:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def connect(url: str = "sqlite:///autonumber.db", **options: object) -> Platform:
+    """Open a Platform on `url` (the schema must exist: run `autonumber setup apply` first)."""
+    return Platform(url, **options)  # type: ignore[arg-type]

@@ -1,0 +1,190 @@
+"""Record persistence: numbers are assigned, `RecordBeforeCreate` is published, then the row is
+inserted (spec §3.2). Autonumber fields cannot be supplied by the caller nor changed later."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from decimal import Decimal
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Engine as SAEngine
+
+from .catalog import Catalog, CatalogSnapshot
+from .engine import Engine
+from .errors import RecordError, RecordNotFound, RuleQuarantined
+from .events import EventBus, RecordBeforeCreate
+
+SYSTEM_COLUMNS = ("Id", "CreatedDate")
+SCALARS = (str, int, float, bool, Decimal)
+
+
+def new_id() -> str:
+    """A platform-generated record Id."""
+    return uuid.uuid4().hex
+
+
+def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    for key, value in row.items():
+        if isinstance(value, datetime):
+            value = value.isoformat()
+        elif isinstance(value, Decimal):
+            value = float(value)
+        out[key] = value
+    return out
+
+
+class Records:
+    """insert / insert_many / get / list / update for the objects of the catalog."""
+
+    def __init__(self, db: SAEngine, catalog: Catalog, engine: Engine, events: EventBus) -> None:
+        self._db = db
+        self.catalog = catalog
+        self.engine = engine
+        self.events = events
+
+    @contextmanager
+    def _txn(self, conn: Connection | None) -> Iterator[Connection]:
+        if conn is not None:
+            yield conn
+            return
+        with self._db.connect() as own, self.engine.dialect.begin_write(own):
+            yield own
+
+    def insert(
+        self, object_name: str, data: Mapping[str, Any], conn: Connection | None = None
+    ) -> dict[str, Any]:
+        """Insert one record; return it as stored, autonumbers included."""
+        return self.insert_many(object_name, [data], conn)[0]
+
+    def insert_many(
+        self, object_name: str, rows: Sequence[Mapping[str, Any]], conn: Connection | None = None
+    ) -> list[dict[str, Any]]:
+        """Insert many records of one object; each autonumber field is assigned with one batch."""
+        snapshot = self.catalog.current()
+        table = snapshot.table(object_name)
+        records = [self._checked(snapshot, object_name, table, row, i) for i, row in enumerate(rows)]
+        if not records:
+            return []
+        self._refuse_quarantined(snapshot, object_name)
+        with self._txn(conn) as c:
+            at = None
+            for rule in snapshot.rules_of(object_name):
+                assigned = self.engine.assign(rule.field_id, records, c)
+                at = assigned.assigned_at
+                for record, value in zip(records, assigned.values, strict=True):
+                    record[rule.field_name] = value
+            created = at if at is not None else self.engine.dialect.utc_now(c)
+            for record in records:
+                record["CreatedDate"] = created
+            self.events.publish(RecordBeforeCreate(object_name, records, c))
+            c.execute(sa.insert(table), records)
+        return [_plain(r) for r in records]
+
+    def _refuse_quarantined(self, snapshot: CatalogSnapshot, object_name: str) -> None:
+        for row in snapshot.fields.get(object_name, ()):
+            if row.id in snapshot.quarantined:
+                raise RuleQuarantined(row.id, snapshot.quarantined[row.id])
+
+    def _checked(
+        self,
+        snapshot: CatalogSnapshot,
+        object_name: str,
+        table: sa.Table,
+        data: Mapping[str, Any],
+        index: int,
+        *,
+        allow_id: bool = False,
+    ) -> dict[str, Any]:
+        where = f"{object_name} record #{index + 1}"
+        if not isinstance(data, Mapping):
+            raise RecordError(f"{where}: expected a JSON object of field values, got {type(data).__name__}")
+        autonumbers = set(snapshot.autonumber_fields(object_name))
+        record: dict[str, Any] = {}
+        for key, value in data.items():
+            if key in autonumbers:
+                raise RecordError(
+                    f"{where}: {object_name}.{key} is an autonumber field; it is assigned on insert "
+                    "and cannot be supplied"
+                )
+            if key in SYSTEM_COLUMNS and not (allow_id and key == "Id"):
+                raise RecordError(f"{where}: {key} is set by the platform and cannot be supplied")
+            if key not in table.c:
+                raise RecordError(f"{where}: {object_name} has no field {key!r}")
+            record[key] = self._value(where, object_name, table.c[key], value)
+        record["Id"] = new_id()
+        return record
+
+    @staticmethod
+    def _value(where: str, object_name: str, column: sa.Column[Any], value: Any) -> Any:
+        if value is None:
+            return None
+        if not isinstance(value, SCALARS):
+            raise RecordError(
+                f"{where}: {object_name}.{column.name} must be a scalar, got {type(value).__name__}"
+            )
+        length = getattr(column.type, "length", None)
+        if isinstance(column.type, sa.String):
+            if not isinstance(value, str):
+                raise RecordError(f"{where}: {object_name}.{column.name} must be text, got {value!r}")
+            if length is not None and len(value) > length:
+                raise RecordError(
+                    f"{where}: {object_name}.{column.name} is {len(value)} characters; at most {length} fit"
+                )
+        return value
+
+    def get(self, object_name: str, record_id: str, conn: Connection | None = None) -> dict[str, Any]:
+        """One record by Id, or RecordNotFound."""
+        table = self.catalog.current().table(object_name)
+        stmt = sa.select(table).where(table.c.Id == record_id)
+        if conn is not None:
+            row = conn.execute(stmt).mappings().first()
+        else:
+            with self._db.connect() as own:
+                row = own.execute(stmt).mappings().first()
+        if row is None:
+            raise RecordNotFound(object_name, record_id)
+        return _plain(row)
+
+    def list(self, object_name: str, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
+        """A page of records, newest first."""
+        table = self.catalog.current().table(object_name)
+        stmt = (
+            sa.select(table)
+            .order_by(table.c.CreatedDate.desc(), table.c.Id)
+            .limit(limit)
+            .offset(offset)
+        )
+        with self._db.connect() as conn:
+            return [_plain(r) for r in conn.execute(stmt).mappings()]
+
+    def count(self, object_name: str) -> int:
+        """How many records an object has."""
+        table = self.catalog.current().table(object_name)
+        with self._db.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
+
+    def update(
+        self,
+        object_name: str,
+        record_id: str,
+        changes: Mapping[str, Any],
+        conn: Connection | None = None,
+    ) -> dict[str, Any]:
+        """Change ordinary fields; an autonumber field is refused (locked after create, §7.1.2)."""
+        snapshot = self.catalog.current()
+        table = snapshot.table(object_name)
+        checked = self._checked(snapshot, object_name, table, changes, 0)
+        checked.pop("Id")
+        if not checked:
+            return self.get(object_name, record_id, conn)
+        with self._txn(conn) as c:
+            result = c.execute(sa.update(table).where(table.c.Id == record_id).values(checked))
+            if result.rowcount == 0:
+                raise RecordNotFound(object_name, record_id)
+            return self.get(object_name, record_id, c)

@@ -1,0 +1,1 @@
+"""Bootstrap and cut-over: standard pack, rules, counter seed, verify, report."""

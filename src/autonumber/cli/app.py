@@ -1,11 +1,21 @@
-"""The Typer application and its command groups; each group lives in its own module."""
+"""The Typer application; each command group lives in its own module."""
 
 from __future__ import annotations
 
 import typer
 
-from . import db_cmd, format_cmd
-from .common import DbOption
+from . import (
+    bench_cmd,
+    db_cmd,
+    demo_cmd,
+    field_cmd,
+    format_cmd,
+    records_cmd,
+    run_cmd,
+    serve_cmd,
+    setup_cmd,
+    spec_cmd,
+)
 
 app = typer.Typer(
     name="autonumber",
@@ -14,15 +24,13 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+app.command("run")(run_cmd.run)
 app.add_typer(db_cmd.app, name="db")
 app.add_typer(format_cmd.app, name="format")
-
-
-@app.command("run")
-def run(db: DbOption = "sqlite:///autonumber.db") -> None:
-    """The main job of `make run`: bootstrap the database, then report its status.
-
-    Example: autonumber run --db sqlite:///autonumber.db
-    """
-    db_cmd.init(db)
-    db_cmd.status(db)
+app.add_typer(records_cmd.app, name="records")
+app.add_typer(setup_cmd.app, name="setup")
+app.add_typer(spec_cmd.app, name="spec")
+app.add_typer(field_cmd.app, name="field")
+app.add_typer(demo_cmd.app, name="demo")
+app.add_typer(bench_cmd.app, name="bench")
+app.add_typer(serve_cmd.app, name="serve")

@@ -1,0 +1,7 @@
+"""`autonumber records` commands (being written)."""
+
+from __future__ import annotations
+
+import typer
+
+app = typer.Typer(help="records commands.", no_args_is_help=True)

@@ -1,0 +1,109 @@
+"""Scan patterns (§8.2 step 3.a): read the counter, date and cross values back out of a value."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from datetime import date
+
+from autonumber.errors import FormatError
+
+from .scope import DATE_PART, KeyPlan, check_scope_name, date_component, join_key
+from .tokens import Token, TokenKind, quote_format
+
+_DATE_DIGITS = {TokenKind.YEAR4: 4, TokenKind.YEAR2: 2, TokenKind.MONTH: 2, TokenKind.DAY: 2}
+
+
+@dataclass(frozen=True)
+class ScanMatch:
+    """What a stored value says: its counter, its date at the format's precision, its cross values."""
+
+    counter: int
+    date: str | None
+    cross: dict[str, str]
+    _plan: KeyPlan = field(repr=False, compare=False)
+    _source: str = field(default="", repr=False, compare=False)
+
+    def scope_key(self, scope: str) -> str:
+        """The key Format.scope_key would have produced when this value was rendered."""
+        check_scope_name(scope, self._source)
+        if scope == "global":
+            return ""
+        if scope == "per_day":
+            if self.date is None or not self._plan.full_date:
+                raise FormatError(
+                    9,
+                    f"format {quote_format(self._source)} does not show a full date "
+                    "({YYYY} or {YY}, {MM} and {DD}), so a stored value cannot name its day",
+                    format=self._source,
+                )
+            return self.date
+        values = [self.date or "" if p == DATE_PART else self.cross[p] for p in self._plan.parts]
+        return join_key(values)
+
+
+class ScanPattern:
+    """An anchored regex for one format; `match()` also checks that repeated tokens agree."""
+
+    def __init__(self, tokens: Sequence[Token], plan: KeyPlan, source: str) -> None:
+        self._plan = plan
+        self._source = source
+        self._date_groups: list[tuple[str, TokenKind]] = []
+        self._cross_groups: dict[str, str] = {}  # cross key -> group name
+        self.pattern = "^" + "".join(self._piece(t) for t in tokens) + "$"
+        self.regex = re.compile(self.pattern, re.DOTALL)  # a value may hold a newline
+
+    def _piece(self, tok: Token) -> str:
+        if tok.kind is TokenKind.LITERAL:
+            return re.escape(tok.text)
+        if tok.kind is TokenKind.COUNTER:
+            return f"(?P<counter>[0-9]{{{tok.width}}})"
+        if tok.ref is not None:
+            known = self._cross_groups.get(tok.ref.key)
+            if known is not None:  # the same token twice must show the same value
+                return f"(?P={known})"
+            name = f"x{len(self._cross_groups)}"
+            self._cross_groups[tok.ref.key] = name
+            return f"(?P<{name}>.+?)"
+        name = f"d{len(self._date_groups)}"
+        self._date_groups.append((name, tok.kind))
+        return f"(?P<{name}>[0-9]{{{_DATE_DIGITS[tok.kind]}}})"
+
+    def __repr__(self) -> str:
+        return f"ScanPattern({self.pattern!r})"
+
+    def match(self, value: str) -> ScanMatch | None:
+        """Parse a stored value, or None when this format cannot have produced it."""
+        m = self.regex.fullmatch(value)
+        if m is None:
+            return None
+        day = None
+        if self._date_groups:
+            ymd = self._read_date(m)
+            if ymd is None:
+                return None
+            day = date_component(self._plan, *ymd)
+        cross = {key: m.group(name) for key, name in self._cross_groups.items()}
+        return ScanMatch(int(m.group("counter")), day, cross, self._plan, self._source)
+
+    def _read_date(self, m: re.Match[str]) -> tuple[int, int, int] | None:
+        """(year, month, day) with unshown units as 2000/1/1, or None for an impossible date."""
+        found: dict[TokenKind, set[int]] = {}
+        for name, kind in self._date_groups:
+            found.setdefault(kind, set()).add(int(m.group(name)))
+        if any(len(v) > 1 for v in found.values()):
+            return None  # the same unit shown twice with different values
+        one = {k: next(iter(v)) for k, v in found.items()}
+        y4, y2 = one.get(TokenKind.YEAR4), one.get(TokenKind.YEAR2)
+        if y4 is not None and y2 is not None and y4 % 100 != y2:
+            return None
+        year = y4 if y4 is not None else 2000 + y2 if y2 is not None else 2000  # {YY} is 20YY
+        month, day = one.get(TokenKind.MONTH, 1), one.get(TokenKind.DAY, 1)
+        if not 1 <= day <= 31:
+            return None
+        try:  # 2000 is a leap year, so a format without a year accepts 0229
+            date(year, month, day if TokenKind.MONTH in one else 1)
+        except ValueError:
+            return None
+        return year, month, day

@@ -1,0 +1,80 @@
+"""Typed tokens of a display format (§6.1) and the constants the grammar shares."""
+
+from __future__ import annotations
+
+import enum
+import json
+import re
+from dataclasses import dataclass
+
+SCOPES: tuple[str, ...] = ("global", "per_day", "per_prefix")
+"""Counter scopes: one counter per field, per UTC day, or per (cross values, shown date)."""
+
+MAX_WIDTH = 18
+"""Widest counter token: BIGINT holds 19 digits, one is kept as overflow headroom (§6.2 rule 2)."""
+
+IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+"""Salesforce API name grammar for object and field names (§6.1 `identifier`)."""
+
+TAXONOMY_OBJECT = "RecordType"
+"""`{RecordType.X}` is sugar for a lookup through the record's `RecordTypeId` (§3.5)."""
+
+RECORD_TYPE_FK = "RecordTypeId"
+
+VALID_TOKENS = (
+    "{0…0} (counter, 1-18 zeros), {YYYY}, {YY}, {MM}, {DD}, {Object.Field}, {RecordType.Field}"
+)
+
+
+class TokenKind(enum.Enum):
+    """What a token renders: literal text, the counter, one date part, or a cross-record value."""
+
+    LITERAL = "literal"
+    COUNTER = "counter"
+    YEAR4 = "YYYY"
+    YEAR2 = "YY"
+    MONTH = "MM"
+    DAY = "DD"
+    CROSS = "cross"
+    TAXONOMY = "taxonomy"
+
+    @property
+    def is_date(self) -> bool:
+        """True for the four date tokens."""
+        return self in _DATE_KINDS
+
+
+_DATE_KINDS = frozenset({TokenKind.YEAR4, TokenKind.YEAR2, TokenKind.MONTH, TokenKind.DAY})
+DATE_NAMES: dict[str, TokenKind] = {k.value: k for k in _DATE_KINDS}
+
+
+@dataclass(frozen=True)
+class CrossRef:
+    """A `{Object.Field}` token; `taxonomy` when the object is `RecordType` (§3.5)."""
+
+    literal: str
+    object: str
+    field: str
+    taxonomy: bool
+
+    @property
+    def key(self) -> str:
+        """The `Object.Field` key under which render() expects the value."""
+        return f"{self.object}.{self.field}"
+
+
+@dataclass(frozen=True)
+class Token:
+    """One segment of a format; `position` is the 0-based index of its first character."""
+
+    kind: TokenKind
+    text: str
+    position: int
+    width: int = 0
+    ref: CrossRef | None = None
+
+
+def quote_format(fmt: str, limit: int = 80) -> str:
+    """Quote a format for an error message on one line, shortened when it is very long."""
+    shown = fmt if len(fmt) <= limit else fmt[:limit] + "…"
+    return json.dumps(shown, ensure_ascii=False)

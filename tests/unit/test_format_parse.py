@@ -1,0 +1,156 @@
+"""Parser: the §6.1 grammar, rules 0-2, positions, hints, robustness and linear time."""
+
+from __future__ import annotations
+
+import contextlib
+import random
+import time
+
+import pytest
+
+from autonumber.errors import FormatError
+from autonumber.format import MAX_WIDTH, CrossRef, TokenKind, parse_format
+
+
+@pytest.mark.parametrize(
+    ("fmt", "rule", "position"),
+    [
+        ("AUTO-", 1, None),  # §6.4: no counter token
+        ("{0000}-{0000}", 1, 7),  # two counter tokens
+        ("{YYYY}", 1, None),  # no counter token
+        ("{HH}-{0000}", 0, 0),  # unknown date token
+        ("{0000000000000000000}", 2, 0),  # width 19 > 18
+        ("{}", 0, 0),  # empty
+        ("{", 0, 0),  # unclosed
+        ("", 0, None),
+        ("AB}{0000}", 0, 2),
+        ("{00{00}}", 0, 0),
+        ("{proj-0000}", 0, 0),  # prefix inside braces (in the wild, negative)
+        ("PE-(00000000)", 1, None),  # doc shorthand: parentheses are literal text, no counter
+        ("QL-XXXXX", 1, None),
+        ("########", 1, None),
+        ("{Account.Name.Id}-{0000}", 8, 0),  # depth via {A.B.C} syntax is rule 8
+        ("{ 0000 }", 0, 0),
+        ("{yyyy}{0000}", 0, 0),
+        ("{Account.}{0000}", 0, 0),
+        ("{1Account.Name}{0000}", 0, 0),
+        ("X-{0000}-{HH}", 0, 9),
+    ],
+)
+def test_rejects_with_rule_and_position(fmt: str, rule: int, position: int | None) -> None:
+    with pytest.raises(FormatError) as info:
+        parse_format(fmt)
+    assert info.value.rule == rule
+    assert info.value.position == position
+    assert info.value.format == fmt
+    assert str(info.value).startswith(f"rule {rule}: format ")
+    assert "\n" not in str(info.value)
+
+
+def test_messages_are_actionable() -> None:
+    def msg(fmt: str) -> str:
+        with pytest.raises(FormatError) as info:
+            parse_format(fmt)
+        return str(info.value)
+
+    assert msg("AUTO-") == 'rule 1: format "AUTO-" has no counter token; add one such as {0000}'
+    assert "valid tokens are" in msg("{HH}-{0000}") and "{YYYY}" in msg("{HH}-{0000}")
+    assert "proj-{0000}" in msg("{proj-0000}")
+    assert "did you mean {YYYY}" in msg("{yyyy}{0000}")
+    assert "1..18" in msg("{" + "0" * 19 + "}")
+    long_msg = msg("x" * 5000 + "{HH}")
+    assert len(long_msg) < 400 and "position 5000" in long_msg
+
+
+@pytest.mark.parametrize(
+    ("fmt", "width"),
+    [  # custom formats seen in the wild (reference/sf-autonumber-fields.md §3)
+        ("Account SC-{0000}", 4),
+        ("ALL-{0}", 1),
+        ("RD-Schedule-{0000000000}", 10),
+        ("RDCH-{0000000}", 7),
+        ("GS{0000}", 4),
+        ("{000000}", 6),
+        ("DI-{000000}", 6),
+        ("AF-{000000}", 6),
+        ("INV-{YYYY}-{000000}", 6),
+        ("{YYYY}-{000000}", 6),
+        ("{MM}{DD}-{0000}", 4),
+        ("MSJ-{00000000}", 8),
+        ("N-{0000}", 4),
+        ("{" + "0" * MAX_WIDTH + "}", MAX_WIDTH),
+    ],
+)
+def test_accepts_formats_from_the_wild(fmt: str, width: int) -> None:
+    f = parse_format(fmt)
+    assert f.counter_width == width
+    assert "".join(t.text for t in f.tokens) == fmt  # tokens tile the source exactly
+
+
+def test_tokens_and_cross_refs() -> None:
+    f = parse_format(
+        "{Account.BillingCountryCode}-{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}"
+        "/{Account.BillingCountryCode}"
+    )
+    kinds = [t.kind for t in f.tokens]
+    assert kinds[:3] == [TokenKind.CROSS, TokenKind.LITERAL, TokenKind.TAXONOMY]
+    assert f.date_kinds == ("YY", "MM", "DD")
+    assert f.has_date
+    assert f.counter_width == 2
+    assert f.cross_refs == (
+        CrossRef("{Account.BillingCountryCode}", "Account", "BillingCountryCode", False),
+        CrossRef("{RecordType.RecordTypeCode}", "RecordType", "RecordTypeCode", True),
+    )
+    assert f.cross_refs[0].key == "Account.BillingCountryCode"
+    assert [t.position for t in f.tokens][:4] == [0, 28, 29, 56]
+    assert not parse_format("{0000}").has_date
+
+
+def test_parse_is_cached() -> None:
+    assert parse_format("CACHE-{0000}") is parse_format("CACHE-{0000}")
+
+
+def test_random_strings_raise_only_format_error() -> None:
+    rng = random.Random(20260417)
+    alphabet = "{}{}0000YMD.AaZz_-| \\$^(?é\n" + "0" * 6
+    tokens = ["{0000}", "{YYYY}", "{MM}", "{DD}", "{YY}", "{Account.Name}", "{RecordType.X}", "{"]
+    ok = 0
+    for _ in range(100_000):
+        if rng.random() < 0.5:
+            s = "".join(rng.choice(alphabet) for _ in range(rng.randint(0, 24)))
+        else:
+            s = "".join(rng.choice(tokens + list(alphabet)) for _ in range(rng.randint(0, 8)))
+        try:
+            parse_format(s)
+            ok += 1
+        except FormatError as exc:
+            assert 0 <= exc.rule <= 10
+    assert ok > 0  # the generator reaches valid formats too
+
+
+def _best_time(fmt: str) -> float:
+    best = float("inf")
+    for _ in range(3):
+        parse_format.cache_clear()
+        t = time.perf_counter()
+        with contextlib.suppress(FormatError):
+            parse_format(fmt)
+        best = min(best, time.perf_counter() - t)
+    return best
+
+
+@pytest.mark.parametrize(
+    "make",
+    [
+        lambda n: "A." + "x{YYYY}" * (n // 7) + "{0000}",  # valid, many tokens
+        lambda n: "".join(f"{{O{i}.F}}-" for i in range(n // 10)) + "{0}",  # many cross refs
+        lambda n: "ab" * (n // 2) + "{HH}",  # error at the very end
+        lambda n: "{0}" + "{" + "a" * n,  # unclosed brace after a long run
+        lambda n: "{0}" * (n // 3),  # every counter after the first is an error
+    ],
+)
+def test_parse_time_is_linear(make: object) -> None:
+    assert callable(make)
+    small, large = _best_time(make(10_000)), _best_time(make(100_000))
+    # 10x the input: linear is ~10x; quadratic would be ~100x. Allow noise, not a square.
+    assert large / max(small, 1e-5) < 35

@@ -1,0 +1,83 @@
+"""J1 (§4.1): one canonicalizer, idempotent through decode; the TokenRef model's stored shape."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+from pydantic import ValidationError
+
+from autonumber.format import ChainStep, TokenRef, canonicalize_token_refs, load_token_refs
+
+_NAME = st.builds(
+    lambda head, tail: head + tail,
+    st.sampled_from("AaZz"),
+    st.text(alphabet="AZaz09_", max_size=6),
+)
+_STEP = st.builds(ChainStep, fk=_NAME, targetObject=_NAME, targetField=_NAME)
+
+
+@st.composite
+def token_refs(draw: st.DrawFn) -> TokenRef:
+    obj, fld = draw(_NAME), draw(_NAME)
+    return TokenRef(
+        tokenLiteral=f"{{{obj}.{fld}}}",
+        targetObject=obj,
+        targetField=fld,
+        fkChains=draw(st.lists(st.lists(_STEP, min_size=1, max_size=2), min_size=1, max_size=3)),
+        readStrategy=draw(st.sampled_from(["caller_txn", "fresh_read"])),
+        directField=draw(st.none() | _NAME),
+    )
+
+
+_SCALAR = st.none() | st.booleans() | st.integers() | st.text()
+_JSON = st.recursive(
+    _SCALAR,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(), inner, max_size=4),
+    max_leaves=20,
+).filter(lambda v: isinstance(v, (list, dict)))  # a str argument is read as JSON text
+
+
+@given(value=st.lists(token_refs(), max_size=4))
+def test_j1_token_refs(value: list[TokenRef]) -> None:
+    once = canonicalize_token_refs(value)
+    assert canonicalize_token_refs(json.loads(once)) == once
+    assert canonicalize_token_refs(once) == once
+    assert canonicalize_token_refs(once.encode()) == once
+    assert load_token_refs(once) == value  # nothing lost on the way through the database
+
+
+@given(value=_JSON)
+def test_j1_any_json(value: Any) -> None:
+    once = canonicalize_token_refs(value)
+    assert canonicalize_token_refs(json.loads(once)) == once
+    assert json.loads(once) == value
+
+
+def test_canonical_form() -> None:
+    messy = '[ {"b": 1, "a": {"d": [3, 1], "c": "é"}} ]'
+    assert canonicalize_token_refs(messy) == '[{"a":{"c":"é","d":[3,1]},"b":1}]'
+    ref = TokenRef(tokenLiteral="{A.B}", targetObject="A", targetField="B",
+                   fkChains=[[ChainStep(fk="AId", targetObject="A", targetField="B")]])
+    text = canonicalize_token_refs([ref])
+    assert "directField" not in text and '"readStrategy":"caller_txn"' in text
+    assert " " not in text
+    with pytest.raises(ValueError):
+        canonicalize_token_refs([float("nan")])
+
+
+def test_model_rejects_bad_shapes() -> None:
+    good = {"tokenLiteral": "{A.B}", "targetObject": "A", "targetField": "B",
+            "fkChains": [[{"fk": "AId", "targetObject": "A", "targetField": "B"}]]}
+    load_token_refs([good])
+    for bad in [
+        {**good, "readStrategy": "dirty"},
+        {**good, "extra": 1},
+        {**good, "tokenLiteral": "A.B"},
+        {**good, "fkChains": [[{"fk": "1bad", "targetObject": "A", "targetField": "B"}]]},
+    ]:
+        with pytest.raises(ValidationError):
+            load_token_refs([bad])

@@ -1,7 +1,113 @@
-"""`autonumber format check|preview` (placeholder until the grammar lands)."""
+"""`autonumber format check|preview`: thin shells over autonumber.format (no database needed).
+
+`check` calls `check_format()`; a caller that has a catalog (the `--object/--db` options) passes
+it as `catalog=` and `source_object=` to the same function to add the metadata rules 4-10.
+"""
 
 from __future__ import annotations
 
+import re
+from datetime import UTC, datetime
+from typing import Annotated
+
 import typer
 
+from autonumber.errors import ConfigError
+from autonumber.format import FormatReport, check_format, parse_format
+
 app = typer.Typer(help="Check and preview display formats.", no_args_is_help=True)
+
+_SET = re.compile(r"([A-Za-z][A-Za-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*)=(.*)", re.DOTALL)
+
+FormatArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="FORMAT",
+        help="Display format, e.g. 'IBG-B-{YYYY}{MM}{DD}-{000000}' (quote it for the shell).",
+        show_default=False,
+    ),
+]
+
+
+def print_report(report: FormatReport) -> None:
+    """Print a check report, one fact per line."""
+    for line in report.lines():
+        typer.echo(line)
+
+
+@app.command("check")
+def check(
+    fmt: FormatArg,
+    scope: Annotated[
+        str, typer.Option("--scope", help="Counter scope: global, per_day or per_prefix.")
+    ] = "global",
+) -> None:
+    """Check FORMAT against the grammar (rules 0-2) and its scope (rule 9); exit 2 if invalid.
+
+    Example: autonumber format check 'IBG-B-{YYYY}{MM}{DD}-{000000}' --scope per_day
+    """
+    print_report(check_format(fmt, scope=scope))
+
+
+def parse_at(value: str | None) -> datetime:
+    """--at YYYY-MM-DD as midnight UTC; today (UTC) when absent."""
+    if value is None:
+        now = datetime.now(UTC)
+        return datetime(now.year, now.month, now.day, tzinfo=UTC)
+    try:
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+            raise ValueError(value)
+        day = datetime.strptime(value, "%Y-%m-%d")
+    except ValueError:
+        raise ConfigError(f"--at {value!r} is not a date; use YYYY-MM-DD, e.g. 2026-04-17") from None
+    return day.replace(tzinfo=UTC)
+
+
+def parse_sets(values: list[str] | None, needed: list[str]) -> dict[str, str]:
+    """--set Object.Field=VALUE pairs; every cross token of the format needs one, nothing else."""
+    out: dict[str, str] = {}
+    for item in values or []:
+        m = _SET.fullmatch(item)
+        if m is None or not m.group(2):
+            raise ConfigError(
+                f"--set {item!r} is not Object.Field=VALUE with a non-empty value, "
+                "e.g. --set Account.BillingCountryCode=SG"
+            )
+        if m.group(1) not in needed:
+            raise ConfigError(
+                f"--set {m.group(1)}: the format has no token {{{m.group(1)}}} "
+                f"(its cross-record tokens: {', '.join(needed) or 'none'})"
+            )
+        out[m.group(1)] = m.group(2)
+    missing = [k for k in needed if k not in out]
+    if missing:
+        raise ConfigError(
+            "the format needs a value for " + ", ".join(f"--set {k}=VALUE" for k in missing)
+        )
+    return out
+
+
+@app.command("preview")
+def preview(
+    fmt: FormatArg,
+    counter: Annotated[int, typer.Option("--counter", help="Counter value to render.")] = 1,
+    at: Annotated[
+        str | None,
+        typer.Option("--at", help="Assigned-at day, YYYY-MM-DD (UTC); default today.",
+                     show_default=False),
+    ] = None,
+    sets: Annotated[
+        list[str] | None,
+        typer.Option("--set", metavar="Object.Field=VALUE",
+                     help="Value of a cross-record token; repeat for each token.",
+                     show_default=False),
+    ] = None,
+) -> None:
+    """Print the value FORMAT renders; consumes no number and touches no database.
+
+    Example: autonumber format preview '{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00}'
+    --counter 7 --at 2026-04-17 --set Account.BillingCountryCode=SG
+    """
+    parsed = parse_format(fmt)
+    cross = parse_sets(sets, [r.key for r in parsed.cross_refs])
+    typer.echo(parsed.render(counter, parse_at(at), cross, field_id="preview"))

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import math
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import event
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.engine import Connection, Engine
 
@@ -31,6 +33,15 @@ class MySQLDialect(Dialect):
         opts["isolation_level"] = "READ COMMITTED"
         return opts
 
+    def configure_engine(self, engine: Engine) -> None:
+        @event.listens_for(engine, "connect")
+        def _utc_session(dbapi_connection: Any, _record: Any) -> None:
+            # CURRENT_TIMESTAMP(6) column defaults use the session time zone: pin it to UTC so a
+            # server whose default zone is local time still stores UTC timestamps.
+            cursor = dbapi_connection.cursor()
+            cursor.execute("SET time_zone = '+00:00'")
+            cursor.close()
+
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         return sa.func.utc_timestamp(sa.literal_column("6"))
 
@@ -47,9 +58,12 @@ class MySQLDialect(Dialect):
             raise ValueError(f"lock name {name!r} is longer than {MAX_LOCK_NAME} characters")
         with engine.connect() as raw:
             conn = raw.execution_options(isolation_level="AUTOCOMMIT")
-            got = conn.execute(
-                sa.select(sa.func.get_lock(name, max(0, round(timeout))))
-            ).scalar()
+            # MariaDB honours fractional seconds; MySQL/TiDB wait whole seconds, so round up there
+            # (round() made a 0.5 s timeout a non-blocking try).
+            wait = max(0.0, timeout)
+            if not getattr(conn.dialect, "is_mariadb", False):
+                wait = math.ceil(wait)
+            got = conn.execute(sa.select(sa.func.get_lock(name, wait))).scalar()
             if got != 1:
                 raise LockTimeout(name, timeout)
             try:

@@ -8,6 +8,7 @@ from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy import event
 from sqlalchemy.dialects.postgresql import insert as pg_insert
 from sqlalchemy.engine import Connection, Engine
 
@@ -24,6 +25,15 @@ class PostgreSQLDialect(Dialect):
 
     name = "postgresql"
     transactional_ddl = True
+
+    def configure_engine(self, engine: Engine) -> None:
+        @event.listens_for(engine, "connect")
+        def _utc_session(dbapi_connection: Any, _record: Any) -> None:
+            # CURRENT_TIMESTAMP defaults and aware datetimes bound to TIMESTAMP columns are converted
+            # with the session TimeZone: pin it to UTC (committed, as SET is transactional).
+            with dbapi_connection.cursor() as cursor:
+                cursor.execute("SET TIME ZONE 'UTC'")
+            dbapi_connection.commit()
 
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         return sa.func.timezone("UTC", sa.func.clock_timestamp())

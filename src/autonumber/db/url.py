@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 import sqlalchemy as sa
@@ -12,14 +13,16 @@ from autonumber.errors import ConfigError
 
 DEFAULT_URL = "sqlite:///autonumber.db"
 SUPPORTED = ("sqlite", "mysql", "mariadb", "postgresql")
+_USERINFO_PASSWORD = re.compile(r"(://[^:/?#@]*:)[^/?#]*@")
+"""The password part of `scheme://user:password@host`, for text that does not parse as a URL."""
 
 
 def mask(url: str | URL) -> str:
     """Return the URL as text with any password replaced by ***."""
     try:
         parsed = url if isinstance(url, URL) else make_url(url)
-    except ArgumentError:
-        return str(url)
+    except (ArgumentError, ValueError):
+        return _USERINFO_PASSWORD.sub(r"\1***@", str(url))
     return parsed.render_as_string(hide_password=True)
 
 
@@ -27,7 +30,7 @@ def parse_url(url: str) -> URL:
     """Parse and check a database URL, raising a one-line ConfigError naming the masked URL."""
     try:
         parsed = make_url(url)
-    except ArgumentError as exc:
+    except (ArgumentError, ValueError) as exc:
         raise ConfigError(f"malformed database URL {mask(url)!r}: {exc}") from None
     if parsed.get_backend_name() not in SUPPORTED:
         raise ConfigError(

@@ -1,0 +1,105 @@
+"""The named exclusive lock (issue 2, item 4): GET_LOCK on MariaDB, advisory locks on PostgreSQL,
+a lease row taken under BEGIN IMMEDIATE on SQLite. A second holder (another connection, thread or
+process) is kept out and times out cleanly with LockTimeout; after release it gets the lock."""
+
+from __future__ import annotations
+
+import multiprocessing
+import time
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+from sqlalchemy.engine import Engine
+
+from autonumber.db import create_engine, dialect_for
+from autonumber.errors import LockTimeout
+
+NAME = "autonumber:test:lock"
+SHORT = 0.5
+LONG = 10.0
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    eng = create_engine(db_url)
+    yield eng
+    eng.dispose()
+
+
+def _try_lock(engine: Engine, name: str, timeout: float) -> tuple[str, float]:
+    """Take and release the lock; report 'acquired' or 'timeout' and how long it took."""
+    start = time.monotonic()
+    try:
+        with dialect_for(engine).named_lock(engine, name, timeout):
+            return "acquired", time.monotonic() - start
+    except LockTimeout as exc:
+        assert exc.name == name
+        assert exc.timeout == timeout
+        assert name in str(exc)
+        return "timeout", time.monotonic() - start
+
+
+def test_lock_is_free_then_reentrant_after_release(engine: Engine) -> None:
+    dialect = dialect_for(engine)
+    for _ in range(3):
+        with dialect.named_lock(engine, NAME, LONG):
+            pass
+
+
+def test_second_holder_in_another_thread_times_out(engine: Engine) -> None:
+    dialect = dialect_for(engine)
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        with dialect.named_lock(engine, NAME, LONG):
+            outcome, elapsed = pool.submit(_try_lock, engine, NAME, SHORT).result(timeout=30)
+            assert outcome == "timeout"
+            assert SHORT * 0.8 <= elapsed < SHORT + 3, elapsed
+            # A different name is not blocked by this one.
+            other, _ = pool.submit(_try_lock, engine, NAME + ":other", SHORT).result(timeout=30)
+            assert other == "acquired"
+        outcome, elapsed = pool.submit(_try_lock, engine, NAME, LONG).result(timeout=30)
+    assert outcome == "acquired"
+    assert elapsed < 3, elapsed
+
+
+def test_waiting_holder_gets_the_lock_once_released(engine: Engine) -> None:
+    dialect = dialect_for(engine)
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        with dialect.named_lock(engine, NAME, LONG):
+            waiter = pool.submit(_try_lock, engine, NAME, LONG)
+            time.sleep(0.5)
+            assert not waiter.done()
+        outcome, elapsed = waiter.result(timeout=30)
+    assert outcome == "acquired"
+    assert 0.4 <= elapsed < LONG, elapsed
+
+
+def test_lock_is_released_when_the_body_raises(engine: Engine) -> None:
+    dialect = dialect_for(engine)
+    with pytest.raises(RuntimeError), dialect.named_lock(engine, NAME, LONG):
+        raise RuntimeError("boom")
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        assert pool.submit(_try_lock, engine, NAME, SHORT).result(timeout=30)[0] == "acquired"
+
+
+def _child_try_lock(url: str, name: str, timeout: float) -> tuple[str, float]:
+    """Runs in a spawned process: a fresh engine, one attempt."""
+    engine = create_engine(url, pool_size=1)
+    try:
+        return _try_lock(engine, name, timeout)
+    finally:
+        engine.dispose()
+
+
+def test_second_process_cannot_take_the_lock_while_held(engine: Engine, db_url: str) -> None:
+    dialect = dialect_for(engine)
+    ctx = multiprocessing.get_context("spawn")
+    with ctx.Pool(processes=1) as pool:
+        # Warm the child up (imports) so the timed attempt measures the lock, not the start-up.
+        assert pool.apply(_child_try_lock, (db_url, NAME + ":warm", LONG))[0] == "acquired"
+        with dialect.named_lock(engine, NAME, LONG):
+            outcome, elapsed = pool.apply_async(_child_try_lock, (db_url, NAME, SHORT)).get(30)
+            assert outcome == "timeout"
+            assert SHORT * 0.8 <= elapsed < SHORT + 3, elapsed
+        outcome, _ = pool.apply_async(_child_try_lock, (db_url, NAME, LONG)).get(30)
+        assert outcome == "acquired"

@@ -5,7 +5,6 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
-import click
 import typer
 from rich.console import Console
 
@@ -17,22 +16,18 @@ __all__ = ["app", "main"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
-    """Run the CLI; an `AutonumberError` prints one line on stderr and exits with its code."""
+    """Run the CLI; an `AutonumberError` prints one line on stderr and exits with its code.
+
+    Click's standalone mode handles usage errors (exit 2) and ^C itself; our own errors pass
+    through it and are turned into one line here, never a traceback.
+    """
     command = typer.main.get_command(app)
-    err = Console(stderr=True, highlight=False, soft_wrap=True)
     try:
-        rv = command.main(
+        command.main(
             args=list(argv) if argv is not None else None,
             prog_name="autonumber",
-            standalone_mode=False,
+            standalone_mode=True,
         )
-    except click.exceptions.Abort:
-        err.print("aborted")
-        sys.exit(130)
-    except click.ClickException as exc:
-        exc.show()
-        sys.exit(exc.exit_code)
     except AutonumberError as exc:
-        err.print(f"error: {exc}", markup=False)
+        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", markup=False)
         sys.exit(exc.exit_code)
-    sys.exit(rv if isinstance(rv, int) else 0)

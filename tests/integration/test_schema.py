@@ -10,7 +10,7 @@ from sqlalchemy.engine import Engine
 
 from autonumber.db import create_engine
 from autonumber.db.schema import reconcile_system_schema, reconcile_tables, table_names
-from autonumber.db.tables import AUTONUMBER_COLUMNS, SYSTEM_TABLES, system_field
+from autonumber.db.tables import AUTONUMBER_COLUMNS, SYSTEM_TABLES, counter_table, system_field
 from autonumber.errors import InvalidIdentifier
 
 AUTONUMBER_DEFAULTS = {
@@ -158,3 +158,28 @@ def test_invalid_table_name_is_rejected_before_any_ddl(engine: Engine) -> None:
     with engine.begin() as conn, pytest.raises(InvalidIdentifier):
         reconcile_tables(conn, [bad])
     assert "Bad-Name" not in table_names(engine)
+
+
+def test_reconcile_adds_timestamp_columns_to_an_old_counter_table(db_url: str) -> None:
+    """Timestamp columns with a clock default can be added to a table that holds rows
+    (SQLite cannot ADD COLUMN with a non-constant default: the dialect layer works around it)."""
+    engine = create_engine(db_url)
+    old = sa.MetaData()
+    table = sa.Table(
+        "_System_AutoNumberCounter",
+        old,
+        sa.Column("field_id", sa.String(255), primary_key=True),
+        sa.Column("scope_key", sa.String(64), primary_key=True),
+        sa.Column("next_value", sa.BigInteger, nullable=False),
+    )
+    old.create_all(engine)
+    with engine.begin() as conn:
+        conn.execute(sa.insert(table).values(field_id="f", scope_key="", next_value=42))
+    changes = reconcile_system_schema(engine)
+    assert "added column _System_AutoNumberCounter.created_date" in changes
+    assert "added column _System_AutoNumberCounter.last_modified_date" in changes
+    with engine.connect() as conn:
+        row = conn.execute(sa.select(counter_table.c.next_value, counter_table.c.created_date)).one()
+    assert row[0] == 42
+    assert row[1] is not None
+    engine.dispose()

@@ -12,7 +12,9 @@ from sqlalchemy.schema import CreateColumn
 from autonumber.identifiers import check_api_name
 
 from . import dialect_for
-from .tables import LEGACY_TABLES, SYSTEM_TABLES
+from .tables import LEGACY_TABLES, SYSTEM_TABLES, utc_now6
+
+EPOCH = "1970-01-01 00:00:00.000000"
 
 
 def reconcile_tables(conn: Connection, tables: Iterable[sa.Table]) -> list[str]:
@@ -35,8 +37,17 @@ def reconcile_tables(conn: Connection, tables: Iterable[sa.Table]) -> list[str]:
 
 
 def _add_column(conn: Connection, table: sa.Table, column: sa.Column[object]) -> None:
-    spec = CreateColumn(column).compile(dialect=conn.dialect)
     quoted = dialect_for(conn).quote(conn, table.name)
+    default = column.server_default
+    if conn.dialect.name == "sqlite" and isinstance(getattr(default, "arg", None), utc_now6):
+        # SQLite cannot ADD COLUMN with a non-constant default: add it with a constant one,
+        # then stamp the existing rows with the database clock.
+        plain = sa.Column(column.name, column.type, nullable=column.nullable, server_default=EPOCH)
+        spec = CreateColumn(plain).compile(dialect=conn.dialect)
+        conn.execute(sa.text(f"ALTER TABLE {quoted} ADD COLUMN {spec}"))
+        conn.execute(sa.update(table).values({column.name: dialect_for(conn).utc_now(conn)}))
+        return
+    spec = CreateColumn(column).compile(dialect=conn.dialect)
     conn.execute(sa.text(f"ALTER TABLE {quoted} ADD COLUMN {spec}"))
 
 

@@ -1,0 +1,119 @@
+"""The JSON API (DESIGN.md §6): records, autonumber fields, preview, health and metrics."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Body, Depends, Query, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+
+from .models import (
+    BulkIn,
+    BulkOut,
+    ErrorOut,
+    FieldOut,
+    HealthOut,
+    PreviewIn,
+    PreviewOut,
+    RecordIn,
+    RecordPage,
+    RuleChangeIn,
+)
+from .service import Console
+
+
+def console(request: Request) -> Console:
+    """The app's Console."""
+    c: Console = request.app.state.console
+    return c
+
+
+ConsoleDep = Annotated[Console, Depends(console)]
+ERRORS: dict[int | str, dict[str, Any]] = {
+    code: {"model": ErrorOut, "description": text}
+    for code, text in (
+        (404, "unknown object, record or field"),
+        (409, "the field's rule is quarantined (RuleQuarantined) or its counter is full"),
+        (422, "bad JSON, a wrong type, an autonumber field supplied, or a cross-record token that "
+              "cannot be resolved (TokenResolveError names the token and the cause)"),
+    )
+}
+
+api = APIRouter(prefix="/api", responses=ERRORS)
+ops = APIRouter()
+
+
+@api.post("/records/{object}", status_code=201, tags=["records"])
+def create_record(object: str, data: Annotated[RecordIn, Body()], c: ConsoleDep) -> dict[str, Any]:
+    """Insert one record; the response holds its assigned numbers."""
+    return c.insert(object, data)
+
+
+@api.post("/records/{object}/bulk", status_code=201, tags=["records"])
+def create_records(object: str, body: BulkIn, c: ConsoleDep) -> BulkOut:
+    """Insert many records in one transaction (one reservation batch per autonumber field)."""
+    stored = c.insert_many(object, body.records)
+    return BulkOut(object=object, count=len(stored), records=stored)
+
+
+@api.get("/records/{object}", tags=["records"])
+def list_records(
+    object: str,
+    c: ConsoleDep,
+    limit: Annotated[int, Query(ge=1, le=500)] = 50,
+    offset: Annotated[int, Query(ge=0)] = 0,
+) -> RecordPage:
+    """One page of records, newest first."""
+    total, records = c.page(object, limit, offset)
+    return RecordPage(object=object, total=total, limit=limit, offset=offset, records=records)
+
+
+@api.get("/records/{object}/{record_id}", tags=["records"])
+def get_record(object: str, record_id: str, c: ConsoleDep) -> dict[str, Any]:
+    """One record by Id."""
+    return c.get(object, record_id)
+
+
+@api.patch("/records/{object}/{record_id}", tags=["records"])
+def update_record(
+    object: str, record_id: str, changes: Annotated[RecordIn, Body()], c: ConsoleDep
+) -> dict[str, Any]:
+    """Change ordinary fields; touching an autonumber field is a 422 naming it."""
+    return c.update(object, record_id, changes)
+
+
+@api.get("/autonumber/fields", tags=["autonumber"])
+def list_fields(c: ConsoleDep) -> list[FieldOut]:
+    """Every autonumber field: format, scope, next value per scope, status ok or quarantined."""
+    return c.fields()
+
+
+@api.post("/autonumber/preview", tags=["autonumber"])
+def preview_format(req: PreviewIn, c: ConsoleDep) -> PreviewOut:
+    """Render a format with a sample counter, day and values, or the `rule N` error; consumes nothing."""
+    return c.preview(req)
+
+
+@api.put("/autonumber/fields/{field_id}", tags=["admin"], responses={
+    401: {"model": ErrorOut, "description": "no or wrong admin token"},
+    403: {"model": ErrorOut, "description": "AUTONUMBER_ADMIN_TOKEN is not set on the server"},
+})
+def change_field(field_id: str, body: RuleChangeIn, request: Request, c: ConsoleDep) -> FieldOut:
+    """Admin: store a new format (parse + validate as the applier does); 409 if it breaks an invariant."""
+    c.admin.require(request)
+    return c.change_format(field_id, body.format)
+
+
+@ops.get("/healthz", tags=["ops"])
+def healthz(c: ConsoleDep) -> HealthOut:
+    """The server runs and the database answers with its clock."""
+    dialect = c.platform.dialect
+    with c.platform.db.connect() as conn:
+        clock = dialect.utc_now(conn)
+    return HealthOut(status="ok", backend=dialect.name, database_clock=clock.isoformat())
+
+
+@ops.get("/metrics", tags=["ops"], response_class=Response)
+def metrics() -> Response:
+    """Prometheus metrics of this process (reservations, fallbacks, quarantined fields)."""
+    return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

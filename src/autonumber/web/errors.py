@@ -1,0 +1,122 @@
+"""Exception handlers: every error becomes JSON `{"error": "...", ...ids}` (or an HTML page off /api).
+
+Bad input is a 4xx naming what is wrong; a 500 only ever means a bug or a broken database.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from autonumber import errors as e
+
+from .auth import AdminDisabled, AdminRequired
+from .rule_edit import RuleChangeRefused
+
+log = logging.getLogger("autonumber.web")
+
+STATUS: list[tuple[type[e.AutonumberError], int]] = [
+    (AdminRequired, 401),
+    (AdminDisabled, 403),
+    (e.UnknownObject, 404),
+    (e.RecordNotFound, 404),
+    (e.UnknownField, 404),
+    (e.RuleQuarantined, 409),
+    (e.CounterOverflow, 409),
+    (RuleChangeRefused, 409),
+    (e.FormatError, 422),
+    (e.TokenResolveError, 422),
+    (e.RecordError, 422),
+    (e.InvalidIdentifier, 422),
+    (e.ConfigError, 422),
+    (e.ReservationFailed, 503),
+    (e.LockTimeout, 503),
+    (e.CounterMissing, 500),
+]
+"""Most specific first: the first class an error is an instance of gives the status."""
+
+_IDS = ("rule", "format", "position", "field_id", "field", "token", "cause", "chains", "record_id",
+        "scope_key", "value", "width", "reason", "attempts")
+
+
+def status_of(exc: e.AutonumberError) -> int:
+    """The HTTP status of a library error (400 for one not listed)."""
+    return next((code for cls, code in STATUS if isinstance(exc, cls)), 400)
+
+
+def error_body(exc: e.AutonumberError) -> dict[str, Any]:
+    """The message plus the ids the error carries."""
+    body: dict[str, Any] = {"error": str(exc), "type": type(exc).__name__}
+    for name in _IDS:
+        value = getattr(exc, name, None)
+        if value not in (None, "", ()):
+            body[name] = list(value) if isinstance(value, tuple) else value
+    if isinstance(exc, e.UnknownObject):
+        body["object"] = exc.object_name
+    return body
+
+
+def _wants_json(request: Request) -> bool:
+    path = request.url.path
+    return path.startswith("/api") or path in ("/metrics", "/healthz") or "html" not in request.headers.get(
+        "accept", ""
+    )
+
+
+def _html(request: Request, status: int, message: str) -> Response:
+    templates = request.app.state.templates
+    return templates.TemplateResponse(  # type: ignore[no-any-return]
+        request, "error.html", {"status": status, "message": message}, status_code=status
+    )
+
+
+def _respond(request: Request, status: int, body: dict[str, Any]) -> Response:
+    if _wants_json(request):
+        headers = {"Retry-After": "1"} if status == 503 else None
+        return JSONResponse(body, status_code=status, headers=headers)
+    return _html(request, status, str(body["error"]))
+
+
+async def on_autonumber_error(request: Request, exc: Exception) -> Response:
+    """A library error: its status and ids."""
+    assert isinstance(exc, e.AutonumberError)
+    return _respond(request, status_of(exc), error_body(exc))
+
+
+async def on_validation_error(request: Request, exc: Exception) -> Response:
+    """Bad JSON or a wrong type: 422 naming each place."""
+    assert isinstance(exc, RequestValidationError)
+    problems = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err.get("loc", ()) if p != "body") or "body"
+        problems.append(f"{where}: {err.get('msg', 'invalid')}")
+    body = {"error": "invalid request: " + "; ".join(problems), "problems": problems}
+    return _respond(request, 422, body)
+
+
+async def on_http_error(request: Request, exc: Exception) -> Response:
+    """Routing errors (404, 405) in the same shape."""
+    assert isinstance(exc, StarletteHTTPException)
+    message = str(exc.detail)
+    if exc.status_code == 404 and message == "Not Found":
+        message = f"no such page or endpoint: {request.method} {request.url.path}"
+    return _respond(request, exc.status_code, {"error": message})
+
+
+async def on_unexpected(request: Request, exc: Exception) -> Response:
+    """A bug: logged with its traceback, answered without one."""
+    log.exception("unhandled error on %s %s", request.method, request.url.path)
+    return _respond(request, 500, {"error": f"internal error ({type(exc).__name__}); see the server log"})
+
+
+def install(app: FastAPI) -> None:
+    """Register the handlers on an app."""
+    app.add_exception_handler(e.AutonumberError, on_autonumber_error)
+    app.add_exception_handler(RequestValidationError, on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(Exception, on_unexpected)

@@ -1,0 +1,187 @@
+"""Server-rendered pages: objects, record lists, create/view/edit forms, the rules page and login."""
+
+from __future__ import annotations
+
+from typing import Any
+from urllib.parse import quote, unquote
+
+from fastapi import APIRouter, Depends, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from starlette.concurrency import run_in_threadpool
+
+from autonumber.errors import AutonumberError
+
+from .api import ConsoleDep, console
+from .auth import COOKIE, ENV
+from .service import Console, FormField
+
+PAGE_SIZE = 25
+FLASH = "autonumber_flash"
+
+pages = APIRouter(include_in_schema=False, dependencies=[Depends(console)])
+
+
+def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
+    """Render a template with the common context; show and clear a pending flash message."""
+    c: Console = request.app.state.console
+    flash = unquote(request.cookies.get(FLASH, "")) or None
+    ctx = {"objects": sorted(c.snapshot.objects), "admin": c.admin.is_admin(request),
+           "admin_enabled": c.admin.enabled, "flash": flash, "env_name": ENV, **context}
+    response: Response = request.app.state.templates.TemplateResponse(
+        request, name, ctx, status_code=status
+    )
+    if flash:
+        response.delete_cookie(FLASH)
+    return response
+
+
+def redirect(url: str, flash: str | None = None) -> RedirectResponse:
+    """A 303 to `url`, carrying a one-shot flash message."""
+    response = RedirectResponse(url, status_code=303)
+    if flash:
+        response.set_cookie(FLASH, quote(flash), max_age=60, httponly=True, samesite="strict")
+    return response
+
+
+@pages.get("/", response_class=HTMLResponse)
+def home(request: Request, c: ConsoleDep) -> Response:
+    """The objects with their record counts and autonumber fields."""
+    return render(request, "home.html", {"summaries": c.objects()})
+
+
+@pages.get("/o/{object}", response_class=HTMLResponse)
+def list_page(request: Request, object: str, c: ConsoleDep, page: int = 1) -> Response:
+    """One page of an object's records."""
+    page = max(page, 1)
+    total, records = c.page(object, PAGE_SIZE, (page - 1) * PAGE_SIZE)
+    fields = c.form_fields(object)
+    return render(request, "list.html", {
+        "object": object, "records": records, "fields": fields, "total": total, "page": page,
+        "pages": max(1, -(-total // PAGE_SIZE)), "titles": c.lookup_titles(object, records),
+        "title_of": lambda r: c.title(object, r),
+    })
+
+
+def _form_values(fields: list[FormField], form: Any, *, keep_empty: bool) -> dict[str, Any]:
+    values: dict[str, Any] = {}
+    for f in fields:
+        if f.kind == "autonumber":
+            continue
+        raw = str(form.get(f.name, "")).strip()
+        if raw or keep_empty:
+            values[f.name] = raw or None
+    return values
+
+
+def _form(request: Request, c: Console, object: str, record: dict[str, Any] | None,
+          values: dict[str, Any], error: str | None = None, status: int = 200) -> Response:
+    return render(request, "form.html", {
+        "object": object, "record": record, "fields": c.form_fields(object), "values": values,
+        "error": error, "title": c.title(object, record) if record else None,
+    }, status)
+
+
+@pages.get("/o/{object}/new", response_class=HTMLResponse)
+def new_page(request: Request, object: str, c: ConsoleDep) -> Response:
+    """The create form: inputs and pickers; autonumber fields are assigned on save."""
+    c.require_object(object)
+    return _form(request, c, object, None, dict(request.query_params))
+
+
+@pages.post("/o/{object}/new", response_class=HTMLResponse)
+async def create(request: Request, object: str, c: ConsoleDep) -> Response:
+    """Insert the record; on an error, show the form again with the message."""
+    fields = await run_in_threadpool(c.form_fields, c.require_object(object))
+    values = _form_values(fields, await request.form(), keep_empty=False)
+    try:
+        record = await run_in_threadpool(c.insert, object, values)
+    except AutonumberError as exc:
+        return await run_in_threadpool(_form, request, c, object, None, values, str(exc), 422)
+    numbers = [str(record[f.name]) for f in fields if f.kind == "autonumber" and record.get(f.name)]
+    flash = f"{object} created" + (f": {', '.join(numbers)}" if numbers else "")
+    return redirect(f"/o/{object}/{record['Id']}", flash)
+
+
+@pages.get("/o/{object}/{record_id}", response_class=HTMLResponse)
+def view_page(request: Request, object: str, record_id: str, c: ConsoleDep) -> Response:
+    """One record with its numbers."""
+    record = c.get(object, record_id)
+    return render(request, "view.html", {
+        "object": object, "record": record, "fields": c.form_fields(object),
+        "titles": c.lookup_titles(object, [record]), "title": c.title(object, record),
+    })
+
+
+@pages.get("/o/{object}/{record_id}/edit", response_class=HTMLResponse)
+def edit_page(request: Request, object: str, record_id: str, c: ConsoleDep) -> Response:
+    """The edit form: autonumber fields shown read-only."""
+    record = c.get(object, record_id)
+    return _form(request, c, object, record, record)
+
+
+@pages.post("/o/{object}/{record_id}/edit", response_class=HTMLResponse)
+async def save(request: Request, object: str, record_id: str, c: ConsoleDep) -> Response:
+    """Save ordinary fields (autonumber inputs, if posted anyway, are refused by the library)."""
+    record = await run_in_threadpool(c.get, object, record_id)
+    fields = await run_in_threadpool(c.form_fields, object)
+    form = await request.form()
+    values = _form_values(fields, form, keep_empty=True)
+    values.update({f.name: form[f.name] for f in fields if f.kind == "autonumber" and f.name in form})
+    try:
+        await run_in_threadpool(c.update, object, record_id, values)
+    except AutonumberError as exc:
+        return await run_in_threadpool(_form, request, c, object, record, {**record, **values}, str(exc), 422)
+    return redirect(f"/o/{object}/{record_id}", f"{object} saved")
+
+
+@pages.get("/rules", response_class=HTMLResponse)
+def rules_page(request: Request, c: ConsoleDep) -> Response:
+    """Every autonumber field, its counters, and a format editor with live preview."""
+    if c.admin.enabled and not c.admin.is_admin(request):
+        return redirect("/login?next=/rules")
+    return render(request, "rules.html", {"fields": c.fields()})
+
+
+@pages.post("/rules/{field_id}", response_class=HTMLResponse)
+async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
+    """Store a new format through the applier's validation; refuse invariant breaks."""
+    form = await request.form()
+    try:
+        c.admin.require(request)
+        out = await run_in_threadpool(c.change_format, field_id, str(form.get("format", "")))
+    except AutonumberError as exc:
+        return redirect(f"/rules#{field_id}", f"error: {exc}")
+    return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")
+
+
+@pages.get("/login", response_class=HTMLResponse)
+def login_page(request: Request, next: str = "/rules") -> Response:
+    """The admin login form."""
+    return render(request, "login.html", {"next": _local(next), "error": None})
+
+
+@pages.post("/login", response_class=HTMLResponse)
+async def login(request: Request, c: ConsoleDep) -> Response:
+    """Check the token; set the admin cookie (a digest of it)."""
+    form = await request.form()
+    target = _local(str(form.get("next", "/rules")))
+    if not c.admin.enabled or not c.admin.check_token(str(form.get("token", ""))):
+        error = (f"admin changes are disabled: start the server with {ENV} set" if not c.admin.enabled
+                 else "wrong token")
+        return render(request, "login.html", {"next": target, "error": error}, 401)
+    response = redirect(target, "logged in as admin")
+    response.set_cookie(COOKIE, c.admin.cookie_value(), httponly=True, samesite="strict")
+    return response
+
+
+@pages.post("/logout")
+def logout() -> Response:
+    """Forget the admin cookie."""
+    response = redirect("/", "logged out")
+    response.delete_cookie(COOKIE)
+    return response
+
+
+def _local(url: str) -> str:
+    """Only same-site paths as redirect targets."""
+    return url if url.startswith("/") and not url.startswith("//") else "/rules"

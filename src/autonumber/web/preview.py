@@ -1,0 +1,56 @@
+"""Live preview of a format: the grammar's check + render with sample values, never a counter read."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+from autonumber.catalog import CatalogSnapshot
+from autonumber.format import FormatReport, check_format
+
+from .models import PreviewIn, PreviewOut
+from .rule_edit import carried_overrides
+
+
+def preview(snapshot: CatalogSnapshot, req: PreviewIn) -> PreviewOut:
+    """Check `req.format` (metadata rules too when an object is named) and render one sample value."""
+    obj, target, scope, token_refs = req.object, None, req.scope, None
+    if req.field:
+        fid = snapshot.field_id(req.field if "." in req.field or not obj else f"{obj}.{req.field}")
+        row = next(r for rows in snapshot.fields.values() for r in rows if r.id == fid)
+        obj, target, token_refs = row.info.object, row.info.name, row.token_refs
+        scope = scope or row.scope
+    scope = scope or "global"
+    if obj is not None:
+        snapshot.require_object(obj)
+        report = check_format(
+            req.format, scope=scope, catalog=snapshot, source_object=obj, target_field=target,
+            overrides=list(carried_overrides(token_refs, req.format)) or None,
+        )
+    else:
+        report = check_format(req.format, scope=scope)
+    return _render(report, req, obj)
+
+
+def _render(report: FormatReport, req: PreviewIn, obj: str | None) -> PreviewOut:
+    fmt = report.format
+    day = req.date or datetime.now(UTC).date()
+    at = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    values = {k: v for k, v in req.values.items() if v}
+    defaulted = []
+    for ref in fmt.cross_refs:
+        if ref.key not in values:
+            values[ref.key] = f"‹{ref.field}›"
+            defaulted.append(ref.key)
+    value = fmt.render(req.counter, at, values, field_id=req.field or "preview")
+    return PreviewOut(
+        value=value,
+        format=fmt.source,
+        scope=report.scope,
+        scope_key=fmt.scope_key(report.scope, at, values),
+        counter_width=fmt.counter_width,
+        date_tokens=list(fmt.date_kinds),
+        cross_tokens=[r.key for r in fmt.cross_refs],
+        samples_defaulted=defaulted,
+        max_length=report.max_length,
+        checked_against=obj,
+    )

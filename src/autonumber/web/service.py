@@ -1,0 +1,208 @@
+"""The console's one facade over a Platform: what the routes call (they never touch SQL)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from autonumber.catalog import CatalogSnapshot
+from autonumber.errors import RecordError, UnknownField
+from autonumber.format import parse_format
+from autonumber.platform import Platform
+
+from .auth import AdminAuth
+from .models import CounterOut, FieldOut, PreviewIn, PreviewOut
+from .preview import preview
+from .rule_edit import change_format
+from .state import counter_states, record_types, rows_by_id
+
+PICKER_LIMIT = 200
+RECORD_TYPE_FIELD = "RecordTypeId"
+
+
+class AutonumberFieldLocked(RecordError):
+    """A change to an autonumber field: numbers are locked after create (§7.1.2)."""
+
+    def __init__(self, object_name: str, field_name: str) -> None:
+        self.field = field_name
+        super().__init__(
+            f"{object_name}.{field_name} is an autonumber field: it is assigned on insert and "
+            "read-only afterwards"
+        )
+
+
+@dataclass(frozen=True)
+class ObjectSummary:
+    """An object on the home page."""
+
+    name: str
+    count: int
+    autonumber_fields: list[str]
+
+
+@dataclass(frozen=True)
+class FormField:
+    """One field as a form shows it: an input, a picker, or a read-only autonumber."""
+
+    name: str
+    label: str
+    kind: Literal["text", "select", "autonumber"]
+    max_length: int | None = None
+    options: list[tuple[str, str]] = field(default_factory=list)
+    target: str | None = None
+
+
+def label_of(name: str) -> str:
+    """A field's label: `BillingCountryCode` → `Billing Country Code`, `AccountId` → `Account`."""
+    base = name.removesuffix("__c")
+    if base.endswith("Id") and base != "Id" and not base.endswith("_Id"):
+        base = base[:-2]
+    base = base.replace("_", " ")
+    return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", base).strip()
+
+
+class Console:
+    """Objects, records, forms and autonumber rules for the HTTP layer."""
+
+    def __init__(self, platform: Platform, admin: AdminAuth) -> None:
+        self.platform = platform
+        self.admin = admin
+
+    @property
+    def snapshot(self) -> CatalogSnapshot:
+        """The current catalog snapshot."""
+        return self.platform.catalog.current()
+
+    # --- records ---------------------------------------------------------------------------------
+    def require_object(self, name: str) -> str:
+        """The object name, or UnknownObject (404)."""
+        return self.snapshot.require_object(name).name
+
+    def objects(self) -> list[ObjectSummary]:
+        """Every object with its record count."""
+        snap = self.snapshot
+        return [
+            ObjectSummary(name, self.platform.records.count(name), snap.autonumber_fields(name))
+            for name in sorted(snap.objects)
+        ]
+
+    def insert(self, obj: str, data: Mapping[str, Any]) -> dict[str, Any]:
+        """Insert one record, numbers assigned."""
+        return self.platform.records.insert(self.require_object(obj), data)
+
+    def insert_many(self, obj: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+        """Insert records in one transaction."""
+        return self.platform.records.insert_many(self.require_object(obj), rows)
+
+    def get(self, obj: str, record_id: str) -> dict[str, Any]:
+        """One record, or RecordNotFound."""
+        return self.platform.records.get(self.require_object(obj), record_id)
+
+    def page(self, obj: str, limit: int, offset: int) -> tuple[int, list[dict[str, Any]]]:
+        """The total and one page of records, newest first."""
+        name = self.require_object(obj)
+        records = self.platform.records
+        return records.count(name), records.list(name, limit=limit, offset=offset)
+
+    def update(self, obj: str, record_id: str, changes: Mapping[str, Any]) -> dict[str, Any]:
+        """Change ordinary fields; an autonumber field in `changes` is refused, naming it."""
+        name = self.require_object(obj)
+        for key in self.snapshot.autonumber_fields(name):
+            if key in changes:
+                raise AutonumberFieldLocked(name, key)
+        return self.platform.records.update(name, record_id, changes)
+
+    # --- forms -----------------------------------------------------------------------------------
+    def form_fields(self, obj: str) -> list[FormField]:
+        """The fields of an object in form order: Name, inputs and pickers, then autonumbers."""
+        snap = self.snapshot
+        autos = set(snap.autonumber_fields(obj))
+        out: list[FormField] = []
+        for info in snap.fields_of(obj):
+            if info.name in autos:
+                out.append(FormField(info.name, label_of(info.name), "autonumber"))
+            elif info.name == RECORD_TYPE_FIELD:
+                options = [(rt.id, rt.name) for rt in record_types(self.platform.db, obj)]
+                out.append(FormField(info.name, "Record Type", "select", options=options,
+                                     target="RecordType"))
+            elif info.reference_to:
+                options = self._picker(info.reference_to)
+                out.append(FormField(info.name, label_of(info.name), "select", options=options,
+                                     target=info.reference_to))
+            else:
+                out.append(FormField(info.name, label_of(info.name), "text", info.max_length))
+        rank = {"text": 1, "select": 2, "autonumber": 3}
+        return sorted(out, key=lambda f: (f.name != "Name", rank[f.kind]))
+
+    def _picker(self, target: str) -> list[tuple[str, str]]:
+        if target not in self.snapshot.objects:
+            return []
+        rows = self.platform.records.list(target, limit=PICKER_LIMIT)
+        return [(str(r["Id"]), self.title(target, r, detail=True)) for r in rows]
+
+    def title(self, obj: str, record: Mapping[str, Any], *, detail: bool = False) -> str:
+        """A record's display name: its Name, else its (custom) autonumber, else its Id."""
+        autos = self.snapshot.autonumber_fields(obj)
+        number = next((record.get(a) for a in sorted(autos, key=lambda a: not a.endswith("__c"))
+                       if record.get(a)), None)
+        name = record.get("Name")
+        if name and number and detail:
+            return f"{name} · {number}"
+        return str(name or number or record.get("Id", ""))
+
+    def lookup_titles(self, obj: str, records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
+        """Display names of every record the given records point at (one query per lookup field)."""
+        out: dict[str, str] = {}
+        for f in self.snapshot.fields_of(obj):
+            if f.name == RECORD_TYPE_FIELD:
+                out.update({rt.id: rt.name for rt in record_types(self.platform.db, obj)})
+            elif f.reference_to and f.reference_to in self.snapshot.objects:
+                table = self.snapshot.table(f.reference_to)
+                found = rows_by_id(self.platform.db, table, (str(r.get(f.name) or "") for r in records))
+                out.update({rid: self.title(f.reference_to, row) for rid, row in found.items()})
+        return out
+
+    # --- autonumber rules ------------------------------------------------------------------------
+    def fields(self) -> list[FieldOut]:
+        """Every autonumber field with its rule, counters and status."""
+        snap = self.snapshot
+        rows = [r for obj in sorted(snap.fields) for r in snap.fields[obj] if r.format is not None]
+        states = counter_states(self.platform.db, [r.id for r in rows])
+        out = []
+        for row in rows:
+            rule = snap.rules.get(row.id)
+            width = rule.format.counter_width if rule else _width(row.format)
+            out.append(FieldOut(
+                field_id=row.id, object=row.info.object, field=row.info.name, format=row.format or "",
+                scope=row.scope, start=row.start, counter_width=width,
+                status="quarantined" if row.id in snap.quarantined else "ok",
+                reason=snap.quarantined.get(row.id),
+                counters=[CounterOut(scope_key=s.scope_key, next_value=s.next_value) for s in states[row.id]],
+            ))
+        return out
+
+    def field(self, field_id: str) -> FieldOut:
+        """One autonumber field (by id or Object.Field)."""
+        fid = self.snapshot.field_id(field_id)
+        for f in self.fields():
+            if f.field_id == fid:
+                return f
+        raise UnknownField(field_id, "field has no autonumber rule")
+
+    def preview(self, req: PreviewIn) -> PreviewOut:
+        """Render a sample value; never reads or consumes a counter."""
+        return preview(self.snapshot, req)
+
+    def change_format(self, field_id: str, new_format: str) -> FieldOut:
+        """Store a new format through the applier's path; refused when it breaks an invariant."""
+        fid = change_format(self.platform, field_id, new_format)
+        return self.field(fid)
+
+
+def _width(fmt: str | None) -> int | None:
+    try:
+        return parse_format(fmt or "").counter_width
+    except Exception:
+        return None

@@ -1,0 +1,118 @@
+"""Small read-only queries the console needs beyond `Records`: counter rows, record types, column values.
+
+Kept out of the routes so the web layer never builds SQL itself.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from autonumber.db.tables import counter_table, system_object, system_record_type
+
+MAX_SCOPES_SHOWN = 20
+
+
+@dataclass(frozen=True)
+class CounterState:
+    """One `_System_AutoNumberCounter` row: the next value a scope hands out."""
+
+    field_id: str
+    scope_key: str
+    next_value: int
+
+
+@dataclass(frozen=True)
+class RecordTypeOption:
+    """A record type as a form offers it: Id, display name and code."""
+
+    id: str
+    name: str
+    code: str | None
+
+
+def counter_states(
+    conn: Connection | Engine, field_ids: Iterable[str], *, per_field: int = MAX_SCOPES_SHOWN
+) -> dict[str, list[CounterState]]:
+    """The counter rows of each field (global first, then the most recently used scopes)."""
+    ids = list(field_ids)
+    out: dict[str, list[CounterState]] = {fid: [] for fid in ids}
+    if not ids:
+        return out
+    t = counter_table
+    stmt = (
+        sa.select(t.c.field_id, t.c.scope_key, t.c.next_value)
+        .where(t.c.field_id.in_(ids))
+        .order_by(t.c.field_id, t.c.last_modified_date.desc(), t.c.scope_key)
+    )
+    with _connection(conn) as c:
+        for row in c.execute(stmt):
+            rows = out[row.field_id]
+            if len(rows) < per_field or row.scope_key == "":
+                rows.append(CounterState(row.field_id, row.scope_key, int(row.next_value)))
+    for rows in out.values():
+        rows.sort(key=lambda s: s.scope_key != "")
+    return out
+
+
+def all_counters(conn: Connection, field_id: str) -> dict[str, int]:
+    """Every scope key of one field mapped to its next value (for invariant checks)."""
+    t = counter_table
+    stmt = sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == field_id)
+    return {row.scope_key: int(row.next_value) for row in conn.execute(stmt)}
+
+
+def record_types(conn: Connection | Engine, object_name: str) -> list[RecordTypeOption]:
+    """The record types of one object, by display name."""
+    rt, obj = system_record_type, system_object
+    stmt = (
+        sa.select(rt.c.Id, rt.c.Name, rt.c.DeveloperName, rt.c.RecordTypeCode)
+        .join(obj, obj.c.Id == rt.c.ObjectId)
+        .where(obj.c.ApiName == object_name)
+        .order_by(sa.func.coalesce(rt.c.Name, rt.c.DeveloperName))
+    )
+    with _connection(conn) as c:
+        return [
+            RecordTypeOption(r.Id, r.Name or r.DeveloperName, r.RecordTypeCode) for r in c.execute(stmt)
+        ]
+
+
+def column_values(conn: Connection, table: sa.Table, column: str) -> Iterator[tuple[str, str]]:
+    """(Id, value) for every non-null value of one column, streamed."""
+    col = table.c[column]
+    stmt = sa.select(table.c.Id, col).where(col.is_not(None))
+    for row in conn.execution_options(yield_per=1000).execute(stmt):
+        yield str(row[0]), str(row[1])
+
+
+class _connection:
+    """Use a given Connection as is, or open one on an Engine for the duration of a block."""
+
+    def __init__(self, source: Connection | Engine) -> None:
+        self._source = source
+        self._own: Connection | None = None
+
+    def __enter__(self) -> Connection:
+        if isinstance(self._source, Connection):
+            return self._source
+        self._own = self._source.connect()
+        return self._own
+
+    def __exit__(self, *exc: object) -> None:
+        if self._own is not None:
+            self._own.close()
+
+
+def rows_by_id(
+    conn: Connection | Engine, table: sa.Table, ids: Iterable[str]
+) -> dict[str, dict[str, object]]:
+    """Several records of one table by Id in one query (to label lookups on a list page)."""
+    wanted = sorted({i for i in ids if i})
+    if not wanted:
+        return {}
+    stmt = sa.select(table).where(table.c.Id.in_(wanted))
+    with _connection(conn) as c:
+        return {str(r["Id"]): dict(r) for r in c.execute(stmt).mappings()}

@@ -1,0 +1,58 @@
+// Live preview for the format editors on /rules: POST /api/autonumber/preview as the admin types.
+"use strict";
+
+function showPreview(box, ok, text, detail) {
+  box.className = "preview " + (ok ? "ok" : "error");
+  box.replaceChildren();
+  const main = document.createElement(ok ? "code" : "span");
+  main.className = ok ? "num big" : "message";
+  main.textContent = text;
+  box.append(main);
+  if (detail) {
+    const small = document.createElement("div");
+    small.className = "muted small";
+    small.textContent = detail;
+    box.append(small);
+  }
+}
+
+async function refresh(form) {
+  const input = form.querySelector("input[name=format]");
+  const box = form.querySelector(".preview");
+  const save = form.querySelector("button[type=submit]");
+  const body = {format: input.value, field: form.dataset.field, counter: Number(form.dataset.counter || 1)};
+  let res, data;
+  try {
+    res = await fetch("/api/autonumber/preview", {
+      method: "POST", headers: {"Content-Type": "application/json"}, body: JSON.stringify(body),
+    });
+    data = await res.json();
+  } catch (err) {
+    showPreview(box, false, "preview unavailable: " + err);
+    return;
+  }
+  if (input.value !== body.format) return;  // a newer keystroke is on its way
+  if (res.ok) {
+    const parts = ["width " + data.counter_width, "scope " + data.scope];
+    if (data.samples_defaulted.length) parts.push("sample values for " + data.samples_defaulted.join(", "));
+    showPreview(box, true, data.value, "next value would render as this · " + parts.join(" · "));
+    save.dataset.invalid = "";
+  } else {
+    showPreview(box, false, data.error || ("HTTP " + res.status));
+    save.dataset.invalid = "1";
+  }
+  form.classList.toggle("invalid", !res.ok);
+}
+
+document.querySelectorAll("form.editor").forEach((form) => {
+  let timer = null;
+  const input = form.querySelector("input[name=format]");
+  input.addEventListener("input", () => {
+    clearTimeout(timer);
+    timer = setTimeout(() => refresh(form), 150);
+  });
+  form.addEventListener("submit", (ev) => {
+    if (form.classList.contains("invalid")) ev.preventDefault();
+  });
+  refresh(form);
+});

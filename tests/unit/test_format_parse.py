@@ -7,6 +7,8 @@ import random
 import time
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from autonumber.errors import FormatError
 from autonumber.format import MAX_WIDTH, CrossRef, TokenKind, parse_format
@@ -126,6 +128,16 @@ def test_random_strings_raise_only_format_error() -> None:
         except FormatError as exc:
             assert 0 <= exc.rule <= 10
     assert ok > 0  # the generator reaches valid formats too
+
+
+@given(st.text())
+def test_any_text_parses_or_raises_format_error(text: str) -> None:
+    try:
+        f = parse_format(text)
+    except FormatError as exc:
+        assert exc.format == text and 0 <= exc.rule <= 10
+    else:
+        assert "".join(t.text for t in f.tokens) == text
 
 
 def _best_time(fmt: str) -> float:

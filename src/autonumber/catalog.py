@@ -10,7 +10,7 @@ from __future__ import annotations
 import hashlib
 import threading
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -247,7 +247,7 @@ class Catalog:
         self._snapshot: CatalogSnapshot | None = None
         self._checked = 0.0
         self._lock = threading.Lock()
-        self.listeners: list[Any] = []
+        self.listeners: list[Callable[[CatalogSnapshot], None]] = []
 
     def current(self) -> CatalogSnapshot:
         """The snapshot, re-read when the metadata changed since the last poll."""

@@ -7,10 +7,10 @@ from contextlib import contextmanager
 
 from sqlalchemy.engine import Connection
 
-from .catalog import Catalog
+from .catalog import Catalog, CatalogSnapshot
 from .db import check_reachable, create_engine, dialect_for
 from .db.sqlite import READONLY
-from .engine import Engine, Strategy
+from .engine import Engine, Strategy, metrics
 from .events import EventBus
 from .records import Records
 
@@ -37,7 +37,9 @@ class Platform:
         self.fresh_db = create_engine(url, pool_size=reservation_pool_size).execution_options(
             **{READONLY: True}
         )
-        self.catalog = Catalog(self.db, poll_interval=poll_interval)
+        # Read-only pool: on SQLite a refresh must not BEGIN IMMEDIATE behind an open caller txn.
+        self.catalog = Catalog(self.fresh_db, poll_interval=poll_interval)
+        self.catalog.listeners.append(_publish_quarantine)
         self.events = EventBus()
         self.engine = Engine(
             self.catalog,
@@ -65,6 +67,11 @@ class Platform:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+
+def _publish_quarantine(snapshot: CatalogSnapshot) -> None:
+    """Keep the `autonumber_quarantined_fields` gauge equal to the catalog's quarantine."""
+    metrics.QUARANTINED.set(len(snapshot.quarantined))
 
 
 def connect(url: str = "sqlite:///autonumber.db", **options: object) -> Platform:

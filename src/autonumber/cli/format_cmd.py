@@ -12,8 +12,13 @@ from typing import Annotated
 
 import typer
 
+from autonumber.catalog import CatalogSnapshot, load_snapshot
+from autonumber.db import check_reachable, create_engine, mask
+from autonumber.db.schema import table_names
 from autonumber.errors import ConfigError
 from autonumber.format import FormatReport, check_format, parse_format
+
+from .common import DEFAULT_URL, DbOption
 
 app = typer.Typer(help="Check and preview display formats.", no_args_is_help=True)
 
@@ -41,12 +46,51 @@ def check(
     scope: Annotated[
         str, typer.Option("--scope", help="Counter scope: global, per_day or per_prefix.")
     ] = "global",
+    object_name: Annotated[
+        str | None,
+        typer.Option(
+            "--object",
+            help="Also check the metadata rules 4-10 against this object of the database's catalog.",
+        ),
+    ] = None,
+    field: Annotated[
+        str | None,
+        typer.Option("--field", help="With --object: the target column, for the length rule 5."),
+    ] = None,
+    db: DbOption = DEFAULT_URL,
 ) -> None:
     """Check FORMAT against the grammar (rules 0-2) and its scope (rule 9); exit 2 if invalid.
 
-    Example: autonumber format check 'IBG-B-{YYYY}{MM}{DD}-{000000}' --scope per_day
+    With --object the metadata rules run too: unknown objects/fields, FK paths, formula targets,
+    record-type columns, chain depth and rendered length.
+
+    Example: autonumber format check '{Account.BillingCountryCode}-QT-{YY}{MM}{DD}-{00}' --object Quote
     """
-    print_report(check_format(fmt, scope=scope))
+    if object_name is None:
+        print_report(check_format(fmt, scope=scope))
+        return
+    snapshot = catalog_snapshot(db)
+    snapshot.require_object(object_name)
+    print_report(
+        check_format(
+            fmt, scope=scope, catalog=snapshot, source_object=object_name, target_field=field
+        )
+    )
+
+
+def catalog_snapshot(url: str) -> CatalogSnapshot:
+    """Read the catalog of the database at `url` (its schema must exist)."""
+    engine = create_engine(url)
+    check_reachable(engine)
+    try:
+        with engine.connect() as conn:
+            if "_System_Object" not in table_names(conn):
+                raise ConfigError(
+                    f"{mask(url)} has no autonumber schema; run `autonumber setup apply` first"
+                )
+            return load_snapshot(conn)
+    finally:
+        engine.dispose()
 
 
 def parse_at(value: str | None) -> datetime:

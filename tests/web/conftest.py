@@ -1,0 +1,64 @@
+"""Fixtures of the web tests: a bootstrapped database, the app over it, clients with and without admin."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+
+import autonumber
+from autonumber.db import create_engine
+from autonumber.platform import Platform
+from autonumber.setup.bootstrap import bootstrap
+from autonumber.web import create_app
+
+TOKEN = "test-admin-token"
+
+
+def open_platform(url: str) -> Platform:
+    """Bootstrap the core pack on `url` and connect."""
+    engine = create_engine(url)
+    try:
+        bootstrap(engine)
+    finally:
+        engine.dispose()
+    return autonumber.connect(url)
+
+
+@pytest.fixture
+def platform(db_url: str) -> Iterator[Platform]:
+    """The core pack on each backend."""
+    p = open_platform(db_url)
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def sqlite_platform(sqlite_url: str) -> Iterator[Platform]:
+    """The core pack on SQLite only (page tests)."""
+    p = open_platform(sqlite_url)
+    yield p
+    p.close()
+
+
+@pytest.fixture
+def client(platform: Platform) -> Iterator[TestClient]:
+    """An API client; the app has an admin token but this client does not send it."""
+    with TestClient(create_app(platform, admin_token=TOKEN)) as c:
+        yield c
+
+
+@pytest.fixture
+def admin(client: TestClient) -> TestClient:
+    """The same app, sending the admin Bearer token."""
+    client.headers["Authorization"] = f"Bearer {TOKEN}"
+    return client
+
+
+@pytest.fixture
+def pages(sqlite_platform: Platform) -> Iterator[TestClient]:
+    """A browser-like client (Accept: text/html) on SQLite, not following redirects."""
+    app = create_app(sqlite_platform, admin_token=TOKEN)
+    with TestClient(app, headers={"Accept": "text/html"}, follow_redirects=False) as c:
+        yield c

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -131,3 +131,15 @@ def iter_chain(exc: BaseException) -> Iterator[BaseException]:
     while seen is not None:
         yield seen
         seen = seen.__cause__ or seen.__context__
+
+
+_SERVER_FLAGS: dict[tuple[str, str], bool] = {}
+
+
+def server_flag(engine: Engine, key: str, probe: Callable[[Connection], bool]) -> bool:
+    """A fact about the server behind `engine` (e.g. "is Galera"), probed once per URL."""
+    cache_key = (engine.url.render_as_string(hide_password=False), key)
+    if cache_key not in _SERVER_FLAGS:
+        with engine.connect() as conn:
+            _SERVER_FLAGS[cache_key] = probe(conn)
+    return _SERVER_FLAGS[cache_key]

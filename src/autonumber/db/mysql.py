@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import LockTimeout
 
-from .base import Dialect, driver_code
+from .base import Dialect, driver_code, server_flag
 from .lease import lease_lock
 
 RETRYABLE = {1213, 1205, 1020, 1180, 1181, 9007, 8002, 8022}
@@ -112,13 +112,10 @@ class MySQLDialect(Dialect):
 
 
 def is_galera(engine: Engine) -> bool:
-    """Whether the server is a Galera node (wsrep_on), cached on the engine."""
-    cached = engine.info if hasattr(engine, "info") else None
-    if cached is not None and "autonumber_galera" in cached:
-        return bool(cached["autonumber_galera"])
-    with engine.connect() as conn:
+    """Whether the server is a Galera node (wsrep_on): GET_LOCK is node-local there."""
+
+    def probe(conn: Connection) -> bool:
         row = conn.execute(sa.text("SHOW VARIABLES LIKE 'wsrep_on'")).first()
-    result = bool(row and str(row[1]).upper() == "ON")
-    if cached is not None:
-        cached["autonumber_galera"] = result
-    return result
+        return bool(row and str(row[1]).upper() == "ON")
+
+    return server_flag(engine, "galera", probe)

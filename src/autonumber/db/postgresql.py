@@ -14,7 +14,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import LockTimeout
 
-from .base import Dialect, driver_code, lock_key
+from .base import Dialect, driver_code, lock_key, server_flag
+from .lease import lease_lock
 
 RETRYABLE = {"40001", "40P01", "55P03"}
 """Serialization failure, deadlock, lock not available."""
@@ -41,6 +42,8 @@ class PostgreSQLDialect(Dialect):
     def named_lock(
         self, engine: Engine, name: str, timeout: float
     ) -> AbstractContextManager[None]:
+        if is_cockroach(engine):
+            return lease_lock(self, engine, name, timeout)
         return self._advisory_lock(engine, name, timeout)
 
     @contextmanager
@@ -96,3 +99,12 @@ class PostgreSQLDialect(Dialect):
 
     def is_duplicate_key(self, exc: BaseException) -> bool:
         return bool(driver_code(exc) == "23505")
+
+
+def is_cockroach(engine: Engine) -> bool:
+    """Whether the server is CockroachDB (no advisory locks there: a lease row instead)."""
+
+    def probe(conn: Connection) -> bool:
+        return "cockroachdb" in str(conn.execute(sa.select(sa.func.version())).scalar()).lower()
+
+    return server_flag(engine, "cockroach", probe)

@@ -126,7 +126,10 @@ async def save(request: Request, object: str, record_id: str, c: ConsoleDep) -> 
     fields = await run_in_threadpool(c.form_fields, object)
     form = await request.form()
     values = _form_values(fields, form, keep_empty=True)
-    values.update({f.name: form[f.name] for f in fields if f.kind == "autonumber" and f.name in form})
+    # A read-only input is posted back unchanged; a changed one was tampered with and is refused.
+    for f in fields:
+        if f.kind == "autonumber" and f.name in form and form[f.name] != (record.get(f.name) or ""):
+            values[f.name] = form[f.name]
     try:
         await run_in_threadpool(c.update, object, record_id, values)
     except AutonumberError as exc:

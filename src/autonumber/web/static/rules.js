@@ -36,10 +36,10 @@ async function refresh(form) {
     const parts = ["width " + data.counter_width, "scope " + data.scope];
     if (data.samples_defaulted.length) parts.push("sample values for " + data.samples_defaulted.join(", "));
     showPreview(box, true, data.value, "next value would render as this · " + parts.join(" · "));
-    save.dataset.invalid = "";
+    if (save.dataset.admin) save.disabled = false;
   } else {
     showPreview(box, false, data.error || ("HTTP " + res.status));
-    save.dataset.invalid = "1";
+    save.disabled = true;
   }
   form.classList.toggle("invalid", !res.ok);
 }

@@ -27,6 +27,12 @@ def open_platform(url: str) -> Platform:
 
 
 @pytest.fixture
+def admin_token() -> str:
+    """The token the apps under test accept."""
+    return TOKEN
+
+
+@pytest.fixture
 def platform(db_url: str) -> Iterator[Platform]:
     """The core pack on each backend."""
     p = open_platform(db_url)

@@ -1,0 +1,93 @@
+"""Server-rendered pages on SQLite: forms from metadata, flash messages, admin gating of the rules page."""
+
+from __future__ import annotations
+
+import re
+
+from fastapi.testclient import TestClient
+
+from autonumber.platform import Platform
+
+
+def test_home_lists_objects_with_counts(pages: TestClient, sqlite_platform: Platform) -> None:
+    sqlite_platform.records.insert("Case", {"Subject": "x"})
+    html = pages.get("/").text
+    for name in ("Account", "Contract", "Quote", "Opportunity", "Order", "Case"):
+        assert f'href="/o/{name}"' in html
+    assert '<span class="count" data-object="Case">1</span>' in html
+    assert '<span class="count" data-object="Account">0</span>' in html
+
+
+def test_create_form_has_no_autonumber_inputs_and_offers_pickers(pages: TestClient,
+                                                                 sqlite_platform: Platform) -> None:
+    sqlite_platform.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})
+    html = pages.get("/o/Contract/new").text
+    assert 'name="Contract_Number__c"' not in html and "Assigned on save" in html
+    assert '<option value="rt_Contract_Services_Agreement" >Services Agreement</option>' in html
+    assert re.search(r'<option value="[0-9a-f]{32}" >Acme · IBG-B-\d{8}-000001</option>', html)
+    assert "Opportunity" in pages.get("/o/Quote/new").text
+
+
+def test_create_redirects_with_a_flash_naming_the_numbers(pages: TestClient) -> None:
+    r = pages.post("/o/Account/new", data={"Name": "Acme", "BillingCountryCode": "SG"})
+    assert r.status_code == 303 and r.headers["location"].startswith("/o/Account/")
+    view = pages.get(r.headers["location"]).text
+    assert re.search(r"Account created: IBG-B-\d{8}-000001", view)
+    assert "Account created" not in pages.get(r.headers["location"]).text  # one-shot
+
+
+def test_create_error_shows_the_form_again(pages: TestClient) -> None:
+    r = pages.post("/o/Contract/new", data={"RecordTypeId": "rt_Contract_Services_Agreement"})
+    assert r.status_code == 422
+    assert "cannot resolve {Account.BillingCountryCode}" in r.text and "fk null" in r.text
+    assert 'id="record-form"' in r.text
+
+
+def test_edit_shows_numbers_read_only_and_refuses_a_tampered_one(pages: TestClient,
+                                                               sqlite_platform: Platform) -> None:
+    acc = sqlite_platform.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})
+    html = pages.get(f"/o/Account/{acc['Id']}/edit").text
+    assert re.search(rf'name="Account_ID__c" value="{acc["Account_ID__c"]}" readonly', html)
+    ok = pages.post(f"/o/Account/{acc['Id']}/edit",
+                    data={"Name": "Acme Ltd", "Account_ID__c": acc["Account_ID__c"]})
+    assert ok.status_code == 303
+    bad = pages.post(f"/o/Account/{acc['Id']}/edit", data={"Name": "Acme", "Account_ID__c": "IBG-X"})
+    assert bad.status_code == 422 and "read-only afterwards" in bad.text
+    stored = sqlite_platform.records.get("Account", acc["Id"])
+    assert stored["Account_ID__c"] == acc["Account_ID__c"] and stored["Name"] == "Acme Ltd"
+
+
+def test_unknown_pages_are_html_404(pages: TestClient) -> None:
+    for path in ("/o/Nope", "/o/Account/missing", "/no/such/page"):
+        r = pages.get(path)
+        assert r.status_code == 404 and "<html" in r.text and "flash-error" in r.text
+
+
+def test_rules_page_needs_login_when_a_token_is_set(pages: TestClient, admin_token: str) -> None:
+    assert pages.get("/rules").headers["location"] == "/login?next=/rules"
+    assert pages.post("/login", data={"token": "wrong", "next": "/rules"}).status_code == 401
+    r = pages.post("/login", data={"token": admin_token, "next": "//evil.example/"})
+    assert r.status_code == 303 and r.headers["location"] == "/rules"
+    html = pages.get("/rules").text
+    assert "IBG-B-{YYYY}{MM}{DD}-{000000}" in html and "per_prefix" in html and "Log out" in html
+
+
+def test_rules_save_goes_through_validation(pages: TestClient, admin_token: str) -> None:
+    pages.post("/login", data={"token": admin_token})
+    bad = pages.post("/rules/Case.CaseNumber", data={"format": "{0000}-{0000}"})
+    assert "rule 1" in pages.get(bad.headers["location"]).text
+    good = pages.post("/rules/Case.CaseNumber", data={"format": "CS-{00000000}"})
+    html = pages.get(good.headers["location"]).text
+    assert "Case.CaseNumber now uses CS-{00000000}" in html
+
+
+def test_rules_page_without_a_token_is_read_only(sqlite_platform: Platform) -> None:
+    from autonumber.web import create_app
+
+    with TestClient(create_app(sqlite_platform), headers={"Accept": "text/html"},
+                    follow_redirects=False) as c:
+        html = c.get("/rules").text
+        assert 'id="admin-disabled"' in html and "AUTONUMBER_ADMIN_TOKEN=" in html
+        assert "data-admin" not in html
+        r = c.post("/rules/Case.CaseNumber", data={"format": "CS-{00000000}"})
+        assert "admin changes are disabled" in c.get(r.headers["location"]).text

@@ -74,8 +74,11 @@ class Records:
         self._refuse_quarantined(snapshot, object_name)
         with self._txn(conn) as c:
             at = None
-            for rule in snapshot.rules_of(object_name):
-                assigned = self.engine.assign(rule.field_id, records, c)
+            rules = snapshot.rules_of(object_name)
+            # Every token resolves before any reservation: one that fails closed consumes no number.
+            crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
+            for rule, cross in zip(rules, crosses, strict=True):
+                assigned = self.engine.assign(rule.field_id, records, c, cross=cross)
                 at = assigned.assigned_at
                 for record, value in zip(records, assigned.values, strict=True):
                     record[rule.field_name] = value

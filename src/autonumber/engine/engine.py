@@ -79,13 +79,29 @@ class Engine:
         """Render numbers for many records: one reservation of N per (cross values) group."""
         return self.assign(field, records, conn).values
 
-    def assign(self, field: str, records: Sequence[Record], conn: Connection | None = None) -> Assigned:
-        """assign_batch that also returns the shared assigned-at."""
+    def resolve(
+        self, field: str, records: Sequence[Record], conn: Connection | None = None
+    ) -> list[dict[str, str]]:
+        """The cross-record token values of each record (TokenResolveError when one fails closed)."""
+        snapshot = self.catalog.current()
+        return self.resolver.resolve(snapshot, snapshot.rule(field), records, conn)
+
+    def assign(
+        self,
+        field: str,
+        records: Sequence[Record],
+        conn: Connection | None = None,
+        *,
+        cross: Sequence[Mapping[str, str]] | None = None,
+    ) -> Assigned:
+        """assign_batch that also returns the shared assigned-at; `cross` = already resolved values."""
         snapshot = self.catalog.current()
         rule = snapshot.rule(field)
         if not records:
             return Assigned([], None)
-        cross = self.resolver.resolve(snapshot, rule, records, conn)
+        keys = {ref.key for ref in rule.token_refs}
+        if cross is None or len(cross) != len(records) or any(set(v) != keys for v in cross):
+            cross = self.resolver.resolve(snapshot, rule, records, conn)  # none given, or stale
         groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
         for i, values in enumerate(cross):
             groups.setdefault(tuple(sorted(values.items())), []).append(i)

@@ -2,13 +2,16 @@
 
 Reads happen outside the reservation transaction: `caller_txn` through the caller's connection
 (so rows it wrote earlier are visible), `fresh_read` on the fresh-read pool (committed data only).
-A batch costs one query per chain step for the whole batch, cached within the call.
+A batch costs one query per chain step for the whole batch (at most CHUNK ids per query), and a
+row read once is cached for the rest of the call, separately per read strategy (the two may see
+different data).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -19,16 +22,30 @@ from autonumber.errors import TokenResolveError
 from autonumber.format import ChainStep, TokenRef
 
 CHUNK = 1000
+"""Ids per `IN (…)` query: well inside every backend's bound-parameter limit."""
+
 Record = Mapping[str, Any]
+Cache = dict[tuple[str, str, str], Any]
+"""(object, field, Id) → the field's value, for rows read in this call."""
+_ABSENT = object()
 
 
 def describe_chain(chain: Sequence[ChainStep]) -> str:
-    """`AccountId → Account.BillingCountryCode`."""
-    return " → ".join(f"{s.fk} → {s.targetObject}.{s.targetField}" for s in chain)
+    """`OpportunityId → Opportunity.AccountId → Account.BillingCountryCode`."""
+    return chain[0].fk + "".join(f" → {s.targetObject}.{s.targetField}" for s in chain)
 
 
 def _present(value: Any) -> bool:
     return value is not None and str(value) != ""
+
+
+@dataclass
+class _Failure:
+    """Why one chain did not yield a value for one record."""
+
+    cause: str
+    detail: str
+    entered: bool  # the chain's first FK was set, so the walk really happened
 
 
 class Resolver:
@@ -51,16 +68,19 @@ class Resolver:
         rule: Rule,
         records: Sequence[Record],
         conn: Connection | None,
-        query_log: list[str] | None = None,
     ) -> list[dict[str, str]]:
-        """Per record, the map `Object.Field` → value for every cross token of the rule."""
+        """Per record, the map `Object.Field` → value for every cross token of the rule.
+
+        Raises TokenResolveError (fail closed, §6.5) for the first record a token cannot resolve.
+        """
         out: list[dict[str, str]] = [{} for _ in records]
+        caches: dict[str, Cache] = {}
         for ref in rule.token_refs:
+            cache = caches.setdefault(ref.readStrategy if conn is not None else "fresh_read", {})
             with self._reader(ref, conn) as reader:
-                values = _resolve_ref(snapshot, rule, ref, records, reader, query_log)
-            key = f"{ref.targetObject}.{ref.targetField}"
+                values = _resolve_ref(snapshot, rule, ref, records, reader, cache)
             for i, value in enumerate(values):
-                out[i][key] = value
+                out[i][ref.key] = value
         return out
 
 
@@ -70,68 +90,88 @@ def _resolve_ref(
     ref: TokenRef,
     records: Sequence[Record],
     reader: Connection,
-    query_log: list[str] | None,
+    cache: Cache,
 ) -> list[str]:
+    """One token for every record: directField fast path, then each chain for those still open."""
     values: list[str | None] = [None] * len(records)
-    causes: list[list[str]] = [[] for _ in records]
+    tried: list[list[str]] = [[] for _ in records]
+    failures: list[list[_Failure]] = [[] for _ in records]
     if ref.directField:
         for i, rec in enumerate(records):
             if _present(rec.get(ref.directField)):
                 values[i] = str(rec[ref.directField])
-    cache: dict[tuple[str, str, str], dict[str, Any]] = {}
+            else:
+                tried[i].append(f"directField {ref.directField}: empty")
     for chain in ref.fkChains:
         todo = [i for i, v in enumerate(values) if v is None]
         if not todo:
             break
-        found, why = _walk(snapshot, chain, [records[i] for i in todo], reader, cache, query_log)
+        found = _walk(snapshot, rule.object_name, chain, [records[i] for i in todo], reader, cache)
         for j, i in enumerate(todo):
-            if found[j] is not None:
-                values[i] = found[j]
+            outcome = found[j]
+            if isinstance(outcome, _Failure):
+                failures[i].append(outcome)
+                tried[i].append(f"{describe_chain(chain)}: {outcome.cause} ({outcome.detail})")
             else:
-                causes[i].append(f"{describe_chain(chain)}: {why[j]}")
+                values[i] = outcome
     result: list[str] = []
     for i, value in enumerate(values):
         if value is None:
-            first = causes[i][0].rsplit(": ", 1)[1] if causes[i] else "fk null"
             raise TokenResolveError(
                 rule.field_id,
                 ref.tokenLiteral,
-                first,
-                causes[i] or ["no chain declared"],
+                _cause(failures[i]),
+                tried[i] or ["no chain declared"],
                 record_id=records[i].get("Id"),
             )
         result.append(value)
     return result
 
 
+def _cause(failures: Sequence[_Failure]) -> str:
+    """The cause to report: that of the first chain actually walked, else "fk null"."""
+    for failure in failures:
+        if failure.entered:
+            return failure.cause
+    return "fk null"
+
+
 def _walk(
     snapshot: CatalogSnapshot,
+    source: str,
     chain: Sequence[ChainStep],
     records: Sequence[Record],
     reader: Connection,
-    cache: dict[tuple[str, str, str], dict[str, Any]],
-    query_log: list[str] | None,
-) -> tuple[list[str | None], list[str]]:
+    cache: Cache,
+) -> list[str | _Failure]:
     """Follow one chain for many records: one query per step for all of them."""
     current: list[Any] = [rec.get(chain[0].fk) for rec in records]
-    why = ["" for _ in records]
-    for step in chain:
+    failed: list[_Failure | None] = [None] * len(records)
+    for depth, step in enumerate(chain):
+        last = depth == len(chain) - 1
         for i, fk in enumerate(current):
-            if not why[i] and not _present(fk):
-                why[i] = "fk null"
-        ids = {str(fk) for i, fk in enumerate(current) if not why[i]}
-        rows = _fetch(snapshot, step, ids, reader, cache, query_log)
+            if failed[i] is None and not _present(fk):
+                where = f"{source if depth == 0 else chain[depth - 1].targetObject}.{step.fk}"
+                failed[i] = _Failure("fk null", f"{where} is empty", depth > 0)
+        wanted = {str(fk) for i, fk in enumerate(current) if failed[i] is None}
+        _fetch(snapshot, step, wanted, reader, cache)
         for i, fk in enumerate(current):
-            if why[i]:
+            if failed[i] is not None:
                 continue
-            row = rows.get(str(fk))
-            if row is None:
-                why[i] = "row missing"
-            elif not _present(row.get(step.targetField)):
-                why[i] = "target null" if step is chain[-1] else "fk null"
+            value = cache.get((step.targetObject, step.targetField, str(fk)), _ABSENT)
+            if value is _ABSENT:
+                failed[i] = _Failure("row missing", f"no {step.targetObject} {str(fk)!r}", True)
+            elif not _present(value) and last:
+                failed[i] = _Failure(
+                    "target null", f"{step.targetObject} {str(fk)!r} has no {step.targetField}", True
+                )
+            elif not _present(value):
+                failed[i] = _Failure(
+                    "fk null", f"{step.targetObject} {str(fk)!r} has no {step.targetField}", True
+                )
             else:
-                current[i] = row[step.targetField]
-    return [None if why[i] else str(current[i]) for i in range(len(records))], why
+                current[i] = value
+    return [f if f is not None else str(current[i]) for i, f in enumerate(failed)]
 
 
 def _fetch(
@@ -139,24 +179,15 @@ def _fetch(
     step: ChainStep,
     ids: set[str],
     reader: Connection,
-    cache: dict[tuple[str, str, str], dict[str, Any]],
-    query_log: list[str] | None,
-) -> dict[str, dict[str, Any]]:
+    cache: Cache,
+) -> None:
+    """Load `step.targetField` of the rows with these Ids into the cache; a miss is cached too."""
     table = snapshot.table(step.targetObject)
     missing = sorted(i for i in ids if (step.targetObject, step.targetField, i) not in cache)
     for start in range(0, len(missing), CHUNK):
         chunk = missing[start : start + CHUNK]
         stmt = sa.select(table.c.Id, table.c[step.targetField]).where(table.c.Id.in_(chunk))
-        if query_log is not None:
-            query_log.append(f"{step.targetObject}.{step.targetField}")
-        for found in reader.execute(stmt):
-            cache[(step.targetObject, step.targetField, found[0])] = {
-                "Id": found[0],
-                step.targetField: found[1],
-            }
-    out: dict[str, dict[str, Any]] = {}
-    for i in ids:
-        hit = cache.get((step.targetObject, step.targetField, i))
-        if hit is not None:
-            out[i] = hit
-    return out
+        for key in chunk:
+            cache[(step.targetObject, step.targetField, key)] = _ABSENT
+        for found_id, value in reader.execute(stmt):
+            cache[(step.targetObject, step.targetField, str(found_id))] = value

@@ -1,0 +1,116 @@
+"""`assign_batch` resolves cross-record tokens without N+1 (issue 5): one query per chain step for the
+whole batch, so the statements a batch issues do not grow with its size. Counted with a
+`before_cursor_execute` listener on every pool of the platform, on every backend."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+import pytest
+import sqlalchemy as sa
+
+import autonumber
+from autonumber.db import create_engine
+from autonumber.platform import Platform
+from autonumber.setup.bootstrap import bootstrap
+from autonumber.setup.rules import RuleSpec, store_rule
+
+FIELD = "Quote.Quote_No__c"
+COUNTRY = "{Account.BillingCountryCode}"
+WIDE_QUOTE = RuleSpec(
+    "Quote", "Quote_No__c", f"{COUNTRY}-QT-{{YY}}{{MM}}{{DD}}-{{0000}}", scope="per_prefix",
+    overrides=({"tokenLiteral": COUNTRY, "fkChains": [
+        [{"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"}],
+        [{"fk": "OpportunityId", "targetObject": "Opportunity", "targetField": "AccountId"},
+         {"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"}],
+    ]},),
+)
+"""The core Quote rule with a 4-digit counter, so 1,000 Quotes of one day fit (`{00}` holds 99)."""
+
+
+def reads(seen: list[str], table: str) -> list[str]:
+    """The SELECTs of `seen` that read `table`."""
+    pattern = re.compile(rf"^SELECT .* FROM [`\"]?{table}[`\"]?( |$)", re.IGNORECASE)
+    return [s for s in seen if pattern.match(s)]
+
+
+@pytest.fixture
+def platform(db_url: str) -> Iterator[Platform]:
+    engine = create_engine(db_url)
+    bootstrap(engine)
+    with engine.connect() as conn, conn.begin():
+        store_rule(conn, WIDE_QUOTE)
+    engine.dispose()
+    p = autonumber.connect(db_url)
+    yield p
+    p.close()
+
+
+@contextmanager
+def counting(p: Platform) -> Iterator[list[str]]:
+    """Collect every statement sent to the database through any of the platform's pools."""
+    seen: list[str] = []
+
+    def on_execute(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append(" ".join(statement.split())[:160])
+
+    engines = (p.db, p.reservation_db, p.fresh_db)
+    for engine in engines:
+        sa.event.listen(engine, "before_cursor_execute", on_execute)
+    try:
+        yield seen
+    finally:
+        for engine in engines:
+            sa.event.remove(engine, "before_cursor_execute", on_execute)
+
+
+def make_quotes(p: Platform, n: int, accounts: int) -> list[dict[str, str]]:
+    """n Quotes over `accounts` Accounts (SG and US): odd ones by AccountId, even ones only through
+    an Opportunity (the depth-2 fallback chain)."""
+    made = p.records.insert_many("Account", [
+        {"Name": f"a{k}", "BillingCountryCode": "SG" if k % 2 else "US"} for k in range(accounts)
+    ])
+    opps = p.records.insert_many("Opportunity", [
+        {"Name": f"o{k}", "AccountId": a["Id"]} for k, a in enumerate(made)
+    ])
+    quotes: list[dict[str, str]] = []
+    for i in range(n):
+        k = i % accounts
+        link = {"OpportunityId": opps[k]["Id"]} if k % 2 == 0 else {"AccountId": made[k]["Id"]}
+        quotes.append({"Id": f"q{i}", **link})
+    return quotes
+
+
+def statements(p: Platform, quotes: list[dict[str, str]]) -> tuple[list[str], list[str]]:
+    with p.begin() as conn, counting(p) as seen:
+        values = p.engine.assign_batch(FIELD, quotes, conn)
+    return seen, values
+
+
+@pytest.mark.parametrize("distinct", [False, True], ids=["20-accounts", "one-account-per-quote"])
+def test_batch_of_1000_issues_as_many_queries_as_a_batch_of_10(platform: Platform, distinct: bool) -> None:
+    small = make_quotes(platform, 10, 10 if distinct else 20)
+    large = make_quotes(platform, 1000, 1000 if distinct else 20)
+    statements(platform, small)  # first use creates the two per_prefix counter rows
+    few, _ = statements(platform, small)
+    many, many_values = statements(platform, large)
+    assert len(many) == len(few), f"10 Quotes: {few}\n1000 Quotes: {many}"
+    assert len(many) <= 12, many
+    assert len(set(many_values)) == 1000
+    assert {v[:2] for v in many_values} == {"SG", "US"}
+    assert len(reads(many, "Account")) == 2, many  # AccountId chain + the fallback chain's last step
+    assert len(reads(many, "Opportunity")) == 1, many
+
+
+def test_each_row_is_read_once_per_call(platform: Platform) -> None:
+    """The fallback chain's Account step reuses rows the primary chain already read."""
+    sg = platform.records.insert("Account", {"Name": "a", "BillingCountryCode": "SG"})["Id"]
+    opp = platform.records.insert("Opportunity", {"Name": "o", "AccountId": sg})["Id"]
+    quotes = [{"Id": "q1", "AccountId": sg}, {"Id": "q2", "OpportunityId": opp}]
+    statements(platform, quotes)
+    seen, values = statements(platform, quotes)
+    assert values[0][:3] == "SG-" and values[1][:3] == "SG-"
+    assert len(reads(seen, "Account")) == 1, seen  # q2's Account was read for q1 already
+    assert len(reads(seen, "Opportunity")) == 1, seen

@@ -1,0 +1,198 @@
+"""The generated part of docs/performance.md: rewritten between two markers, the rest kept as is."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from .analysis import HOT, cell
+from .report import BEGIN, END, LABELS, _fmt, grid, md_table
+
+TITLE = "# Performance\n\n"
+
+
+def _machine(doc: Mapping[str, Any]) -> str:
+    m = doc["machine"]
+    rows = [
+        ["CPU", f"{m.get('cpu', '?')} — {m.get('nproc')} cores (nproc)"],
+        ["RAM", f"{m.get('ram_gib', '?')} GiB"],
+        ["Python", f"{m.get('python')} — {m.get('platform')}"],
+        [
+            "libraries",
+            ", ".join(
+                f"{k} {m[k]}"
+                for k in ("autonumber", "SQLAlchemy", "PyMySQL", "psycopg", "Django", "django-sequences")
+                if m.get(k)
+            ),
+        ],
+    ]
+    for backend, b in doc["backends"].items():
+        settings = ", ".join(f"{k}={v}" for k, v in b["server"].get("settings", {}).items())
+        rows.append([LABELS.get(backend, backend), f"{b['server']['version']} on loopback; {settings}"])
+    return md_table(["", "this run"], rows)
+
+
+def _engine_facts(doc: Mapping[str, Any], backend: str) -> str:
+    b = doc["backends"][backend]
+    rows = []
+    for name in b["cells"]:
+        row = cell(b, name, HOT)
+        if row is None or "reservations" not in row:
+            continue
+        reservations = float(row["reservations"])
+        per = row["ops"] and reservations and row["values"] / max(reservations, 1)
+        rows.append(
+            [
+                name,
+                _fmt(reservations),
+                _fmt(per, 1) if per else "–",
+                _fmt(row.get("attempts_p99")),
+                _fmt(row.get("fallbacks")),
+                str(row.get("largest_group", "–")),
+            ]
+        )
+    header = [
+        "contestant @100",
+        "reservations",
+        "numbers per reservation",
+        "attempts p99",
+        "fallbacks",
+        "largest group",
+    ]
+    return md_table(header, rows)
+
+
+def _ratios(doc: Mapping[str, Any], backend: str) -> str:
+    b = doc["backends"][backend]
+    strategy = b.get("best_strategy")
+    if not strategy or "ratios" not in b:
+        return "_no strategy produced unique values_"
+    callers: Sequence[int] = doc["callers"]
+    peers = list(b["ratios"][str(callers[0])])
+    rows = [[f"÷ {p}", *[_ratio(b["ratios"][str(n)].get(p)) for n in callers]] for p in peers]
+    header = [f"engine:{strategy}", *[f"{n}" for n in callers]]
+    return md_table(header, rows)
+
+
+def _ratio(value: float | None) -> str:
+    return "–" if value is None else f"{value:g}×"
+
+
+def _batch(doc: Mapping[str, Any]) -> str:
+    rows = []
+    for backend, b in doc["backends"].items():
+        for strategy, row in b.get("batch", {}).items():
+            rows.append(
+                [
+                    LABELS.get(backend, backend),
+                    strategy,
+                    _fmt(row["numbers_per_s"]),
+                    f"{row['p99_ms']:.1f}",
+                    "yes" if row["unique"] else "NO",
+                ]
+            )
+    return md_table(["backend", "strategy", "numbers/s", "p99 ms per batch", "unique"], rows)
+
+
+def _targets(doc: Mapping[str, Any]) -> str:
+    rows = []
+    for t in doc.get("targets", []):
+        met = {True: "met", False: "**missed**", None: "n/a"}[t["met"]]
+        value = "–" if t["value"] is None else _fmt(t["value"], 2)
+        rows.append([LABELS.get(t["backend"], t["backend"]), t["target"], value, t["goal"], met])
+    return md_table(["backend", "target", "measured", "goal", ""], rows)
+
+
+def _extras(doc: Mapping[str, Any]) -> str:
+    parts = []
+    for name, extra in doc.get("extras", {}).items():
+        parts.append(f"#### {name}\n")
+        if "skipped" in extra or "error" in extra:
+            parts.append(f"_{extra.get('skipped') or extra.get('error')}_\n")
+            continue
+        results = extra.get("results")
+        if isinstance(results, list) and results and isinstance(results[0], Mapping):
+            keys = list(results[0])
+            rows = [[_cell(r.get(k)) for k in keys] for r in results]
+            parts.append(md_table(keys, rows) + "\n")
+        else:
+            parts.append("```\n" + str({k: v for k, v in extra.items() if k != "machine"})[:2000] + "\n```\n")
+    return "\n".join(parts) if parts else "_not run_"
+
+
+def _cell(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:,.3g}" if abs(value) < 100 else f"{value:,.0f}"
+    if isinstance(value, int) and not isinstance(value, bool):
+        return f"{value:,}"
+    return str(value).replace("|", "\\|")
+
+
+def section(doc: Mapping[str, Any], plots: Sequence[str]) -> str:
+    """The markdown between the markers."""
+    kind = "quick" if doc["quick"] else "full"
+    out = [
+        BEGIN,
+        "",
+        f"## Measured: run {doc['timestamp']} ({kind}, {doc['cell_seconds']:g} s per cell after "
+        f"{doc['warmup_seconds']:g} s warm-up, {doc.get('seconds', '?')} s in all)",
+        "",
+        "All numbers below come from ONE run of `autonumber bench` on this machine, every backend and "
+        "contestant measured side by side in that run; the machine is shared, so treat absolute "
+        "numbers as indicative and the ratios (same run, same load) as the result.",
+        "",
+        "### Machine",
+        "",
+        _machine(doc),
+        "",
+    ]
+    if plots:
+        out += ["### Plots", ""] + [f"![{p}]({p})" for p in plots] + [""]
+    for backend, b in doc["backends"].items():
+        header, rows = grid(doc, backend)
+        out += [
+            f"### {LABELS.get(backend, backend)} — one hot counter, calls/s (p99 ms)",
+            "",
+            md_table(header, rows),
+            "",
+            f"Best engine strategy at {HOT} callers: **{b.get('best_strategy')}** "
+            f"(default in this build: `{b.get('default_strategy')}`). Its throughput as a ratio to each "
+            "contestant at the same caller count, same run:",
+            "",
+            _ratios(doc, backend),
+            "",
+            _engine_facts(doc, backend),
+            "",
+        ]
+        verify = {k: v for k, v in b.get("verify", {}).items() if v}
+        if verify:
+            out += [
+                "Stored rows checked afterwards: "
+                + "; ".join(
+                    f"{k}: {v['stored_rows']:,} rows, {v['stored_duplicates']} duplicates"
+                    for k, v in verify.items()
+                ),
+                "",
+            ]
+        if b.get("skipped"):
+            out += ["Skipped here: " + "; ".join(f"{k} ({v})" for k, v in b["skipped"].items()), ""]
+    out += ["### assign_batch(1000), one caller", "", _batch(doc), ""]
+    out += ["### Targets (issue 9)", "", _targets(doc), ""]
+    out += ["### Other benchmarks in the same run", "", _extras(doc), "", END]
+    return "\n".join(out)
+
+
+def write_docs(doc: Mapping[str, Any], path: Path, plots: Sequence[str]) -> Path:
+    """Replace the generated section of `path` (or append it), keeping everything else."""
+    text = path.read_text(encoding="utf-8") if path.exists() else TITLE
+    generated = section(doc, plots)
+    if BEGIN in text and END in text:
+        head, rest = text.split(BEGIN, 1)
+        tail = rest.split(END, 1)[1]
+        text = head + generated + tail
+    else:
+        text = text.rstrip("\n") + "\n\n" + generated + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text, encoding="utf-8")
+    return path

@@ -1,0 +1,98 @@
+"""Helpers of the reliability suite (not a test module): platforms, counters, server sessions."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+
+import autonumber
+from autonumber.db import create_engine
+from autonumber.db.tables import counter_table
+from autonumber.platform import Platform
+from autonumber.setup.bootstrap import bootstrap
+
+CASE = "Case.CaseNumber"
+_DIGITS = re.compile(r"(\d+)$")
+
+
+def make_platform(url: str, **options: Any) -> Platform:
+    """Bootstrap the core pack on `url` and connect to it."""
+    setup = create_engine(url)
+    try:
+        bootstrap(setup)
+    finally:
+        setup.dispose()
+    return autonumber.connect(url, **options)
+
+
+def number(value: str) -> int:
+    """The counter part of a rendered value (its trailing digits)."""
+    match = _DIGITS.search(value)
+    assert match is not None, f"no counter digits in {value!r}"
+    return int(match.group(1))
+
+
+def next_value(p: Platform, field: str = CASE, scope_key: str = "") -> int:
+    """The counter row's next_value."""
+    fid = p.catalog.current().field_id(field)
+    with p.db.connect() as conn:
+        value = conn.execute(
+            sa.select(counter_table.c.next_value).where(
+                counter_table.c.field_id == fid, counter_table.c.scope_key == scope_key
+            )
+        ).scalar_one()
+    return int(value)
+
+
+def stored_numbers(p: Platform, object_name: str = "Case", column: str = "CaseNumber") -> list[str]:
+    """Every stored value of an autonumber column."""
+    table = p.catalog.current().table(object_name)
+    with p.db.connect() as conn:
+        return [str(v) for (v,) in conn.execute(sa.select(table.c[column]))]
+
+
+def track_server_ids(engine: sa.Engine) -> set[int]:
+    """Record the server-side id (MariaDB connection id / PostgreSQL backend pid) of every new
+    connection `engine` opens; the returned set fills as the pool connects."""
+    ids: set[int] = set()
+    query = "SELECT pg_backend_pid()" if engine.dialect.name == "postgresql" else "SELECT CONNECTION_ID()"
+
+    @event.listens_for(engine, "connect")
+    def _remember(dbapi_connection: Any, _record: Any) -> None:
+        cursor = dbapi_connection.cursor()
+        cursor.execute(query)
+        ids.add(int(cursor.fetchone()[0]))
+        cursor.close()
+        if engine.dialect.name == "postgresql":
+            dbapi_connection.commit()
+
+    return ids
+
+
+def live_sessions(admin: sa.Connection, ids: Iterable[int]) -> list[int]:
+    """Which of `ids` the server still has (information_schema.processlist / pg_stat_activity)."""
+    wanted = sorted(ids)
+    if not wanted:
+        return []
+    if admin.dialect.name == "postgresql":
+        stmt = sa.text("SELECT pid FROM pg_stat_activity WHERE pid IN :ids")
+    else:
+        stmt = sa.text("SELECT ID FROM information_schema.processlist WHERE ID IN :ids")
+    stmt = stmt.bindparams(sa.bindparam("ids", expanding=True))
+    return [int(r[0]) for r in admin.execute(stmt, {"ids": wanted})]
+
+
+def kill_session(admin: sa.Connection, server_id: int) -> None:
+    """End one server session (MariaDB `KILL`, PostgreSQL `pg_terminate_backend`)."""
+    if admin.dialect.name == "postgresql":
+        admin.execute(sa.select(sa.func.pg_terminate_backend(server_id)))
+        return
+    try:
+        admin.execute(sa.text("KILL :id"), {"id": int(server_id)})
+    except sa.exc.DBAPIError as exc:  # 1094: unknown thread id (it ended on its own meanwhile)
+        if "1094" not in str(exc.orig):
+            raise

@@ -6,6 +6,7 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
+import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
@@ -195,15 +196,23 @@ def test_admin_change_is_refused_when_no_token_is_configured(platform: Platform)
 
 
 def test_admin_changes_a_format_through_validation(admin: TestClient) -> None:
-    post(admin, "Case", {"Subject": "before"})
     r = admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "CS-{00000000}"})
     assert r.status_code == 200, r.text
     assert r.json()["format"] == "CS-{00000000}"
-    assert post(admin, "Case", {"Subject": "after"})["CaseNumber"] == "CS-00000002"
+    assert post(admin, "Case", {"Subject": "after"})["CaseNumber"] == "CS-00000001"
     bad = admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "{0000}-{0000}"})
     assert error(bad, 422)["rule"] == 1
     error(admin.put("/api/autonumber/fields/Case.Subject", json={"format": "{00}"}), 404)
     error(admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "X", "scope": "per_day"}), 422)
+
+
+def test_admin_change_runs_setup_verify(admin: TestClient) -> None:
+    pytest.importorskip("autonumber.setup.verify", reason="needs the setup pipeline's verify (V1-V6)")
+    post(admin, "Case", {"Subject": "stored under {00000000}"})
+    body = error(admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "CS-{00000000}"}), 409)
+    assert body["type"] == "VerifyError" and body["violations"][0].startswith("V1 field_id=Case.CaseNumber")
+    fields = {f["field_id"]: f for f in admin.get("/api/autonumber/fields").json()}
+    assert fields["Case.CaseNumber"]["format"] == "{00000000}"
 
 
 def test_admin_change_keeps_cross_record_chains(admin: TestClient) -> None:

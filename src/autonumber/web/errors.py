@@ -29,6 +29,7 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
     (e.RuleQuarantined, 409),
     (e.CounterOverflow, 409),
     (RuleChangeRefused, 409),
+    (e.VerifyError, 409),
     (e.FormatError, 422),
     (e.TokenResolveError, 422),
     (e.RecordError, 422),
@@ -41,7 +42,7 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
 """Most specific first: the first class an error is an instance of gives the status."""
 
 _IDS = ("rule", "format", "position", "field_id", "field", "token", "cause", "chains", "record_id",
-        "scope_key", "value", "width", "reason", "attempts")
+        "scope_key", "value", "width", "reason", "attempts", "violations")
 
 
 def status_of(exc: e.AutonumberError) -> int:

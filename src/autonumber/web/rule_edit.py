@@ -5,11 +5,14 @@ below run in that transaction and roll it back when the new format would break a
 
 - every counter row's next value must still fit the counter width (else the next insert overflows);
 - no value already stored may be handed out again: for each live value the new format can read
-  back, its scope's counter must be past it.
+  back, its scope's counter must be past it;
+- then the binding `setup verify` checks (V1–V6, `autonumber.setup.verify.check`) must report nothing
+  about this field.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 from collections.abc import Mapping
 from typing import Any
@@ -17,7 +20,7 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from autonumber.catalog import FieldRow
-from autonumber.errors import AutonumberError, UnknownField
+from autonumber.errors import AutonumberError, UnknownField, VerifyError
 from autonumber.format import parse_format
 from autonumber.platform import Platform
 from autonumber.setup.rules import RuleSpec, store_rule
@@ -70,6 +73,7 @@ def change_format(platform: Platform, field: str, new_format: str) -> str:
     with platform.begin() as conn:
         fid = store_rule(conn, spec)
         check_invariants(conn, platform, fid, spec)
+        run_verify(conn, fid)
     platform.catalog.refresh()
     return fid
 
@@ -100,3 +104,17 @@ def check_invariants(conn: Connection, platform: Platform, field_id: str, spec: 
                 f"record {record_id} already holds {value!r}, which the new format would issue again "
                 f"(counter of scope {key or 'global'!r} is at {current})",
             )
+
+
+def run_verify(conn: Connection, field_id: str) -> None:
+    """Run `setup verify` inside the change's transaction; VerifyError for violations naming the field.
+
+    Violations about other fields are left to `autonumber setup verify`: they predate this change.
+    """
+    try:
+        verify = importlib.import_module("autonumber.setup.verify")
+    except ImportError:  # a build without the setup pipeline: the checks above still hold
+        return
+    violations = [v for v in verify.check(conn) if field_id in v]
+    if violations:
+        raise VerifyError(violations)

@@ -1,7 +1,40 @@
-"""`autonumber demo` commands (being written)."""
+"""`autonumber demo legacy`: fill a database with pre-cutover data to try `setup apply` on."""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="demo commands.", no_args_is_help=True)
+from autonumber.db import check_reachable, create_engine, mask
+from autonumber.setup.demo import fill_legacy
+from autonumber.setup.generate import default_spec
+from autonumber.setup.progress import RichReporter
+
+from .common import DbOption
+
+app = typer.Typer(help="Demo data for trying the product.", no_args_is_help=True)
+
+
+@app.command("legacy")
+def legacy(
+    db: DbOption = "sqlite:///autonumber.db",
+    rows: Annotated[int, typer.Option("--rows", min=1, help="Rows per main object (Case, Contract).")] = 1000,
+) -> None:
+    """Create the object tables and the four legacy tables, filled with existing numbers.
+
+    Afterwards `autonumber setup apply` seeds the counters from them (the next Account is
+    IBG-B-<today>-003968). Use a database you can throw away.
+
+    Example: autonumber demo legacy --rows 5000 --db sqlite:///demo.db
+    """
+    engine = create_engine(db)
+    check_reachable(engine)
+    try:
+        summary = fill_legacy(engine, default_spec(), rows, RichReporter())
+    finally:
+        engine.dispose()
+    typer.echo(f"demo legacy data in {mask(db)}:")
+    for line in summary.lines():
+        typer.echo(f"  {line}")
+    typer.echo("next: autonumber setup apply --db <same URL>")

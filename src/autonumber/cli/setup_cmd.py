@@ -1,7 +1,128 @@
-"""`autonumber setup` commands (being written)."""
+"""`autonumber setup apply|plan|verify|report`: thin shells over autonumber.setup."""
 
 from __future__ import annotations
 
-import typer
+from pathlib import Path
+from typing import Annotated
 
-app = typer.Typer(help="setup commands.", no_args_is_help=True)
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from autonumber.db import check_reachable, create_engine, mask
+from autonumber.setup.apply import PHASES, apply
+from autonumber.setup.generate import load_spec
+from autonumber.setup.progress import NullReporter, RichReporter
+from autonumber.setup.report import run_report
+from autonumber.setup.verify import verify
+
+from .common import DbOption
+
+app = typer.Typer(help="Bootstrap and cut over a database; verify its invariants.", no_args_is_help=True)
+console = Console(highlight=False)
+
+SpecOption = Annotated[
+    Path | None,
+    typer.Option("--spec", help="A data-spec file (default: the generated seed module).",
+                 show_default=False),
+]
+
+
+def print_plan() -> None:
+    """The phases, in order (read-only)."""
+    table = Table(title="setup apply phases (in order, each idempotent)")
+    table.add_column("#")
+    table.add_column("phase")
+    table.add_column("what it does")
+    for i, phase in enumerate(PHASES, 1):
+        table.add_row(str(i), phase.name, phase.summary)
+    console.print(table)
+
+
+@app.command("apply")
+def apply_cmd(
+    db: DbOption = "sqlite:///autonumber.db",
+    spec: SpecOption = None,
+    env: Annotated[str, typer.Option("--env", help="Environment name, recorded with the run.")] = "local",
+    list_phases: Annotated[bool, typer.Option("--list", help="Only list the phases.")] = False,
+    reseed: Annotated[
+        bool, typer.Option("--reseed", help="Rescan every field, even ones already seeded.")
+    ] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary line.")] = False,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print every change.")] = False,
+) -> None:
+    """Run the cut-over phases under the bootstrap lock; exit non-zero if any phase or verify fails.
+
+    Example: autonumber setup apply --db sqlite:///autonumber.db --env staging
+    """
+    if list_phases:
+        print_plan()
+        return
+    data = load_spec(spec)
+    engine = create_engine(db)
+    check_reachable(engine)
+    reporter = NullReporter() if quiet else RichReporter(verbose=verbose)
+    try:
+        results = apply(engine, data, reporter=reporter, reseed=reseed)
+    finally:
+        engine.dispose()
+    total = sum(r.seconds for r in results)
+    changes = sum(len(r.changes) for r in results)
+    console.print(f"setup apply: {data.meta.id} on {mask(db)} (env {env}): {len(results)} phase(s), "
+                  f"{changes} change(s), {total:.2f} s; verify passed")
+
+
+@app.command("plan")
+def plan_cmd() -> None:
+    """List the phases `setup apply` runs, in order, without touching a database.
+
+    Example: autonumber setup plan
+    """
+    print_plan()
+
+
+@app.command("verify")
+def verify_cmd(db: DbOption = "sqlite:///autonumber.db") -> None:
+    """Check V1–V6 (§5.3.3); exit 1 with one line per violation, each starting with its code.
+
+    Example: autonumber setup verify --db postgresql+psycopg://postgres@127.0.0.1/autonumber
+    """
+    engine = create_engine(db)
+    check_reachable(engine)
+    try:
+        violations = verify(engine)
+    finally:
+        engine.dispose()
+    if violations:
+        for line in violations:
+            typer.echo(line)
+        raise typer.Exit(1)
+    typer.echo("verify: V1–V6 hold")
+
+
+@app.command("report")
+def report_cmd(
+    db: Annotated[
+        str,
+        typer.Option(
+            "--db",
+            envvar="AUTONUMBER_SCRATCH_DATABASE_URL",
+            help="A SCRATCH database URL. EVERY TABLE IN IT IS DROPPED, several times.",
+        ),
+    ],
+    rows: Annotated[int, typer.Option("--rows", help="Legacy demo rows for the populated state.")] = 2000,
+    markdown: Annotated[bool, typer.Option("--markdown", help="Print markdown tables.")] = False,
+) -> None:
+    """Run the three-part deployment verification report (§10.3) against a SCRATCH database.
+
+    WARNING: the database named by --db is WIPED (all tables dropped) before each scenario.
+
+    Example: autonumber setup report --db sqlite:///scratch.db --markdown
+    """
+    report = run_report(db, rows=rows)
+    if markdown:
+        typer.echo(report.markdown())
+    else:
+        report.print(console)
+    if not report.passed:
+        raise typer.Exit(1)

@@ -1,6 +1,7 @@
-"""A quick bootstrap: schema, core objects, record types and codes, core rules, counter rows.
+"""A quick bootstrap: schema, objects, record types and codes, rules, counter rows — no legacy steps.
 
-`autonumber setup apply` runs the full cut-over; this is the part that needs no legacy data.
+`autonumber setup apply` runs the full cut-over; this runs its first phases for a given pack
+(by default the core objects of the data-spec), which is what tests and small tools need.
 """
 
 from __future__ import annotations
@@ -9,22 +10,15 @@ from collections.abc import Sequence
 
 from sqlalchemy.engine import Engine
 
-from autonumber.db import dialect_for
-from autonumber.db.schema import reconcile_system_schema
+from .apply import BOOTSTRAP_LOCK, phase_named, run_phases
+from .dataspec import DataSpec, SpecMeta
+from .pack import ObjectSpec, RecordTypeSpec
+from .rules import RuleSpec
+from .standard import CONTRACT_RECORD_TYPES, CORE_OBJECTS, CORE_RULES
 
-from .pack import (
-    CONTRACT_RECORD_TYPES,
-    CORE_OBJECTS,
-    ObjectSpec,
-    RecordTypeSpec,
-    install_objects,
-    install_record_types,
-    seed_record_type_codes,
-)
-from .rules import RuleSpec, apply_rules
-from .standard import CORE_RULES
+__all__ = ["BOOTSTRAP_LOCK", "bootstrap"]
 
-BOOTSTRAP_LOCK = "autonumber_bootstrap"
+BOOTSTRAP_PHASES = ("schema", "standard_pack", "formats", "record_type_codes", "seed_counters")
 
 
 def bootstrap(
@@ -34,14 +28,9 @@ def bootstrap(
     rules: Sequence[RuleSpec] = CORE_RULES,
     lock_timeout: float = 120.0,
 ) -> list[str]:
-    """Create everything the core pack needs, idempotently, under the bootstrap lock."""
-    dialect = dialect_for(engine)
-    changes = reconcile_system_schema(engine)
-    with dialect.named_lock(engine, BOOTSTRAP_LOCK, lock_timeout):
-        with engine.connect() as conn, dialect.begin_write(conn):
-            changes += install_objects(conn, objects)
-            changes += install_record_types(conn, record_types)
-            seed_record_type_codes(conn, record_types)
-        with engine.connect() as conn, dialect.begin_write(conn):
-            apply_rules(conn, rules)
-    return changes
+    """Create everything the pack needs, idempotently, under the bootstrap lock; return the changes."""
+    meta = SpecMeta("data-spec/v1", "bootstrap", "local", "applied", (), (), ())
+    spec = DataSpec(meta, tuple(objects), tuple(rules), tuple(record_types), "bootstrap()")
+    phases = [phase_named(name) for name in BOOTSTRAP_PHASES]
+    results = run_phases(engine, spec, phases, lock_timeout=lock_timeout)
+    return [line for result in results for line in result.changes]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -59,119 +60,101 @@ def auto(name: str, length: int = 30) -> FieldSpec:
     return FieldSpec(name, "autonumber", None, length)
 
 
-CORE_OBJECTS: tuple[ObjectSpec, ...] = (
-    ObjectSpec(
-        "Account",
-        (
-            FieldSpec("Name", max_length=255),
-            FieldSpec("BillingCountryCode", max_length=8),
-            auto("Account_ID__c", 40),
-        ),
-    ),
-    ObjectSpec("Opportunity", (FieldSpec("Name", max_length=255), ref("AccountId", "Account"))),
-    ObjectSpec(
-        "Contract",
-        (
-            ref("AccountId", "Account"),
-            ref("RecordTypeId", "RecordType"),
-            FieldSpec("Account_Country_Code__c", max_length=8),
-            auto("ContractNumber"),
-            auto("Contract_Number__c", 40),
-        ),
-    ),
-    ObjectSpec(
-        "Quote",
-        (
-            FieldSpec("Name", max_length=255),
-            ref("OpportunityId", "Opportunity"),
-            ref("AccountId", "Account"),
-            auto("QuoteNumber"),
-            auto("Quote_No__c", 40),
-        ),
-    ),
-    ObjectSpec(
-        "Order",
-        (ref("AccountId", "Account"), auto("OrderNumber"), auto("Order_Number__c", 40)),
-    ),
-    ObjectSpec("Case", (FieldSpec("Subject", max_length=255), auto("CaseNumber"))),
-)
+CORE_OBJECT_NAMES = ("Account", "Opportunity", "Contract", "Quote", "Order", "Case")
+"""The CRM objects of DESIGN.md §5b; the data-spec adds one object per Salesforce catalog row."""
 
-CONTRACT_RECORD_TYPES: tuple[RecordTypeSpec, ...] = tuple(
-    RecordTypeSpec("Contract", name, code)
-    for name, code in (
-        ("Services Agreement", "CSA"),
-        ("Services Agreement Online", "TCSA"),
-        ("Customer Reference Agreement", "CRA"),
-        ("Non-Disclosure Agreement", "NDA"),
-        ("Partner Network Agreement", "PNA"),
-        ("Payment Agreement", "PA"),
-        ("Cloud POC Agreement", "TCPA"),
-        ("Enterprise POC Agreement", "TEPA"),
-        ("Master Agreement", "MA"),
+
+def objects_from_data(rows: Iterable[tuple[str, str, tuple[tuple[str, str, str | None, int | None], ...]]]
+                      ) -> tuple[ObjectSpec, ...]:
+    """ObjectSpecs from the generated seed module's plain rows."""
+    return tuple(
+        ObjectSpec(name, tuple(FieldSpec(*f) for f in fields), None if table == name else table)
+        for name, table, fields in rows
     )
-)
+
+
+ID_LENGTH = 64
+"""Metadata Ids are VARCHAR(64)."""
+
+
+def fit_id(text: str) -> str:
+    """`text` when it fits an Id column; else its first 47 characters, '#' and a 16-hex digest."""
+    if len(text) <= ID_LENGTH:
+        return text
+    digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return f"{text[: ID_LENGTH - 17]}#{digest}"
 
 
 def object_id(name: str) -> str:
     """Deterministic `_System_Object.Id` (identical on every node and every run)."""
-    return f"obj_{name}"
+    return fit_id(f"obj_{name}")
 
 
 def field_id(object_name: str, field_name: str) -> str:
-    """Deterministic `_System_Field.Id`: `Object.Field`."""
-    return f"{object_name}.{field_name}"
+    """Deterministic `_System_Field.Id`: `Object.Field` (shortened with a digest beyond 64 chars)."""
+    return fit_id(f"{object_name}.{field_name}")
 
 
 def record_type_id(spec: RecordTypeSpec) -> str:
     """Deterministic `_System_RecordType.Id`."""
-    return f"rt_{spec.object}_{re.sub(r'[^A-Za-z0-9]+', '_', spec.developer_name).strip('_')}"
+    name = re.sub(r"[^A-Za-z0-9]+", "_", spec.developer_name).strip("_")
+    return fit_id(f"rt_{spec.object}_{name}")
 
 
-def _upsert(conn: Connection, table: sa.Table, row: dict[str, object]) -> bool:
-    """Insert a metadata row when its Id is new; return whether it was inserted."""
-    exists = conn.execute(sa.select(table.c.Id).where(table.c.Id == row["Id"])).first()
-    if exists is not None:
-        return False
-    conn.execute(sa.insert(table).values(row))
-    return True
+def _new_rows(
+    conn: Connection, table: sa.Table, rows: Sequence[dict[str, object]]
+) -> list[dict[str, object]]:
+    """Insert the metadata rows whose Id is new (one read, one bulk insert); return them."""
+    known = set(conn.execute(sa.select(table.c.Id)).scalars())
+    fresh = [row for row in rows if row["Id"] not in known]
+    if fresh:
+        conn.execute(sa.insert(table), fresh)
+    return fresh
+
+
+def tables_needing_change(conn: Connection, tables: Sequence[sa.Table]) -> list[sa.Table]:
+    """The tables that are missing or lack a column (one multi-table inspection, not one per table)."""
+    inspector = sa.inspect(conn)
+    existing = set(inspector.get_table_names())
+    present = [t.name for t in tables if t.name in existing]
+    columns = inspector.get_multi_columns(filter_names=present) if present else {}
+    have = {name: {c["name"] for c in cols} for (_, name), cols in columns.items()}
+    return [t for t in tables if t.name not in have or set(t.columns.keys()) - have[t.name]]
 
 
 def install_objects(conn: Connection, objects: Sequence[ObjectSpec]) -> list[str]:
     """Register objects and fields (new rows only) and create or reconcile their tables."""
-    changes: list[str] = []
     metadata = sa.MetaData()
+    object_rows: list[dict[str, object]] = []
+    field_rows: list[dict[str, object]] = []
     tables = []
     for spec in objects:
         check_api_name(spec.name, "object name")
-        if _upsert(conn, system_object, {
-            "Id": object_id(spec.name), "ApiName": spec.name, "TableName": spec.table_name,
-            "Label": spec.name,
-        }):
-            changes.append(f"object {spec.name}")
+        object_rows.append({"Id": object_id(spec.name), "ApiName": spec.name,
+                            "TableName": spec.table_name, "Label": spec.name})
         for f in spec.fields:
             check_api_name(f.name, "field name")
-            if _upsert(conn, system_field, {
+            field_rows.append({
                 "Id": field_id(spec.name, f.name), "ObjectId": object_id(spec.name),
                 "ApiName": f.name, "Label": f.name, "Type": f.type, "ReferenceTo": f.reference_to,
                 "MaxLength": f.max_length,
-            }):
-                changes.append(f"field {spec.name}.{f.name}")
+            })
         infos = [FieldInfo(spec.name, f.name, f.type, f.reference_to, f.max_length) for f in spec.fields]
         tables.append(object_table(spec.table_name, infos, metadata))
-    changes.extend(reconcile_tables(conn, tables))
+    changes = [f"object {row['ApiName']}" for row in _new_rows(conn, system_object, object_rows)]
+    changes += [f"field {row['Id']}" for row in _new_rows(conn, system_field, field_rows)]
+    changes.extend(reconcile_tables(conn, tables_needing_change(conn, tables)))
     return changes
 
 
 def install_record_types(conn: Connection, record_types: Iterable[RecordTypeSpec]) -> list[str]:
     """Register record types (new rows only; codes are seeded separately, §7.2 b.5)."""
-    changes = []
-    for spec in record_types:
-        if _upsert(conn, system_record_type, {
-            "Id": record_type_id(spec), "ObjectId": object_id(spec.object),
-            "DeveloperName": spec.developer_name, "Name": spec.developer_name,
-        }):
-            changes.append(f"record type {spec.object}.{spec.developer_name}")
-    return changes
+    rows: list[dict[str, object]] = [
+        {"Id": record_type_id(spec), "ObjectId": object_id(spec.object),
+         "DeveloperName": spec.developer_name, "Name": spec.developer_name}
+        for spec in record_types
+    ]
+    return [f"record type {row['Id']}" for row in _new_rows(conn, system_record_type, rows)]
 
 
 def seed_record_type_codes(conn: Connection, record_types: Iterable[RecordTypeSpec]) -> int:
@@ -181,7 +164,13 @@ def seed_record_type_codes(conn: Connection, record_types: Iterable[RecordTypeSp
     for spec in record_types:
         result = conn.execute(
             sa.update(t)
-            .where(t.c.DeveloperName == spec.developer_name, t.c.RecordTypeCode.is_(None))
+            .where(
+                t.c.ObjectId.in_(
+                    sa.select(system_object.c.Id).where(system_object.c.ApiName == spec.object)
+                ),
+                t.c.DeveloperName == spec.developer_name,
+                t.c.RecordTypeCode.is_(None),
+            )
             .values(RecordTypeCode=spec.code)
         )
         changed += result.rowcount

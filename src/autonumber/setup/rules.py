@@ -1,7 +1,8 @@
-"""Storing a validated autonumber rule on `_System_Field` and seeding its counter row."""
+"""Storing validated autonumber rules on `_System_Field` (setup phase `formats`, §7.2 b)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from dataclasses import field as dc_field
@@ -10,13 +11,19 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import load_snapshot
 from autonumber.db import dialect_for
-from autonumber.db.tables import counter_table, system_field
+from autonumber.db.tables import counter_table, system_field, system_object, system_record_type
 from autonumber.errors import FormatError, UnknownField
-from autonumber.format import SCOPES, canonicalize_token_refs, parse_format, validate_format
+from autonumber.format import (
+    SCOPES,
+    FieldInfo,
+    MemoryCatalog,
+    ObjectInfo,
+    canonicalize_token_refs,
+    parse_format,
+    validate_format,
+)
 
-MAX_SCOPE_KEY = 64
 DATE_SOURCES = ("assigned_at",)
 ON_CHANGE = ("keep_existing", "regenerate_all")
 
@@ -33,6 +40,16 @@ class RuleSpec:
     date_src: str = "assigned_at"
     on_change: str = "keep_existing"
     overrides: tuple[Mapping[str, Any], ...] = dc_field(default_factory=tuple)
+    length: int | None = None
+
+    @property
+    def name(self) -> str:
+        """`Object.Field`."""
+        return f"{self.object}.{self.field}"
+
+    def overrides_json(self) -> str:
+        """The overrides as canonical JSON ('' when there are none)."""
+        return canonicalize_token_refs(list(self.overrides)) if self.overrides else ""
 
 
 def check_enums(spec: RuleSpec) -> None:
@@ -45,45 +62,103 @@ def check_enums(spec: RuleSpec) -> None:
         if value not in allowed:
             raise FormatError(
                 9 if what == "auto_number_scope" else 0,
-                f"{spec.object}.{spec.field}: {what} {value!r} is not one of {', '.join(allowed)}",
+                f"{spec.name}: {what} {value!r} is not one of {', '.join(allowed)}",
                 format=spec.format,
             )
     if spec.start < 0:
-        raise FormatError(2, f"{spec.object}.{spec.field}: start {spec.start} must be ≥ 0")
+        raise FormatError(2, f"{spec.name}: start {spec.start} must be ≥ 0", format=spec.format)
 
 
-def store_rule(conn: Connection, spec: RuleSpec) -> str:
-    """Validate `spec` against the catalog as it is in `conn` and store it; return the field id.
+def metadata_view(conn: Connection) -> tuple[MemoryCatalog, dict[str, str]]:
+    """Objects and fields as they are in `conn` (one read, no rule parsing) and field ids by name."""
+    names = {row.Id: row.ApiName for row in conn.execute(sa.select(system_object))}
+    objects = [
+        ObjectInfo(row.ApiName, row.TableName)
+        for row in conn.execute(sa.select(system_object.c.ApiName, system_object.c.TableName))
+    ]
+    fields: list[FieldInfo] = []
+    ids: dict[str, str] = {}
+    for row in conn.execute(sa.select(system_field)):
+        obj = names.get(row.ObjectId)
+        if obj is None:
+            continue
+        fields.append(FieldInfo(obj, row.ApiName, row.Type, row.ReferenceTo, row.MaxLength))
+        ids[f"{obj}.{row.ApiName}"] = row.Id
+    rt_cols = [c["name"] for c in sa.inspect(conn).get_columns(system_record_type.name)]
+    return MemoryCatalog(objects, fields, rt_cols), ids
 
-    Raises FormatError (rule N) and writes nothing when the rule is invalid.
+
+def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
+    """Validate a rule against the catalog; the `_System_Field` column values to store.
+
+    Raises FormatError (rule N) when the rule is invalid; nothing is written then.
     """
     check_enums(spec)
-    snapshot = load_snapshot(conn)
-    fid = snapshot.field_id(f"{spec.object}.{spec.field}")
-    if snapshot.get_field(spec.object, spec.field) is None:
-        raise UnknownField(f"{spec.object}.{spec.field}")
-    fmt = parse_format(spec.format)
+    if catalog.get_field(spec.object, spec.field) is None:
+        raise UnknownField(spec.name)
     refs = validate_format(
-        fmt,
+        parse_format(spec.format),
         source_object=spec.object,
-        catalog=snapshot,
+        catalog=catalog,
         target_field=spec.field,
         scope=spec.scope,
         overrides=list(spec.overrides) or None,
     )
-    conn.execute(
-        sa.update(system_field)
-        .where(system_field.c.Id == fid)
-        .values(
-            auto_number_format=spec.format,
-            auto_number_start=spec.start,
-            auto_number_scope=spec.scope,
-            auto_number_date_src=spec.date_src,
-            auto_number_on_change=spec.on_change,
-            auto_number_token_refs=canonicalize_token_refs(refs) if refs else None,
-        )
-    )
-    return fid
+    return {
+        "auto_number_format": spec.format,
+        "auto_number_start": spec.start,
+        "auto_number_scope": spec.scope,
+        "auto_number_date_src": spec.date_src,
+        "auto_number_on_change": spec.on_change,
+        "auto_number_token_refs": canonicalize_token_refs(refs) if refs else None,
+    }
+
+
+def _stored(conn: Connection) -> dict[str, dict[str, Any]]:
+    cols = [system_field.c[name] for name in _RULE_COLUMNS]
+    out: dict[str, dict[str, Any]] = {}
+    for row in conn.execute(sa.select(system_field.c.Id, *cols)):
+        values = dict(row._mapping)
+        out[values.pop("Id")] = values
+    return out
+
+
+_RULE_COLUMNS = (
+    "auto_number_format",
+    "auto_number_start",
+    "auto_number_scope",
+    "auto_number_date_src",
+    "auto_number_on_change",
+    "auto_number_token_refs",
+)
+
+
+def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
+    """Validate every rule first (all or nothing), then write the ones that differ; return changes."""
+    catalog, ids = metadata_view(conn)
+    planned = [(spec, ids[spec.name], rule_values(spec, catalog)) for spec in _known(specs, ids)]
+    stored = _stored(conn)
+    changes: list[str] = []
+    for spec, fid, values in planned:
+        current = stored.get(fid, {})
+        if all(_same(current.get(k), v) for k, v in values.items()):
+            continue
+        conn.execute(sa.update(system_field).where(system_field.c.Id == fid).values(values))
+        changes.append(f"rule {spec.name} = {spec.format} ({spec.scope})")
+    return changes
+
+
+def _known(specs: Sequence[RuleSpec], ids: Mapping[str, str]) -> Sequence[RuleSpec]:
+    for spec in specs:
+        if spec.name not in ids:
+            raise UnknownField(spec.name, "autonumber rule names a field the standard pack did not create")
+    return specs
+
+
+def _same(stored: Any, wanted: Any) -> bool:
+    if isinstance(wanted, str) and wanted.startswith("[") and isinstance(stored, str):
+        return bool(json.loads(stored) == json.loads(wanted)) and stored == wanted
+    return bool(stored == wanted)
 
 
 def seed_global_counter(conn: Connection, field_id: str, next_value: int) -> None:
@@ -100,12 +175,7 @@ def seed_global_counter(conn: Connection, field_id: str, next_value: int) -> Non
     )
 
 
-def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
-    """Store every rule and give each `global` one its counter row at `start` (Approach X)."""
-    ids = []
-    for spec in specs:
-        fid = store_rule(conn, spec)
-        if spec.scope == "global":
-            seed_global_counter(conn, fid, spec.start)
-        ids.append(fid)
-    return ids
+def store_rule(conn: Connection, spec: RuleSpec) -> str:
+    """Validate and store one rule (see apply_rules for many); return its field id."""
+    apply_rules(conn, [spec])
+    return metadata_view(conn)[1][spec.name]

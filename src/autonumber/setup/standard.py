@@ -1,49 +1,28 @@
-"""The core rules of the standard pack (the data-spec generator extends this list)."""
+"""The core of the standard pack, taken from the generated seed (the data-spec is the one source)."""
 
 from __future__ import annotations
 
+from autonumber.seeds import autonumber_formats as _seed
+
+from .pack import CORE_OBJECT_NAMES, ObjectSpec, RecordTypeSpec, objects_from_data
 from .rules import RuleSpec
 
-QUOTE_COUNTRY_CHAINS = {
-    "tokenLiteral": "{Account.BillingCountryCode}",
-    "fkChains": [
-        [{"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"}],
-        [
-            {"fk": "OpportunityId", "targetObject": "Opportunity", "targetField": "AccountId"},
-            {"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"},
-        ],
-    ],
-}
-
-CORE_RULES: tuple[RuleSpec, ...] = (
-    RuleSpec("Account", "Account_ID__c", "IBG-B-{YYYY}{MM}{DD}-{000000}"),
-    RuleSpec("Case", "CaseNumber", "{00000000}"),
-    RuleSpec("Order", "OrderNumber", "{00000000}"),
-    RuleSpec("Contract", "ContractNumber", "{00000000}"),
-    RuleSpec("Quote", "QuoteNumber", "{00000000}"),
-    RuleSpec(
-        "Contract",
-        "Contract_Number__c",
-        "{Account.BillingCountryCode}-{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}",
-        scope="per_prefix",
-        overrides=(
-            {
-                "tokenLiteral": "{Account.BillingCountryCode}",
-                "directField": "Account_Country_Code__c",
-            },
-        ),
-    ),
-    RuleSpec(
-        "Quote",
-        "Quote_No__c",
-        "{Account.BillingCountryCode}-QT-{YY}{MM}{DD}-{00}",
-        scope="per_prefix",
-        overrides=(QUOTE_COUNTRY_CHAINS,),
-    ),
-    RuleSpec(
-        "Order",
-        "Order_Number__c",
-        "{Account.BillingCountryCode}-ORD-{YY}{MM}{DD}-{00}",
-        scope="per_prefix",
-    ),
+CORE_OBJECTS: tuple[ObjectSpec, ...] = tuple(
+    o for o in objects_from_data(_seed.OBJECTS) if o.name in CORE_OBJECT_NAMES
 )
+"""Account, Opportunity, Contract, Quote, Order, Case as the data-spec declares them."""
+
+CONTRACT_RECORD_TYPES: tuple[RecordTypeSpec, ...] = tuple(
+    RecordTypeSpec(*row) for row in _seed.RECORD_TYPE_CODES
+)
+"""The nine Contract record types of §4.5 with their codes."""
+
+
+def _core_rules() -> tuple[RuleSpec, ...]:
+    from .generate import spec_from_module
+
+    return tuple(r for r in spec_from_module(_seed).rules if r.object in CORE_OBJECT_NAMES)
+
+
+CORE_RULES: tuple[RuleSpec, ...] = _core_rules()
+"""The rules of the core objects (a subset of the generated seed)."""

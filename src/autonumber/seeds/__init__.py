@@ -1,0 +1,1 @@
+"""Generated seed data (never edit by hand: run `autonumber spec generate`)."""

@@ -1,0 +1,219 @@
+"""`setup apply`: the cut-over as named, ordered phases under the bootstrap lock (§7.2 a–c, g, §8).
+
+Each phase is idempotent and records its last run in `_System_SetupState`; re-running after a
+failure redoes only what is not done yet. `PHASES` is the read-only plan `setup plan` prints.
+"""
+
+from __future__ import annotations
+
+import time
+import uuid
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from autonumber.db import dialect_for
+from autonumber.db.schema import reconcile_system_schema, reconcile_tables, table_names
+from autonumber.db.tables import lock_table, system_record_type
+from autonumber.errors import SetupError, VerifyError
+
+from . import state
+from .dataspec import DataSpec
+from .legacy import backup_table, drop_legacy
+from .pack import install_objects, install_record_types, seed_record_type_codes
+from .progress import NullReporter, Reporter
+from .rules import apply_rules
+from .seed import seed_counters
+from .verify import verify
+
+BOOTSTRAP_LOCK = "autonumber_bootstrap"
+BOOTSTRAP_TIMEOUT = 600.0
+
+
+@dataclass
+class Context:
+    """What the phases share during one apply run."""
+
+    engine: Engine
+    spec: DataSpec
+    reporter: Reporter
+    reseed: bool = False
+    backups: dict[str, str] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Phase:
+    """One named step of the cut-over."""
+
+    name: str
+    summary: str
+    run: Callable[[Context], list[str]]
+
+
+@dataclass(frozen=True)
+class PhaseResult:
+    """A phase's outcome: what changed and how long it took."""
+
+    name: str
+    changes: list[str]
+    seconds: float
+
+
+def _schema(ctx: Context) -> list[str]:
+    changes = reconcile_system_schema(ctx.engine)
+    with ctx.engine.begin() as conn:
+        changes += reconcile_tables(conn, [state.setup_state])
+    return changes
+
+
+def _standard_pack(ctx: Context) -> list[str]:
+    dialect = dialect_for(ctx.engine)
+    with ctx.engine.connect() as conn, dialect.begin_write(conn):
+        changes = install_objects(conn, ctx.spec.objects)
+        return changes + install_record_types(conn, ctx.spec.record_types)
+
+
+def _formats(ctx: Context) -> list[str]:
+    dialect = dialect_for(ctx.engine)
+    with ctx.engine.connect() as conn, dialect.begin_write(conn):
+        return apply_rules(conn, ctx.spec.rules)
+
+
+def _record_type_codes(ctx: Context) -> list[str]:
+    """§7.2 b.5, with its dependency assertion: codes need the record types to exist first."""
+    dialect = dialect_for(ctx.engine)
+    users = [r.name for r in ctx.spec.rules if "{RecordType." in r.format]
+    with ctx.engine.connect() as conn, dialect.begin_write(conn):
+        count = conn.execute(sa.select(sa.func.count()).select_from(system_record_type)).scalar_one()
+        if users and not count:
+            raise SetupError(
+                "setup phase record_type_codes: _System_RecordType is empty but format(s) of "
+                f"{', '.join(users)} use {{RecordType.…}} tokens; the record-type pack must run first "
+                "(§7.2 b.5 dependency assertion)"
+            )
+        changed = seed_record_type_codes(conn, ctx.spec.record_types)
+    return [f"set RecordTypeCode on {changed} record type(s)"] if changed else []
+
+
+def _db_day(engine: Engine) -> str:
+    with engine.connect() as conn:
+        return dialect_for(conn).utc_now(conn).strftime("%Y%m%d")
+
+
+def _backup(ctx: Context) -> list[str]:
+    present = table_names(ctx.engine)
+    todo = [name for name in ctx.spec.meta.backup if name in present]
+    if not todo:
+        return []
+    day = _db_day(ctx.engine)
+    changes = []
+    for name in todo:
+        with ctx.engine.begin() as conn:
+            target, what = backup_table(conn, name, day)
+        ctx.backups[name] = target
+        changes.append(what)
+    return changes
+
+
+def _seed(ctx: Context) -> list[str]:
+    return seed_counters(ctx.engine, force=ctx.reseed, reporter=ctx.reporter).changes()
+
+
+def _drop(ctx: Context) -> list[str]:
+    with ctx.engine.begin() as conn:
+        return drop_legacy(conn, ctx.backups, ctx.spec.meta.backup)
+
+
+def _verify(ctx: Context) -> list[str]:
+    violations = verify(ctx.engine)
+    if violations:
+        raise VerifyError(violations)
+    return []
+
+
+PHASES: tuple[Phase, ...] = (
+    Phase("schema", "create or reconcile the system tables (§7.2 a)", _schema),
+    Phase("standard_pack", "objects, fields, record types and object tables (DESIGN.md §5b)",
+          _standard_pack),
+    Phase("formats", "parse, validate and store every autonumber rule with canonical token refs "
+          "(§7.2 b)", _formats),
+    Phase("record_type_codes", "set RecordTypeCode where NULL; assert record types exist (§7.2 b.5)",
+          _record_type_codes),
+    Phase("backup_legacy", "copy each legacy table to <name>__bak_<YYYYMMDD> and compare row counts "
+          "(§7.3)", _backup),
+    Phase("seed_counters", "counter rows from live values and legacy tables under "
+          "'autonumber_cutover' (§8.2)", _seed),
+    Phase("drop_legacy", "drop the legacy tables whose backup matches (§8.3)", _drop),
+    Phase("verify", "V1–V6; any violation fails the apply (§5.3.3)", _verify),
+)
+
+
+def ensure_lock_table(engine: Engine) -> None:
+    """Create `_System_Lock` before the first lease lock; parallel first runs may race to it."""
+    for _ in range(5):
+        if lock_table.name in table_names(engine):
+            return
+        try:
+            lock_table.create(engine, checkfirst=True)
+            return
+        except sa.exc.DBAPIError:
+            time.sleep(0.1)  # another process created it between the check and the CREATE
+    lock_table.create(engine, checkfirst=True)
+
+
+def run_phases(
+    engine: Engine,
+    spec: DataSpec,
+    phases: Sequence[Phase] = PHASES,
+    *,
+    reporter: Reporter | None = None,
+    reseed: bool = False,
+    lock_timeout: float = BOOTSTRAP_TIMEOUT,
+) -> list[PhaseResult]:
+    """Run `phases` in order under the bootstrap lock, recording each; stop at the first failure."""
+    ctx = Context(engine, spec, reporter or NullReporter(), reseed)
+    run_id = uuid.uuid4().hex[:12]
+    results: list[PhaseResult] = []
+    ensure_lock_table(engine)
+    with dialect_for(engine).named_lock(engine, BOOTSTRAP_LOCK, lock_timeout):
+        for phase in phases:
+            started = time.perf_counter()
+            changes = phase.run(ctx)
+            result = PhaseResult(phase.name, changes, time.perf_counter() - started)
+            results.append(result)
+            _record(engine, run_id, result)
+            ctx.reporter.note(f"phase {phase.name}: {len(changes)} change(s), {result.seconds:.2f} s")
+            for line in changes:
+                ctx.reporter.detail(f"  {line}")
+    return results
+
+
+def _record(engine: Engine, run_id: str, result: PhaseResult) -> None:
+    if state.setup_state.name not in table_names(engine):
+        return
+    with engine.connect() as conn, dialect_for(conn).begin_write(conn):
+        state.record_phase(conn, result.name, {
+            "run": run_id, "seconds": round(result.seconds, 4), "changes": len(result.changes),
+        })
+
+
+def apply(
+    engine: Engine,
+    spec: DataSpec,
+    *,
+    reporter: Reporter | None = None,
+    reseed: bool = False,
+    lock_timeout: float = BOOTSTRAP_TIMEOUT,
+) -> list[PhaseResult]:
+    """The whole cut-over; VerifyError (binding) when the result breaks V1–V6."""
+    return run_phases(engine, spec, PHASES, reporter=reporter, reseed=reseed, lock_timeout=lock_timeout)
+
+
+def phase_named(name: str) -> Phase:
+    """A phase by name (KeyError otherwise)."""
+    for phase in PHASES:
+        if phase.name == name:
+            return phase
+    raise KeyError(name)

@@ -1,0 +1,57 @@
+"""`_System_SetupState`: what setup has done — the last run of each phase and the fields seeded.
+
+A name/value table so the record survives process restarts; apply phases read it to skip work that
+is already done (a field whose counters were seeded from the same format is not scanned again).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from autonumber.db import dialect_for
+from autonumber.db.tables import Timestamp6
+
+state_metadata = sa.MetaData()
+
+setup_state = sa.Table(
+    "_System_SetupState",
+    state_metadata,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("updated_at", Timestamp6, nullable=False),
+)
+
+PHASE = "phase:"
+SEEDED = "seeded:"
+
+
+def put(conn: Connection, name: str, value: str) -> None:
+    """Set one entry (callers hold the bootstrap lock, so update-then-insert cannot race)."""
+    now = dialect_for(conn).utc_now(conn)
+    t = setup_state
+    if conn.execute(sa.update(t).where(t.c.name == name).values(value=value, updated_at=now)).rowcount:
+        return
+    conn.execute(sa.insert(t).values(name=name, value=value, updated_at=now))
+
+
+def read(conn: Connection, prefix: str) -> dict[str, str]:
+    """Every entry whose name starts with `prefix`, keyed by the rest of the name."""
+    if setup_state.name not in sa.inspect(conn).get_table_names():
+        return {}
+    t = setup_state
+    rows = conn.execute(sa.select(t.c.name, t.c.value).where(t.c.name.startswith(prefix)))
+    return {name[len(prefix):]: value for name, value in rows}
+
+
+def record_phase(conn: Connection, phase: str, info: dict[str, Any]) -> None:
+    """Record the outcome of one phase run."""
+    put(conn, PHASE + phase, json.dumps(info, sort_keys=True, separators=(",", ":")))
+
+
+def seed_marker(scope: str, start: int, fmt: str) -> str:
+    """What a seeded field is recorded with: a change of scope, start or format re-seeds it."""
+    return f"{scope}|{start}|{fmt}"

@@ -1,0 +1,141 @@
+"""`setup verify` (§5.3.3), BINDING: V1–V6, one line per violation starting with its code.
+
+Adapted to `per_prefix`, which is lazy like `per_day`: only `global` fields need a row up front.
+V1 also fails a bucket whose `next_value` is not above the largest live value of that bucket
+(`next_value == max` would hand out a number that already exists, so equality fails too).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from autonumber.catalog import CatalogSnapshot, FieldRow, Rule, build_rule, load_snapshot
+from autonumber.db.tables import counter_table, system_object, system_record_type
+from autonumber.errors import AutonumberError, FormatError, SeedLimitError, SeedParseError, VerifyError
+from autonumber.format import parse_format
+from autonumber.format.tokens import TAXONOMY_OBJECT
+
+from .scan import scan_rule
+
+METADATA_RULES = frozenset({4, 6, 7, 8, 10})
+"""§6.2 rules about token refs resolving against metadata: reported as V2, the others as V4."""
+
+
+def verify(engine: Engine) -> list[str]:
+    """Every violation of V1–V6, one line each ([] when the database is sound)."""
+    with engine.connect() as conn:
+        return check(conn)
+
+
+def verify_or_raise(engine: Engine) -> None:
+    """Raise VerifyError carrying the violations, if any."""
+    violations = verify(engine)
+    if violations:
+        raise VerifyError(violations)
+
+
+def check(conn: Connection) -> list[str]:
+    """V1–V6 against one connection's view of the database."""
+    snapshot = load_snapshot(conn)
+    configured = [row for rows in snapshot.fields.values() for row in rows if row.format is not None]
+    counters = {(r.field_id, r.scope_key): int(r.next_value)
+                for r in conn.execute(sa.select(counter_table))}
+    out: list[str] = []
+    rules: list[Rule] = []
+    for row in configured:
+        rule = _rule_or_violation(row, snapshot, out)
+        if rule is not None:
+            rules.append(rule)
+    out += _v3(configured, counters)
+    out += _v5(configured, counters)
+    for rule in rules:
+        out += _v1(conn, snapshot, rule, counters)
+    out += _v6(conn, rules)
+    return out
+
+
+def _rule_or_violation(row: FieldRow, snapshot: CatalogSnapshot, out: list[str]) -> Rule | None:
+    """V4 (exactly one counter token, format rules) and V2 (token refs resolve and are canonical)."""
+    where = f"field_id={row.id} format {row.format!r}"
+    assert row.format is not None
+    try:
+        parse_format(row.format)
+    except FormatError as exc:
+        out.append(f"V4 {where}: {exc}")
+        return None
+    try:
+        return build_rule(row, snapshot)
+    except FormatError as exc:
+        code = "V2" if exc.rule in METADATA_RULES else "V4"
+        out.append(f"{code} {where}: {exc}")
+    except (AutonumberError, ValueError) as exc:
+        out.append(f"V2 {where}: auto_number_token_refs {row.token_refs!r}: {exc}")
+    return None
+
+
+def _v3(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) -> list[str]:
+    """V3: no counter row whose field is gone or no longer has a format."""
+    known = {row.id for row in configured}
+    return [f"V3 orphan counter row field_id={fid} scope_key={key!r} next_value={n}: no configured "
+            "_System_Field with that Id" for (fid, key), n in sorted(counters.items()) if fid not in known]
+
+
+def _v5(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) -> list[str]:
+    """V5: as many scope_key='' rows as global fields (a missing row here is CounterMissing later)."""
+    scopes = {row.id: row.scope for row in configured}
+    global_ids = {fid for fid, scope in scopes.items() if scope == "global"}
+    blank = {fid for fid, key in counters if key == ""}
+    if len(blank) == len(global_ids) and blank == global_ids:
+        return []
+    missing = sorted(global_ids - blank)
+    extra = sorted(blank - global_ids)
+    detail = []
+    if missing:
+        detail.append(f"global field(s) without a row: {', '.join(missing)}")
+    if extra:
+        detail.append(f"rows with scope_key='' for non-global or unknown field(s): {', '.join(extra)}")
+    return [f"V5 {len(blank)} counter row(s) with scope_key='' but {len(global_ids)} global field(s); "
+            + "; ".join(detail)]
+
+
+def _v1(
+    conn: Connection, snapshot: CatalogSnapshot, rule: Rule, counters: dict[tuple[str, str], int]
+) -> list[str]:
+    """V1: a global field has its row; no row's next_value is at or below the live maximum."""
+    out = []
+    if rule.scope == "global" and (rule.field_id, "") not in counters:
+        out.append(f"V1 field_id={rule.field_id} scope=global has no counter row (field_id, '')")
+    try:
+        scan = scan_rule(conn, rule, snapshot.table(rule.object_name))
+    except (SeedParseError, SeedLimitError) as exc:
+        return [*out, f"V1 field_id={rule.field_id}: {exc}"]
+    for key, best in sorted(scan.buckets.items()):
+        nxt = counters.get((rule.field_id, key))
+        if nxt is not None and nxt <= best:
+            out.append(f"V1 field_id={rule.field_id} scope_key={key!r} next_value={nxt} is not above "
+                       f"the largest live value {best} (write hole: the next number already exists)")
+    return out
+
+
+def _v6(conn: Connection, rules: Iterable[Rule]) -> list[str]:
+    """V6: every record type a `{RecordType.X}` token can read has X set."""
+    rt, obj = system_record_type, system_object
+    out = []
+    for rule in rules:
+        for ref in rule.format.cross_refs:
+            if ref.object != TAXONOMY_OBJECT or ref.field not in rt.c:
+                continue
+            column = rt.c[ref.field]
+            stmt = (
+                sa.select(rt.c.Id, rt.c.DeveloperName)
+                .join(obj, obj.c.Id == rt.c.ObjectId)
+                .where(obj.c.ApiName == rule.object_name, column.is_(None))
+                .order_by(rt.c.Id)
+            )
+            for rt_id, name in conn.execute(stmt):
+                out.append(f"V6 RecordType id={rt_id} ({name!r}) has NULL {ref.field}; consumed by "
+                           f"field_id={rule.field_id} format {rule.format.source!r}")
+    return out

@@ -1,0 +1,133 @@
+"""`setup apply` with the canonical spec: every field configured, idempotent, binding, lock-safe."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.engine import Engine
+
+from autonumber.cli import main
+from autonumber.db import create_engine
+from autonumber.db.schema import table_names
+from autonumber.db.tables import LEGACY_TABLES, counter_table, system_field, system_record_type
+from autonumber.errors import SetupError
+from autonumber.setup.apply import PHASES, apply, phase_named, run_phases
+from autonumber.setup.dataspec import DataSpec
+from autonumber.setup.demo import fill_legacy
+from autonumber.setup.generate import default_spec
+from autonumber.setup.legacy import backup_name
+from autonumber.setup.pack import field_id
+
+SPEC = default_spec()
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[Engine]:
+    eng = create_engine(db_url)
+    yield eng
+    eng.dispose()
+
+
+def state(engine: Engine) -> dict[str, Any]:
+    """What the idempotency check compares: rules, counters, record-type codes."""
+    f, c, r = system_field, counter_table, system_record_type
+    with engine.connect() as conn:
+        return {
+            "fields": sorted(tuple(row) for row in conn.execute(sa.select(
+                f.c.Id, f.c.auto_number_format, f.c.auto_number_start, f.c.auto_number_scope,
+                f.c.auto_number_token_refs).where(f.c.auto_number_format.is_not(None)))),
+            "counters": sorted(tuple(row) for row in conn.execute(sa.select(
+                c.c.field_id, c.c.scope_key, c.c.next_value))),
+            "codes": sorted(tuple(row) for row in conn.execute(sa.select(r.c.Id, r.c.RecordTypeCode))),
+        }
+
+
+def test_fresh_apply_configures_every_field_and_verify_passes(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as info:
+        main(["setup", "apply", "--db", db_url, "--quiet"])
+    assert info.value.code == 0
+    got = state(engine)
+    assert {row[0] for row in got["fields"]} == {field_id(r.object, r.field) for r in SPEC.rules}
+    assert len(got["fields"]) == len(SPEC.rules) == 129
+    global_rules = [r for r in SPEC.rules if r.scope == "global"]
+    assert len(got["counters"]) == len(global_rules) == 126
+    assert all(code is not None for _, code in got["codes"]) and len(got["codes"]) == 9
+    capsys.readouterr()
+    with pytest.raises(SystemExit) as info:
+        main(["setup", "verify", "--db", db_url])
+    assert info.value.code == 0
+    assert capsys.readouterr().out == "verify: V1–V6 hold\n"
+
+
+def test_apply_twice_changes_nothing(engine: Engine) -> None:
+    apply(engine, SPEC)
+    first = state(engine)
+    results = apply(engine, SPEC)
+    assert [r.name for r in results] == [p.name for p in PHASES]
+    assert {r.name: r.changes for r in results if r.changes} == {}
+    assert state(engine) == first
+
+
+def test_populated_legacy_database_is_cut_over(engine: Engine) -> None:
+    fill_legacy(engine, SPEC, 300)
+    apply(engine, SPEC)
+    present = table_names(engine)
+    with engine.connect() as conn:
+        day = f"{conn.execute(sa.select(sa.func.max(counter_table.c.created_date))).scalar_one():%Y%m%d}"
+    for legacy in LEGACY_TABLES:
+        assert legacy.name not in present
+        assert backup_name(legacy.name, day) in present
+    got = dict(((f, k), n) for f, k, n in state(engine)["counters"])
+    assert got[("Account.Account_ID__c", "")] == 3968
+    assert got[("Contract.Contract_Number__c", "SG|CSA|20260417")] == 43
+    assert got[("Case.CaseNumber", "")] == 300 + 25 + 1  # the legacy counter ran ahead
+    again = apply(engine, SPEC)  # state (c): cut over already
+    assert all(not r.changes for r in again)
+
+
+def test_backup_on_the_same_day_twice_does_not_fail(engine: Engine) -> None:
+    fill_legacy(engine, SPEC, 20)
+    phases = [phase_named(n) for n in ("schema", "standard_pack", "formats", "backup_legacy")]
+    run_phases(engine, SPEC, phases)
+    [second] = [r for r in run_phases(engine, SPEC, phases) if r.name == "backup_legacy"]
+    assert len(second.changes) == 4 and all("already holds" in line for line in second.changes)
+
+
+def test_record_type_codes_assert_record_types_exist(engine: Engine) -> None:
+    no_types = DataSpec(SPEC.meta, SPEC.objects, SPEC.rules, (), SPEC.source)
+    run_phases(engine, no_types, [phase_named(n) for n in ("schema", "standard_pack", "formats")])
+    with pytest.raises(SetupError, match=r"_System_RecordType is empty .*Contract.Contract_Number__c"):
+        run_phases(engine, no_types, [phase_named("record_type_codes")])
+
+
+def test_plan_lists_the_phases_in_order(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in (["setup", "plan"], ["setup", "apply", "--list"]):
+        with pytest.raises(SystemExit) as info:
+            main(argv)
+        assert info.value.code == 0
+        out = capsys.readouterr().out
+        positions = [out.index(p.name) for p in PHASES]
+        assert positions == sorted(positions)
+
+
+@pytest.mark.slow
+def test_three_parallel_applies_all_succeed_with_one_final_state(engine: Engine, db_url: str) -> None:
+    cmd = [sys.executable, "-c", "from autonumber.cli import main; main()", "setup", "apply",
+           "--db", db_url, "--quiet"]
+    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+             for _ in range(3)]
+    outcomes = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
+    assert [code for code, _ in outcomes] == [0, 0, 0], outcomes
+    parallel = state(engine)
+    with engine.connect() as conn:
+        rows = conn.execute(sa.select(sa.func.count()).select_from(counter_table)).scalar_one()
+    assert rows == len(parallel["counters"]) == 126
+    apply(engine, SPEC)
+    assert state(engine) == parallel

@@ -1,0 +1,109 @@
+"""The canonical data-spec: parsed, cross-checked, and every bad input named with its line."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from autonumber.errors import SpecError
+from autonumber.setup.dataspec import parse_spec, parse_spec_file
+from autonumber.setup.generate import default_spec, repo_file
+
+SPEC = repo_file("data-specs/2026-04-18-autonumber-v2-seed.md")
+CATALOG = Path("/work/shared/reference/sf-autonumber-fields.md")
+
+
+@pytest.fixture(scope="module")
+def text() -> str:
+    return SPEC.read_text(encoding="utf-8")
+
+
+def test_canonical_spec_configures_every_field(text: str) -> None:
+    spec = parse_spec(text)
+    assert spec.meta.id == "2026-04-18-autonumber-v2-seed"
+    assert spec.meta.backup == ("_System_AutoNumber", "_System_CompoundAutoNumber",
+                                "_System_IdentifierRule", "_System_IdentifierSeq")
+    names = {r.name for r in spec.rules}
+    assert len(spec.rules) == len(names) == 129  # 125 Salesforce rows + Account_ID__c + 3 compound
+    assert {"Account.Account_ID__c", "Contract.Contract_Number__c", "Quote.Quote_No__c",
+            "Order.Order_Number__c"} <= names
+    assert len(spec.record_types) == 9
+    assert {rt.code for rt in spec.record_types} == {"CSA", "TCSA", "CRA", "NDA", "PNA", "PA", "TCPA",
+                                                     "TEPA", "MA"}
+
+
+@pytest.mark.parametrize(("name", "fmt"), [
+    ("Case.CaseNumber", "{00000000}"),
+    ("Order.OrderNumber", "{00000000}"),
+    ("VoiceCall.Name", "VC-{00000000}"),
+    ("ConvMessageSendRequest.Name", "MSJ-{00000000}"),
+    ("ServiceAppointment.AppointmentNumber", "SA-{0000}"),
+    ("KnowledgeArticle.ArticleNumber", "{000000000}"),
+    ("ProcessException.ProcessExceptionNumber", "PE-{00000000}"),
+    ("WorkOrder.WorkOrderNumber", "{00000000}"),
+    ("Account.Account_ID__c", "IBG-B-{YYYY}{MM}{DD}-{000000}"),
+])
+def test_documented_formats_kept_exactly(name: str, fmt: str) -> None:
+    assert default_spec().rule(name).format == fmt
+
+
+def test_every_catalog_row_is_configured() -> None:
+    if not CATALOG.exists():
+        pytest.skip(f"the Salesforce catalog {CATALOG} is not on this machine")
+    import re
+
+    rows = re.findall(r"^\| \d+ \| (\w+) \| (\w+) \|", CATALOG.read_text(encoding="utf-8"), re.M)
+    assert len(rows) == 125
+    names = {r.name for r in default_spec().rules}
+    assert {f"{o}.{f}" for o, f in rows} <= names
+
+
+def test_generated_module_matches_the_markdown(text: str) -> None:
+    assert default_spec() == parse_spec(text)
+
+
+def test_lengths_follow_the_catalog() -> None:
+    spec = default_spec()
+    assert spec.rule("WorkOrderLineItem.LineItemNumber").length == 255
+    assert spec.rule("Solution.SolutionNumber").length == 30
+
+
+def _mutate(text: str, old: str, new: str) -> str:
+    assert old in text
+    return text.replace(old, new, 1)
+
+
+@pytest.mark.parametrize(("old", "new", "expected"), [
+    ("apiVersion: data-spec/v1", "apiVersion: data-spec/v9", "apiVersion must be"),
+    ("## RecordType Codes", "## Record Codes", "missing section '## RecordType Codes'"),
+    ("| Case | CaseNumber | `{00000000}` | 1 | global |  | 30 |",
+     "| Case | CaseNumber | `{00000000}` | 1 | global |  | 31 |", "line"),
+    ("| Case | CaseNumber | `{00000000}` | 1 | global |",
+     "| Case | CaseNumber | `{00000000}` | 1 | weekly |", "auto_number_scope 'weekly'"),
+    ("| Case | CaseNumber | `{00000000}` | 1 |", "| Case | CaseNumber | `{00000000}` | one |",
+     "start must be an integer"),
+    ("Subject:text(255)", "Subject:blob(255)", "must look like Name:text(N)"),
+    ("| object | table | fields |", "| object | table | columns |", "table columns must be"),
+    ("| Contract | Services Agreement | CSA |", "| Contract | Services Agreement | CSA_TOO_LONG_CODE_X |",
+     "RecordTypeCode 1..16"),
+    ("  - Solution\n", "", "missing: Solution"),
+])
+def test_bad_specs_are_refused_with_their_place(text: str, old: str, new: str, expected: str) -> None:
+    with pytest.raises(SpecError) as info:
+        parse_spec(_mutate(text, old, new), "copy.md")
+    assert expected in str(info.value)
+    assert "copy.md" in str(info.value)
+
+
+def test_a_row_error_names_its_line(text: str) -> None:
+    bad = _mutate(text, "| Case | CaseNumber | `{00000000}` | 1 | global |  | 30 |",
+                  "| Case | CaseNumber | `{00000000}` | 1 | global |  | 31 |")
+    line = next(i for i, s in enumerate(bad.split("\n"), 1) if s.startswith("| Case | CaseNumber"))
+    with pytest.raises(SpecError, match=rf"Autonumber Fields' line {line}: Case.CaseNumber: length 31"):
+        parse_spec(bad, "copy.md")
+
+
+def test_a_missing_file_is_one_clear_error(tmp_path: Path) -> None:
+    with pytest.raises(SpecError, match="cannot read data-spec"):
+        parse_spec_file(tmp_path / "nope.md")

@@ -31,11 +31,14 @@ from typing import Any
 import autonumber
 from autonumber.bench.database import recreate
 from autonumber.db import create_engine, mask, parse_url
+from autonumber.engine import Strategy
 from autonumber.platform import Platform
 from autonumber.setup.rules import RuleSpec, store_rule
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CALLERS = 8
+STRATEGIES: tuple[Strategy, ...] = ("cas", "atomic")
+"""`cas` is the default; `atomic` shows what the hot per-country counters cost under CAS retries."""
 TARGET_P99_MS = 10.0
 FIELD = "Quote.Quote_No__c"
 COUNTRY = "{Account.BillingCountryCode}"
@@ -63,8 +66,8 @@ def _percentile(sorted_ms: list[float], q: float) -> float:
     return sorted_ms[index]
 
 
-def _prepare(url: str) -> tuple[Platform, list[str]]:
-    """A fresh database with the Quote rule, 4 Accounts and 40 Opportunities; return their Ids."""
+def _prepare(url: str) -> list[str]:
+    """A fresh database with the Quote rule, 4 Accounts and 40 Opportunities; return the latter's Ids."""
     recreate(url)
     engine = create_engine(url)
     try:
@@ -72,13 +75,15 @@ def _prepare(url: str) -> tuple[Platform, list[str]]:
             store_rule(conn, QUOTE_RULE)
     finally:
         engine.dispose()
-    p = autonumber.connect(url, pool_size=CALLERS, reservation_pool_size=CALLERS)
-    accounts = p.records.insert_many("Account", [{"Name": c, "BillingCountryCode": c} for c in COUNTRIES])
-    opps = p.records.insert_many("Opportunity", [
-        {"Name": f"o{i}", "AccountId": a["Id"]}
-        for a in accounts for i in range(OPPORTUNITIES_PER_ACCOUNT)
-    ])
-    return p, [str(o["Id"]) for o in opps]
+    with autonumber.connect(url) as p:
+        accounts = p.records.insert_many("Account", [{"Name": c, "BillingCountryCode": c} for c in COUNTRIES])
+        opps = p.records.insert_many("Opportunity", [
+            {"Name": f"o{i}", "AccountId": a["Id"]}
+            for a in accounts for i in range(OPPORTUNITIES_PER_ACCOUNT)
+        ])
+        for opp in opps[::OPPORTUNITIES_PER_ACCOUNT]:  # creates each country's counter row
+            p.engine.assign_one(FIELD, {"Id": "warm", "OpportunityId": opp["Id"]})
+    return [str(o["Id"]) for o in opps]
 
 
 def _resolve_only(p: Platform, opps: list[str], n: int) -> list[float]:
@@ -110,12 +115,11 @@ def _caller(p: Platform, opps: list[str], stop: float, seed: int, lat: list[floa
             errors.append(f"{type(exc).__name__}: {exc}")
 
 
-def measure(url: str, seconds: float) -> dict[str, Any]:
-    """Run CALLERS threads of assign_one for `seconds` after a warm-up; return the numbers."""
-    p, opps = _prepare(url)
+def measure(url: str, opps: list[str], seconds: float, strategy: Strategy) -> dict[str, Any]:
+    """Run CALLERS threads of assign_one for `seconds` with one strategy; return the numbers."""
+    p = autonumber.connect(url, strategy=strategy, pool_size=CALLERS, reservation_pool_size=CALLERS)
     try:
-        for opp in opps[::OPPORTUNITIES_PER_ACCOUNT]:  # creates each country's counter row
-            p.engine.assign_one(FIELD, {"Id": "warm", "OpportunityId": opp})
+        _resolve_only(p, opps, 50)  # warm the pools
         resolve_ms = sorted(_resolve_only(p, opps, 300))
         lats: list[list[float]] = [[] for _ in range(CALLERS)]
         vals: list[list[str]] = [[] for _ in range(CALLERS)]
@@ -138,6 +142,7 @@ def measure(url: str, seconds: float) -> dict[str, Any]:
     p99 = _percentile(ms, 0.99)
     return {
         "url": mask(parse_url(url)),
+        "strategy": strategy,
         "callers": CALLERS,
         "calls": len(ms),
         "seconds": round(elapsed, 2),
@@ -157,7 +162,8 @@ def measure(url: str, seconds: float) -> dict[str, Any]:
 
 
 def _machine() -> dict[str, Any]:
-    return {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform()}
+    return {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
+            "loadavg_1m": round(os.getloadavg()[0], 2)}  # the machine is shared: note how busy it was
 
 
 def run(quick: bool = False, urls: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -171,8 +177,13 @@ def run(quick: bool = False, urls: Mapping[str, str] | None = None) -> dict[str,
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "quick": quick,
         "machine": _machine(),
-        "backends": {b: measure(u, seconds) for b, u in chosen.items()},
+        "backends": {},
     }
+    doc["machine"]["loadavg_1m_before"] = doc["machine"].pop("loadavg_1m")
+    for backend, url in chosen.items():
+        opps = _prepare(url)
+        doc["backends"][backend] = {s: measure(url, opps, seconds, s) for s in STRATEGIES}
+    doc["machine"]["loadavg_1m_after"] = round(os.getloadavg()[0], 2)
     RESULTS.mkdir(parents=True, exist_ok=True)
     stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     path = RESULTS / f"cross-{stamp}.json"
@@ -191,17 +202,19 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     urls = {"mysql": args.mysql_url, "postgresql": args.pg_url}
     doc = run(args.quick, {b: urls[b] for b in (args.backend or sorted(urls))})
-    print(f"{'backend':<11} {'calls':>7} {'calls/s':>9} {'p50 ms':>8} {'p99 ms':>8} {'max ms':>8} "
-          f"{'resolve p50/p99':>16}  target p99<{TARGET_P99_MS:g} ms")
+    print(f"{'backend':<11} {'strategy':<8} {'calls':>6} {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
+          f"{'max ms':>7} {'resolve p50/p99 ms':>18}  target p99 < {TARGET_P99_MS:g} ms")
     ok = True
-    for backend, r in doc["backends"].items():
-        verdict = "ok" if r["meets_target"] else "MISSED"
-        ok = ok and r["meets_target"] and r["unique"]
-        print(f"{backend:<11} {r['calls']:>7} {r['throughput']:>9} {r['p50_ms']:>8} {r['p99_ms']:>8} "
-              f"{r['max_ms']:>8} {r['resolve_p50_ms']:>7}/{r['resolve_p99_ms']:<8}  {verdict}"
-              + ("" if r["unique"] else "  DUPLICATES") + (f"  errors={r['errors']}" if r["errors"] else ""))
+    for backend, rows in doc["backends"].items():
+        for strategy, r in rows.items():
+            verdict = "ok" if r["meets_target"] else "MISSED"
+            ok = ok and r["unique"] and not r["errors"]
+            print(f"{backend:<11} {strategy:<8} {r['calls']:>6} {r['throughput']:>8} {r['p50_ms']:>7} "
+                  f"{r['p99_ms']:>7} {r['max_ms']:>7} {r['resolve_p50_ms']:>8}/{r['resolve_p99_ms']:<9}  "
+                  f"{verdict}" + ("" if r["unique"] else "  DUPLICATES")
+                  + (f"  errors={r['errors']}" if r["errors"] else ""))
     print(f"wrote {doc['path']}")
-    return 0 if ok else 1
+    return 0 if ok else 1  # a missed latency target is reported, not an error
 
 
 if __name__ == "__main__":

@@ -114,3 +114,23 @@ def test_each_row_is_read_once_per_call(platform: Platform) -> None:
     assert values[0][:3] == "SG-" and values[1][:3] == "SG-"
     assert len(reads(seen, "Account")) == 1, seen  # q2's Account was read for q1 already
     assert len(reads(seen, "Opportunity")) == 1, seen
+
+
+def test_tokens_without_a_caller_connection_share_one_fresh_connection(platform: Platform) -> None:
+    """A Contract has two tokens; without `conn=` both read on one checkout of the fresh-read pool."""
+    sg = platform.records.insert("Account", {"Name": "a", "BillingCountryCode": "SG"})["Id"]
+    record = {"Id": "c1", "AccountId": sg, "RecordTypeId": "rt_Contract_Services_Agreement"}
+    checkouts: list[object] = []
+
+    def on_checkout(*args: object) -> None:
+        checkouts.append(args[0])
+
+    sa.event.listen(platform.fresh_db.pool, "checkout", on_checkout)
+    try:
+        with counting(platform) as seen:
+            values = platform.engine.resolve("Contract.Contract_Number__c", [record])
+    finally:
+        sa.event.remove(platform.fresh_db.pool, "checkout", on_checkout)
+    assert values == [{"Account.BillingCountryCode": "SG", "RecordType.RecordTypeCode": "CSA"}]
+    assert len(checkouts) == 1
+    assert len(reads(seen, "Account")) == 1 and len(reads(seen, "_System_RecordType")) == 1, seen

@@ -9,8 +9,8 @@ different data).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from collections.abc import Mapping, Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import Any
 
@@ -54,14 +54,6 @@ class Resolver:
     def __init__(self, fresh: Engine) -> None:
         self._fresh = fresh
 
-    @contextmanager
-    def _reader(self, ref: TokenRef, conn: Connection | None) -> Iterator[Connection]:
-        if ref.readStrategy == "caller_txn" and conn is not None:
-            yield conn
-            return
-        with self._fresh.connect() as own:
-            yield own
-
     def resolve(
         self,
         snapshot: CatalogSnapshot,
@@ -75,12 +67,22 @@ class Resolver:
         """
         out: list[dict[str, str]] = [{} for _ in records]
         caches: dict[str, Cache] = {}
-        for ref in rule.token_refs:
-            cache = caches.setdefault(ref.readStrategy if conn is not None else "fresh_read", {})
-            with self._reader(ref, conn) as reader:
-                values = _resolve_ref(snapshot, rule, ref, records, reader, cache)
-            for i, value in enumerate(values):
-                out[i][ref.key] = value
+        with ExitStack() as stack:
+            fresh: list[Connection] = []  # opened on first need, shared by every fresh_read token
+
+            def reader(ref: TokenRef) -> tuple[str, Connection]:
+                if ref.readStrategy == "caller_txn" and conn is not None:
+                    return "caller_txn", conn
+                if not fresh:
+                    fresh.append(stack.enter_context(self._fresh.connect()))
+                return "fresh_read", fresh[0]
+
+            for ref in rule.token_refs:
+                strategy, connection = reader(ref)
+                cache = caches.setdefault(strategy, {})
+                values = _resolve_ref(snapshot, rule, ref, records, connection, cache)
+                for i, value in enumerate(values):
+                    out[i][ref.key] = value
         return out
 
 

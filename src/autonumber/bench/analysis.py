@@ -93,16 +93,17 @@ def targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                         f"≤ {TARGET_UNCONTENDED_P99_MS:g}",
                         p99 <= TARGET_UNCONTENDED_P99_MS,
                     )
-            cas = cell(b, "engine:cas", HOT)
-            if cas is not None and "attempts_p99" in cas:
-                value = float(cas["attempts_p99"])
-                add(
-                    name,
-                    f"CAS attempts p99 @{HOT}",
-                    value,
-                    f"≤ {TARGET_CAS_ATTEMPTS_P99:g}",
-                    value <= TARGET_CAS_ATTEMPTS_P99,
-                )
+            for s in dict.fromkeys(("cas", strategy)):
+                row = cell(b, f"engine:{s}", HOT)
+                if row is not None and "attempts_p99" in row:
+                    value = float(row["attempts_p99"])
+                    add(
+                        name,
+                        f"reservation attempts p99 @{HOT} ({s})",
+                        value,
+                        f"≤ {TARGET_CAS_ATTEMPTS_P99:g}",
+                        value <= TARGET_CAS_ATTEMPTS_P99,
+                    )
         for s, row in b.get("batch", {}).items():
             value = float(row["numbers_per_s"])
             add(

@@ -40,7 +40,7 @@ def recreate(url: str) -> None:
                 f"refusing to drop {mask(parsed)}: the bench recreates its database, so its name "
                 f"must contain {GUARD!r} (e.g. autonumber_bench)"
             )
-        admin = parsed.set(database="postgres" if backend == "postgresql" else None)
+        admin = parsed._replace(database="postgres" if backend == "postgresql" else None)
         admin_engine = create_engine(admin)
         try:
             with admin_engine.connect() as raw:

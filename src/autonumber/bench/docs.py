@@ -112,13 +112,30 @@ def _extras(doc: Mapping[str, Any]) -> str:
             parts.append(f"_{extra.get('skipped') or extra.get('error')}_\n")
             continue
         results = extra.get("results")
-        if isinstance(results, list) and results and isinstance(results[0], Mapping):
-            keys = list(results[0])
+        if not (isinstance(results, list) and results and isinstance(results[0], Mapping)):
+            results = _leaf_rows(extra.get("backends"))
+        if results:
+            keys = [k for k in results[0] if k not in HIDDEN]
             rows = [[_cell(r.get(k)) for k in keys] for r in results]
             parts.append(md_table(keys, rows) + "\n")
         else:
             parts.append("```\n" + str({k: v for k, v in extra.items() if k != "machine"})[:2000] + "\n```\n")
     return "\n".join(parts) if parts else "_not run_"
+
+
+HIDDEN = frozenset({"url", "machine", "first_error", "traceback"})
+
+
+def _leaf_rows(tree: Any, path: tuple[str, ...] = ()) -> list[dict[str, Any]]:
+    """Rows from nested dicts whose leaves are flat dicts: `{"backend": {"cas": {...}}}`."""
+    if not isinstance(tree, Mapping):
+        return []
+    if tree and all(not isinstance(v, Mapping | list) for v in tree.values()):
+        return [{"case": " / ".join(path), **tree}]
+    rows: list[dict[str, Any]] = []
+    for key, sub in tree.items():
+        rows += _leaf_rows(sub, (*path, str(key)))
+    return rows
 
 
 def _cell(value: Any) -> str:

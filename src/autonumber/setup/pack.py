@@ -102,11 +102,15 @@ def record_type_id(spec: RecordTypeSpec) -> str:
 
 
 def _new_rows(
-    conn: Connection, table: sa.Table, rows: Sequence[dict[str, object]]
+    conn: Connection, table: sa.Table, rows: Sequence[dict[str, object]], key: Sequence[str]
 ) -> list[dict[str, object]]:
-    """Insert the metadata rows whose Id is new (one read, one bulk insert); return them."""
-    known = set(conn.execute(sa.select(table.c.Id)).scalars())
-    fresh = [row for row in rows if row["Id"] not in known]
+    """Insert the rows whose natural `key` is new (one read, one bulk insert); return them.
+
+    Keyed by name, not by Id, so metadata created by another tool (other Ids) is recognised.
+    """
+    cols = [table.c[k] for k in key]
+    known = {tuple(row) for row in conn.execute(sa.select(*cols))}
+    fresh = [row for row in rows if tuple(row[k] for k in key) not in known]
     if fresh:
         conn.execute(sa.insert(table), fresh)
     return fresh
@@ -135,26 +139,35 @@ def install_objects(conn: Connection, objects: Sequence[ObjectSpec]) -> list[str
         for f in spec.fields:
             check_api_name(f.name, "field name")
             field_rows.append({
-                "Id": field_id(spec.name, f.name), "ObjectId": object_id(spec.name),
+                "Id": field_id(spec.name, f.name), "ObjectId": object_id(spec.name), "_object": spec.name,
                 "ApiName": f.name, "Label": f.name, "Type": f.type, "ReferenceTo": f.reference_to,
                 "MaxLength": f.max_length,
             })
         infos = [FieldInfo(spec.name, f.name, f.type, f.reference_to, f.max_length) for f in spec.fields]
         tables.append(object_table(spec.table_name, infos, metadata))
-    changes = [f"object {row['ApiName']}" for row in _new_rows(conn, system_object, object_rows)]
-    changes += [f"field {row['Id']}" for row in _new_rows(conn, system_field, field_rows)]
+    changes = [f"object {row['ApiName']}"
+               for row in _new_rows(conn, system_object, object_rows, ("ApiName",))]
+    ids = dict(conn.execute(sa.select(system_object.c.ApiName, system_object.c.Id)).tuples().all())
+    for row in field_rows:  # an object registered by someone else keeps its Id
+        row["ObjectId"] = ids.get(str(row.pop("_object")), row["ObjectId"])
+    changes += [f"field {row['Id']}"
+                for row in _new_rows(conn, system_field, field_rows, ("ObjectId", "ApiName"))]
     changes.extend(reconcile_tables(conn, tables_needing_change(conn, tables)))
     return changes
 
 
-def install_record_types(conn: Connection, record_types: Iterable[RecordTypeSpec]) -> list[str]:
+def install_record_types(conn: Connection, record_types: Sequence[RecordTypeSpec]) -> list[str]:
     """Register record types (new rows only; codes are seeded separately, §7.2 b.5)."""
     rows: list[dict[str, object]] = [
         {"Id": record_type_id(spec), "ObjectId": object_id(spec.object),
          "DeveloperName": spec.developer_name, "Name": spec.developer_name}
         for spec in record_types
     ]
-    return [f"record type {row['Id']}" for row in _new_rows(conn, system_record_type, rows)]
+    ids = dict(conn.execute(sa.select(system_object.c.ApiName, system_object.c.Id)).tuples().all())
+    for row, spec in zip(rows, record_types, strict=True):
+        row["ObjectId"] = ids.get(spec.object, row["ObjectId"])
+    new = _new_rows(conn, system_record_type, rows, ("ObjectId", "DeveloperName"))
+    return [f"record type {row['Id']}" for row in new]
 
 
 def seed_record_type_codes(conn: Connection, record_types: Iterable[RecordTypeSpec]) -> int:

@@ -47,6 +47,35 @@ def pages(conn: Connection, table: sa.Table, column: str, page: int = PAGE) -> I
         last = rows[-1][0]
 
 
+class _Reader:
+    """Counter and scope key of a value: the compiled regex per row, the full ScanPattern.match
+    (date validity, scope key) once per distinct non-counter part, since only that part decides."""
+
+    CACHE = 100_000
+
+    def __init__(self, rule: Rule) -> None:
+        self.pattern = rule.format.scan_pattern()
+        self.scope = rule.scope
+        self.counter_at = self.pattern.regex.groupindex["counter"] - 1
+        self.keys: dict[tuple[str | Any, ...], str | None] = {}
+
+    def read(self, value: str) -> tuple[int, str] | None:
+        m = self.pattern.regex.fullmatch(value)
+        if m is None:
+            return None
+        groups = m.groups()
+        at = self.counter_at
+        rest = groups[:at] + groups[at + 1 :]
+        key = self.keys.get(rest, "\0")
+        if key == "\0":
+            full = self.pattern.match(value)
+            key = None if full is None else ("" if self.scope == "global" else full.scope_key(self.scope))
+            if len(self.keys) >= self.CACHE:
+                self.keys.clear()
+            self.keys[rest] = key
+        return None if key is None else (int(groups[at]), key)
+
+
 def scan_rule(
     conn: Connection,
     rule: Rule,
@@ -58,28 +87,27 @@ def scan_rule(
 
     Fail closed: nothing is skipped, so a value the format cannot have produced stops the seed.
     """
-    pattern = rule.format.scan_pattern()
-    match = pattern.match
-    scope = rule.scope
+    reader = _Reader(rule)
+    read = reader.read
     out = ColumnScan()
     buckets = out.buckets
     for rows in pages(conn, table, rule.field_name):
         for row_id, value in rows:
-            found = match(value)
+            found = read(value)
             if found is None:
-                raise SeedParseError(rule.name, rule.field_id, str(row_id), value, pattern.pattern)
-            key = "" if scope == "global" else found.scope_key(scope)
+                raise SeedParseError(rule.name, rule.field_id, str(row_id), value, reader.pattern.pattern)
+            counter, key = found
             best = buckets.get(key)
             if best is None:
                 if len(buckets) >= max_buckets:
                     raise SeedLimitError(
                         f"autonumber seed: field {rule.name} (field_id={rule.field_id}) spans more "
-                        f"than {max_buckets} {scope} buckets (row Id={row_id}, value {value!r}); "
+                        f"than {max_buckets} {rule.scope} buckets (row Id={row_id}, value {value!r}); "
                         "fix the data or the scope and re-run"
                     )
-                buckets[key] = found.counter
-            elif found.counter > best:
-                buckets[key] = found.counter
+                buckets[key] = counter
+            elif counter > best:
+                buckets[key] = counter
         out.rows += len(rows)
         if advance is not None:
             advance(len(rows))

@@ -27,6 +27,7 @@ setup_state = sa.Table(
 
 PHASE = "phase:"
 SEEDED = "seeded:"
+PACK = "pack"
 
 
 def put(conn: Connection, name: str, value: str) -> None:

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import LockTimeout
 
-from .base import Dialect, driver_code, server_flag
+from .base import Dialect, server_flag
 from .lease import lease_lock
 
 RETRYABLE = {1213, 1205, 1020, 1180, 1181, 9007, 8002, 8022}
@@ -105,10 +105,21 @@ class MySQLDialect(Dialect):
         return int(conn.execute(sa.select(sa.func.last_insert_id())).scalar_one())
 
     def is_retryable(self, exc: BaseException) -> bool:
-        return bool(driver_code(exc) in RETRYABLE)
+        return mysql_errno(exc) in RETRYABLE
 
     def is_duplicate_key(self, exc: BaseException) -> bool:
-        return bool(driver_code(exc) == 1062)
+        return mysql_errno(exc) == 1062
+
+
+def mysql_errno(exc: BaseException) -> int | None:
+    """The server's error number (1213, 1062, …) of a DBAPI error, whatever SQLSTATE it also carries.
+
+    PyMySQL ≥ 1.2 sets `.sqlstate` on its errors (1213 → "40001", 1062 → "23000"), so the generic
+    `driver_code`, which prefers SQLSTATE, would never match the MySQL error numbers.
+    """
+    orig = getattr(exc, "orig", None) or exc
+    args = getattr(orig, "args", ())
+    return args[0] if args and isinstance(args[0], int) else None
 
 
 def is_galera(engine: Engine) -> bool:

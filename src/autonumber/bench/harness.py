@@ -7,6 +7,7 @@ all of them afterwards.
 
 from __future__ import annotations
 
+import math
 import threading
 import time
 from collections.abc import Callable, Hashable, Sequence
@@ -67,7 +68,7 @@ def percentile(samples: Sequence[float], q: float) -> float:
     if not samples:
         return 0.0
     ordered = sorted(samples)
-    rank = max(0, min(len(ordered) - 1, round(q * len(ordered) + 0.5) - 1))
+    rank = max(0, min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1))
     return ordered[rank]
 
 

@@ -17,6 +17,11 @@ def _machine(doc: Mapping[str, Any]) -> str:
     rows = [
         ["CPU", f"{m.get('cpu', '?')} — {m.get('nproc')} cores (nproc)"],
         ["RAM", f"{m.get('ram_gib', '?')} GiB"],
+        [
+            "load average (1/5/15 min)",
+            f"{_load(m.get('load_average'))} at the start, "
+            f"{_load(m.get('load_average_end'))} at the end (other work on the machine shows here)",
+        ],
         ["Python", f"{m.get('python')} — {m.get('platform')}"],
         [
             "libraries",
@@ -31,6 +36,10 @@ def _machine(doc: Mapping[str, Any]) -> str:
         settings = ", ".join(f"{k}={v}" for k, v in b["server"].get("settings", {}).items())
         rows.append([LABELS.get(backend, backend), f"{b['server']['version']} on loopback; {settings}"])
     return md_table(["", "this run"], rows)
+
+
+def _load(values: Any) -> str:
+    return " / ".join(str(v) for v in values) if isinstance(values, list) else "?"
 
 
 def _engine_facts(doc: Mapping[str, Any], backend: str) -> str:

@@ -116,18 +116,21 @@ def plot(doc: Mapping[str, Any], directory: Path) -> list[Path]:
 
     directory.mkdir(parents=True, exist_ok=True)
     backends = list(doc["backends"])
+    names = list(dict.fromkeys(n for b in backends for n in doc["backends"][b]["cells"]))
+    palette = [plt.get_cmap("tab10")(i) for i in range(10)]
+    colors = {n: palette[i % len(palette)] for i, n in enumerate(names)}
     paths = []
     for filename, key, ylabel in (
         (PLOTS[0], "throughput", "numbers per second (log)"),
         (PLOTS[1], "p99_ms", "p99 latency, ms (log)"),
     ):
-        fig, axes = plt.subplots(1, len(backends), figsize=(5.2 * len(backends), 4.4), squeeze=False)
+        fig, axes = plt.subplots(1, len(backends), figsize=(5.2 * len(backends), 4.6), squeeze=False)
         for ax, backend in zip(axes[0], backends, strict=True):
             for name, rows in doc["backends"][backend]["cells"].items():
                 xs = [r["callers"] for r in rows]
                 ys = [max(float(r[key]), 1e-3) for r in rows]
                 style = "--" if name.startswith("records:") else (":" if name.startswith("peer:") else "-")
-                ax.plot(xs, ys, style, marker="o", label=name)
+                ax.plot(xs, ys, style, marker="o", label=name, color=colors[name])
             ax.set_xscale("log")
             ax.set_yscale("log")
             ax.set_xticks(doc["callers"], [str(n) for n in doc["callers"]])
@@ -135,7 +138,7 @@ def plot(doc: Mapping[str, Any], directory: Path) -> list[Path]:
             ax.set_xlabel("concurrent callers, one hot counter")
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
-        axes[0][0].legend(fontsize=7)
+            ax.legend(fontsize=7)
         fig.suptitle(f"autonumber bench {doc['timestamp']}{' (quick)' if doc['quick'] else ''}")
         fig.tight_layout()
         path = directory / filename

@@ -64,6 +64,7 @@ def machine() -> dict[str, Any]:
         "nproc": os.cpu_count(),
         "python": platform.python_version(),
         "platform": platform.platform(),
+        "load_average": [round(x, 2) for x in os.getloadavg()],
     }
     try:
         with open("/proc/cpuinfo", encoding="utf-8") as fh:
@@ -196,6 +197,7 @@ def run(config: BenchConfig, log: Log = print) -> dict[str, Any]:
             log(f"extra: bench_{name}")
             doc["extras"][name] = extras.run_extra(name, config.quick, config.urls)
     doc["seconds"] = round(time.perf_counter() - started, 1)
+    doc["machine"]["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     return doc
 
 

@@ -82,23 +82,24 @@ def test_init_then_status_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixtur
 
 def test_run_bootstraps_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'run.db'}"
-    assert _run(["run", "--db", url]) == 0
+    assert _run(["run", "--no-serve", "--db", url]) == 0
     out, err = capsys.readouterr()
-    assert "all present" in out
-    assert err == ""
+    assert "database ready" in out and "V1-V6 hold" in out
+    assert "made 0 change(s)" not in out
+    assert "Traceback" not in err
     assert (tmp_path / "run.db").exists()
     # Idempotent: a second run changes nothing.
-    assert _run(["run", "--db", url]) == 0
+    assert _run(["run", "--no-serve", "--db", url]) == 0
     out, _ = capsys.readouterr()
-    assert "(0 change(s))" in out and "all present" in out
+    assert "made 0 change(s)" in out
 
 
 def test_run_uses_the_environment_url(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("AUTONUMBER_DATABASE_URL", f"sqlite:///{tmp_path / 'env.db'}")
-    assert _run(["run"]) == 0
-    assert "all present" in capsys.readouterr().out
+    assert _run(["run", "--no-serve"]) == 0
+    assert "database ready" in capsys.readouterr().out
     assert (tmp_path / "env.db").exists()
     assert not (tmp_path / "autonumber.db").exists()
 

@@ -7,24 +7,24 @@ from typing import Annotated
 import typer
 
 from autonumber.db import check_reachable, create_engine
-from autonumber.setup.bootstrap import bootstrap
+from autonumber.setup.apply import apply
+from autonumber.setup.generate import load_spec
+from autonumber.setup.progress import RichReporter
 
 from .common import DEFAULT_URL, DbOption
 from .serve_cmd import HostOption, PortOption, start_server
 
 
 def prepare_database(db: str) -> None:
-    """Bring the database to a usable state (idempotent): the one place `make run` sets it up.
-
-    Today this is the core bootstrap; it switches to `setup apply` once the setup pipeline ships it.
-    """
+    """Bring the database to a usable state with `setup apply` (idempotent, verify binding)."""
     engine = create_engine(db)
     try:
         check_reachable(engine)
-        changes = bootstrap(engine)
+        results = apply(engine, load_spec(), reporter=RichReporter(verbose=False))
     finally:
         engine.dispose()
-    typer.echo(f"database ready ({len(changes)} change(s) applied)")
+    changes = sum(len(result.changes) for result in results)
+    typer.echo(f"database ready: setup apply made {changes} change(s); V1-V6 hold")
 
 
 def run(

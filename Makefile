@@ -6,7 +6,7 @@ DB ?= sqlite:///autonumber.db
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test lint typecheck install install-dev bench clean chromium
+.PHONY: run test install install-dev bench bench-quick soak clean chromium
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -37,8 +37,15 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
+## make bench: the full benchmark (≈10 min); bench-quick < 3 min; soak restarts the local servers.
 bench: $(DEVSTAMP)
 	$(BIN)/autonumber bench
+
+bench-quick: $(DEVSTAMP)
+	$(BIN)/autonumber bench --quick
+
+soak: $(DEVSTAMP)
+	bash bench/soak_restart.sh
 
 clean:
 	rm -rf $(VENV) autonumber.db autonumber.db-wal autonumber.db-shm

@@ -14,7 +14,9 @@ from .engine import Engine, Strategy, metrics
 from .events import EventBus
 from .records import Records
 
-DEFAULT_STRATEGY: Strategy = "cas"
+DEFAULT_STRATEGY: Strategy = "combining"
+"""Chosen by `autonumber bench` (docs/performance.md): one atomic reservation serves every caller
+waiting on the same counter, so throughput does not pay one durable commit per number."""
 
 
 class Platform:

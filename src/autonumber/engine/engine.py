@@ -49,7 +49,8 @@ class Engine:
         self.catalog = catalog
         self.dialect = dialect
         self.strategy = strategy
-        fields = max(1, len(catalog.current().rules))
+        snapshot = catalog.current()
+        fields = max(1, len(snapshot.rules) + len(snapshot.quarantined))
         self.reserver = Reserver(
             reservation_db,
             dialect,

@@ -16,6 +16,11 @@ LATENCY = Histogram(
     ["strategy"],
     buckets=(0.0005, 0.001, 0.002, 0.005, 0.01, 0.02, 0.05, 0.1, 0.25, 0.5, 1, 2, 5),
 )
+RESERVATIONS = Counter(
+    "autonumber_reservations",
+    "Committed reservations (one per assign_one, one per group of an assign_batch).",
+    ["strategy"],
+)
 FALLBACKS = Counter(
     "autonumber_fallback",
     "Reservations that exhausted their CAS retries and took the FOR UPDATE fallback lane.",

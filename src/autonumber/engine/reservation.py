@@ -62,9 +62,19 @@ def _key(rule: Rule, scope_key: str) -> sa.ColumnElement[bool]:
 
 @dataclass
 class Hooks:
-    """Test seams: `before_cas` runs between the read and the CAS update (to force lost races)."""
+    """Test seams of the reservation path; every one is None in production.
 
-    before_cas: Callable[[Rule, str, int], None] | None = None
+    - `clock(conn)` replaces the database clock sample (inject a date; real runs use the DB clock);
+    - `before_cas(conn, rule, scope_key, read_value)` runs between the read and the CAS update
+      (bump the row there to force a lost race);
+    - `in_fallback(rule, scope_key)` runs inside the fallback lane while it holds the row lock;
+    - `reserved(reservation)` runs once per committed reservation (count them).
+    """
+
+    clock: Callable[[Connection], datetime] | None = None
+    before_cas: Callable[[Connection, Rule, str, int], None] | None = None
+    in_fallback: Callable[[Rule, str], None] | None = None
+    reserved: Callable[[Reservation], None] | None = None
 
 
 @dataclass
@@ -97,7 +107,12 @@ class Reserver:
             yield own
 
     def _clock(self, c: Connection, at: datetime | None) -> datetime:
-        return at if at is not None else self.dialect.utc_now(c)
+        """The batch's sample when one was taken, else ONE sample of the database clock."""
+        if at is not None:
+            return at
+        if self.hooks.clock is not None:
+            return self.hooks.clock(c)
+        return self.dialect.utc_now(c)
 
     def jitter(self, attempt: int) -> float:
         """rand(0, 2^(attempt+3)) milliseconds, in seconds (§5.2, §12.1 R3)."""
@@ -128,11 +143,9 @@ class Reserver:
                 lazy = self._after_missing(rule, outcome, cross, conn, lazy)
                 attempt -= 1
                 continue
-            self._observe("cas", attempt, started)
-            return outcome
+            return self._done("cas", attempt, started, outcome)
         result = self.reserve_fallback(rule, n, cross, conn, at)
-        self._observe("cas", attempt + 1, started)
-        return result
+        return self._done("cas", attempt + 1, started, result)
 
     def _cas_once(
         self,
@@ -150,7 +163,7 @@ class Reserver:
                 if current is None:
                     return _Missing(now, key)
                 if self.hooks.before_cas is not None:
-                    self.hooks.before_cas(rule, key, int(current))
+                    self.hooks.before_cas(c, rule, key, int(current))
                 stmt = (
                     sa.update(T)
                     .where(_key(rule, key), T.c.next_value == current)
@@ -208,6 +221,8 @@ class Reserver:
                 ).scalar()
                 if current is None:
                     return _Missing(now, key)
+                if self.hooks.in_fallback is not None:
+                    self.hooks.in_fallback(rule, key)
                 c.execute(
                     sa.update(T)
                     .where(_key(rule, key))
@@ -267,8 +282,7 @@ class Reserver:
             if isinstance(outcome, _Missing):
                 lazy = self._after_missing(rule, outcome, cross, conn, lazy)
                 continue
-            self._observe("atomic", attempt, started)
-            return outcome
+            return self._done("atomic", attempt, started, outcome)
         raise ReservationFailed(rule.field_id, "", self.max_retries * 4, "the database kept refusing")
 
     def _atomic_once(
@@ -328,10 +342,14 @@ class Reserver:
                 self.sleep(self.jitter(2))
         raise ReservationFailed(rule.field_id, missing.scope_key, self.max_retries * 2, "lazy row")
 
-    @staticmethod
-    def _observe(strategy: str, attempts: int, started: float) -> None:
+    def _done(self, strategy: str, attempts: int, started: float, res: Reservation) -> Reservation:
+        """Record a committed reservation in the metrics (and the test hook)."""
         metrics.ATTEMPTS.labels(strategy).observe(attempts)
         metrics.LATENCY.labels(strategy).observe(time.perf_counter() - started)
+        metrics.RESERVATIONS.labels(strategy).inc()
+        if self.hooks.reserved is not None:
+            self.hooks.reserved(res)
+        return res
 
 
 def describe(reservation: Reservation) -> dict[str, Any]:

@@ -1,0 +1,144 @@
+"""Helpers shared by the engine, records and concurrency suites (not a test module).
+
+Every suite runs against a real database bootstrapped with the core pack; custom rules are stored the
+way the applier stores them (`apply_rules` inside a transaction), then the catalog is refreshed.
+"""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import sqlalchemy as sa
+
+import autonumber
+from autonumber.catalog import Rule
+from autonumber.db import create_engine
+from autonumber.db.tables import counter_table
+from autonumber.engine import STRATEGIES, Reservation
+from autonumber.platform import Platform
+from autonumber.setup.bootstrap import bootstrap
+from autonumber.setup.rules import RuleSpec, apply_rules
+
+CASE = "Case.CaseNumber"
+_TRAILING_DIGITS = re.compile(r"(\d+)$")
+
+
+def make_platform(url: str, **options: Any) -> Platform:
+    """Bootstrap the core pack on `url` and connect to it."""
+    setup = create_engine(url)
+    try:
+        bootstrap(setup)
+    finally:
+        setup.dispose()
+    return autonumber.connect(url, **options)
+
+
+def store_rules(p: Platform, *specs: RuleSpec) -> None:
+    """Store rules through the applier's path and make the platform see them."""
+    with p.begin() as conn:
+        apply_rules(conn, specs)
+    p.catalog.refresh()
+
+
+def counter_rows(p: Platform, field: str) -> dict[str, int]:
+    """`scope_key → next_value` of every counter row of a field."""
+    fid = p.catalog.current().field_id(field)
+    with p.db.connect() as conn:
+        rows = conn.execute(
+            sa.select(counter_table.c.scope_key, counter_table.c.next_value).where(
+                counter_table.c.field_id == fid
+            )
+        )
+        return {key: int(value) for key, value in rows}
+
+
+def set_next_value(p: Platform, field: str, value: int, scope_key: str = "") -> None:
+    """Move a counter row directly (admin surgery, for the overflow and seed-like cases)."""
+    fid = p.catalog.current().field_id(field)
+    with p.begin() as conn:
+        conn.execute(
+            sa.update(counter_table)
+            .where(counter_table.c.field_id == fid, counter_table.c.scope_key == scope_key)
+            .values(next_value=value)
+        )
+
+
+def bump_in_place(conn: sa.Connection, rule: Rule, scope_key: str) -> None:
+    """Advance the counter row inside the reservation's own transaction, so its CAS loses.
+
+    The bump is rolled back with the lost attempt: a forced loss that leaves no gap, and the only
+    way on a single-writer backend (SQLite), where a second connection would wait for this one.
+    """
+    conn.execute(
+        sa.update(counter_table)
+        .where(counter_table.c.field_id == rule.field_id, counter_table.c.scope_key == scope_key)
+        .values(next_value=counter_table.c.next_value + 1)
+    )
+
+
+def number(value: str) -> int:
+    """The counter part of a rendered value (its trailing digits)."""
+    match = _TRAILING_DIGITS.search(value)
+    assert match is not None, f"no counter in {value!r}"
+    return int(match.group(1))
+
+
+def assert_unique_contiguous(values: Sequence[str]) -> list[int]:
+    """Every value distinct and the counters an unbroken run; return them sorted."""
+    assert len(set(values)) == len(values), "duplicate numbers"
+    ints = sorted(number(v) for v in values)
+    assert ints == list(range(ints[0], ints[0] + len(ints))), "numbers are not contiguous"
+    return ints
+
+
+def run_threads(threads: int, work: Callable[[int], list[str]]) -> list[str]:
+    """Run `work(i)` on `threads` threads that start together; return every value produced."""
+    barrier = threading.Barrier(threads)
+
+    def start(i: int) -> list[str]:
+        barrier.wait(timeout=60)
+        return work(i)
+
+    with ThreadPoolExecutor(threads) as pool:
+        return [v for chunk in pool.map(start, range(threads)) for v in chunk]
+
+
+class ReservationLog:
+    """Collects every committed reservation through the engine's `reserved` hook."""
+
+    def __init__(self, p: Platform) -> None:
+        self.items: list[Reservation] = []
+        self._lock = threading.Lock()
+        p.engine.hooks.reserved = self._add
+
+    def _add(self, res: Reservation) -> None:
+        with self._lock:
+            self.items.append(res)
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+
+def insert_cases(url: str, strategy: str, threads: int, per_thread: int, pool: int) -> list[str]:
+    """One process of the multi-process test: its own platform, threads × inserts of Case."""
+    p = autonumber.connect(url, strategy=strategy, pool_size=pool, reservation_pool_size=pool)
+    try:
+
+        def work(i: int) -> list[str]:
+            return [
+                p.records.insert("Case", {"Subject": f"t{i}-{k}"})["CaseNumber"]
+                for k in range(per_thread)
+            ]
+
+        return run_threads(threads, work)
+    finally:
+        p.close()
+
+
+def all_strategies() -> Iterable[str]:
+    """Every reservation strategy; each must pass every invariant test."""
+    return STRATEGIES

@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection
 from sqlalchemy.engine import Engine as SAEngine
 
 from .catalog import Catalog, CatalogSnapshot
+from .db.base import to_utc
 from .engine import Engine
 from .errors import RecordError, RecordNotFound, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
@@ -32,7 +33,7 @@ def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in row.items():
         if isinstance(value, datetime):
-            value = value.isoformat()
+            value = to_utc(value).isoformat()  # drivers return naive UTC; say so
         elif isinstance(value, Decimal):
             value = float(value)
         out[key] = value
@@ -68,7 +69,10 @@ class Records:
         """Insert many records of one object; each autonumber field is assigned with one batch."""
         snapshot = self.catalog.current()
         table = snapshot.table(object_name)
-        records = [self._checked(snapshot, object_name, table, row, i) for i, row in enumerate(rows)]
+        records = [
+            self._checked(snapshot, object_name, table, row, f"{object_name} record #{i + 1}")
+            for i, row in enumerate(rows)
+        ]
         if not records:
             return []
         self._refuse_quarantined(snapshot, object_name)
@@ -87,7 +91,12 @@ class Records:
                 record["CreatedDate"] = created
             self.events.publish(RecordBeforeCreate(object_name, records, c))
             c.execute(sa.insert(table), records)
-        return [_plain(r) for r in records]
+        return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
+
+    def check(self, object_name: str, data: Mapping[str, Any], where: str) -> None:
+        """Validate one record without writing; a RecordError names `where` (e.g. `file.jsonl:3`)."""
+        snapshot = self.catalog.current()
+        self._checked(snapshot, object_name, snapshot.table(object_name), data, where)
 
     def _refuse_quarantined(self, snapshot: CatalogSnapshot, object_name: str) -> None:
         for row in snapshot.fields.get(object_name, ()):
@@ -100,11 +109,10 @@ class Records:
         object_name: str,
         table: sa.Table,
         data: Mapping[str, Any],
-        index: int,
+        where: str,
         *,
         allow_id: bool = False,
     ) -> dict[str, Any]:
-        where = f"{object_name} record #{index + 1}"
         if not isinstance(data, Mapping):
             raise RecordError(f"{where}: expected a JSON object of field values, got {type(data).__name__}")
         autonumbers = set(snapshot.autonumber_fields(object_name))
@@ -182,7 +190,7 @@ class Records:
         """Change ordinary fields; an autonumber field is refused (locked after create, §7.1.2)."""
         snapshot = self.catalog.current()
         table = snapshot.table(object_name)
-        checked = self._checked(snapshot, object_name, table, changes, 0)
+        checked = self._checked(snapshot, object_name, table, changes, f"{object_name} {record_id!r}")
         checked.pop("Id")
         if not checked:
             return self.get(object_name, record_id, conn)

@@ -1,7 +1,90 @@
-"""`autonumber field` commands (being written)."""
+"""`autonumber field add|set`: add an autonumber field or change its rule, no code (§1.1 goal 3, §7.2 k).
+
+Thin shells over `autonumber.specapply.fields`: the same validate → store → seed → verify path as a
+data-spec's `add_autonumber_field` / `set_rule` operations, in one transaction.
+"""
 
 from __future__ import annotations
 
+from typing import Annotated
+
 import typer
 
-app = typer.Typer(help="field commands.", no_args_is_help=True)
+from autonumber.db import check_reachable, create_engine, dialect_for
+from autonumber.errors import UnknownField
+from autonumber.setup.rules import RuleSpec
+from autonumber.specapply.fields import add_field, change_rule, stored_rule
+
+from .common import DEFAULT_URL, DbOption
+
+app = typer.Typer(help="Add autonumber fields and change their rules (validated, seeded, verified).",
+                  no_args_is_help=True)
+
+ObjectArg = Annotated[str, typer.Argument(metavar="OBJECT", help="Object API name, e.g. Account.",
+                                          show_default=False)]
+FieldArg = Annotated[str, typer.Argument(metavar="FIELD", help="Field API name, e.g. Member_No__c.",
+                                         show_default=False)]
+FormatOption = Annotated[str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.",
+                                           show_default=False)]
+
+
+def _run(db: str, work: str, rule: RuleSpec, length: int | None) -> None:
+    engine = create_engine(db)
+    check_reachable(engine)
+    dialect = dialect_for(engine)
+    try:
+        with engine.connect() as conn, dialect.begin_write(conn):
+            fid, changes = add_field(conn, rule, length) if work == "add" else change_rule(conn, rule)
+    finally:
+        engine.dispose()
+    for line in changes:
+        typer.echo(f"  {line}")
+    typer.echo(f"{rule.name} ({fid}): {rule.format} ({rule.scope}, start {rule.start}); verify passed")
+
+
+@app.command("add")
+def add_cmd(
+    object_name: ObjectArg,
+    field: FieldArg,
+    fmt: FormatOption,
+    scope: Annotated[str, typer.Option("--scope", help="global, per_day or per_prefix.")] = "global",
+    start: Annotated[int, typer.Option("--start", min=0, help="First number when no value exists.")] = 1,
+    length: Annotated[int | None, typer.Option("--length", min=1, max=255,
+                                               help="Column length (default 30).")] = None,
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """Create the column if missing, store the validated rule and seed its counter; existing rows keep NULL.
+
+    Example: autonumber field add Account Member_No__c --format 'MB-{000000}' --start 100
+    """
+    _run(db, "add", RuleSpec(object_name, field, fmt, scope=scope, start=start, length=length), length)
+
+
+@app.command("set")
+def set_cmd(
+    object_name: ObjectArg,
+    field: FieldArg,
+    fmt: FormatOption,
+    scope: Annotated[str | None, typer.Option("--scope", help="Default: the stored scope.",
+                                              show_default=False)] = None,
+    start: Annotated[int | None, typer.Option("--start", min=0, help="Default: the stored start.",
+                                              show_default=False)] = None,
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """Change an autonumber field's rule (also repairs a quarantined one); counters are never lowered.
+
+    Example: autonumber field set Account Account_ID__c --format 'IBG-B-{YYYY}{MM}{DD}-{0000000}'
+    """
+    engine = create_engine(db)
+    check_reachable(engine)
+    try:
+        with engine.connect() as conn:
+            stored = stored_rule(conn, object_name, field)
+    finally:
+        engine.dispose()
+    if stored is None or stored.format is None:
+        raise UnknownField(f"{object_name}.{field}",
+                           "field has no autonumber rule (add it with `autonumber field add`)")
+    rule = RuleSpec(object_name, field, fmt, scope=scope or stored.scope,
+                    start=stored.start if start is None else start)
+    _run(db, "set", rule, None)

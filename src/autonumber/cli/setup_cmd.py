@@ -15,6 +15,7 @@ from autonumber.setup.generate import load_spec
 from autonumber.setup.progress import NullReporter, RichReporter
 from autonumber.setup.report import run_report
 from autonumber.setup.verify import verify
+from autonumber.specapply.trigger import install_guard_trigger
 
 from .common import DbOption
 
@@ -50,6 +51,10 @@ def apply_cmd(
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary line.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print every change.")] = False,
+    with_guard_trigger: Annotated[bool, typer.Option(
+        "--with-guard-trigger",
+        help="Then install the trigger refusing rule edits outside the applier (MariaDB/MySQL, PostgreSQL)."),
+    ] = False,
 ) -> None:
     """Run the cut-over phases under the bootstrap lock; exit non-zero if any phase or verify fails.
 
@@ -64,6 +69,8 @@ def apply_cmd(
     reporter = NullReporter() if quiet else RichReporter(verbose=verbose)
     try:
         results = apply(engine, data, reporter=reporter, reseed=reseed)
+        if with_guard_trigger:
+            console.print(install_guard_trigger(engine))
     finally:
         engine.dispose()
     total = sum(r.seconds for r in results)

@@ -10,6 +10,8 @@ import typer
 from autonumber.setup.dataspec import SPEC_PATH
 from autonumber.setup.generate import MODULE_PATH, drift, generate, repo_file
 
+from .common import DEFAULT_URL, DbOption
+
 app = typer.Typer(help="Generate and check the seed module built from the canonical data-spec.",
                   no_args_is_help=True)
 
@@ -48,3 +50,46 @@ def check_cmd(spec: SpecOption = None, out: OutOption = None) -> None:
         typer.echo(diff, err=True)
         raise typer.Exit(1)
     typer.echo(f"{out_path} is up to date with {spec_path}")
+
+
+@app.command("apply")
+def apply_cmd(
+    path: Annotated[Path, typer.Argument(metavar="PATH", help="The data-spec to apply.", show_default=False)],
+    env: Annotated[
+        str | None,
+        typer.Option("--env", envvar="AUTONUMBER_ENV", help="staging or production (or AUTONUMBER_ENV).",
+                     show_default=False),
+    ] = None,
+    db: DbOption = DEFAULT_URL,
+    staging_db: Annotated[
+        str | None,
+        typer.Option("--staging-db", envvar="AUTONUMBER_STAGING_DATABASE_URL", show_default=False,
+                     help="Where staging's apply log lives, for the pending-prod same-day check "
+                          "(default: the --db database)."),
+    ] = None,
+    verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print every planned change.")] = False,
+) -> None:
+    """Apply a data-spec: status lifecycle, env pinning, incident ticket and two approvals for rollbacks.
+
+    Every attempt is recorded in _System_DataSpecApplyLog. Exit 0 applied or skipped (draft-rollback,
+    already applied), 2 a malformed spec, 3 refused (nothing changed but the log row).
+
+    Example: autonumber spec apply data-specs/2026-04-19-autonumber-v2-rollback.md --env staging
+    """
+    from autonumber.db import check_reachable, create_engine, mask
+    from autonumber.setup.progress import RichReporter
+    from autonumber.specapply import apply_spec
+
+    engine = create_engine(db)
+    check_reachable(engine)
+    staging = create_engine(staging_db) if staging_db else None
+    try:
+        result = apply_spec(engine, path, env, staging_log=staging, reporter=RichReporter(verbose=verbose))
+    finally:
+        engine.dispose()
+        if staging is not None:
+            staging.dispose()
+    for line in result.changes:
+        typer.echo(f"  {line}")
+    typer.echo(f"{result.message} ({mask(db)}, {len(result.changes)} change(s))"
+               if result.outcome == "applied" else result.message)

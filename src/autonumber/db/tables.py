@@ -140,7 +140,22 @@ lock_table = sa.Table(
     sa.Column("expires_at", Timestamp6, nullable=False),
 )
 
-SYSTEM_TABLES = (system_object, system_field, system_record_type, counter_table, lock_table)
+spec_apply_log = sa.Table(
+    "_System_DataSpecApplyLog",
+    metadata,
+    sa.Column("Id", sa.String(32), primary_key=True),
+    sa.Column("spec_id", sa.String(255), nullable=False),
+    sa.Column("spec_digest", sa.String(64), nullable=False),
+    sa.Column("env", sa.String(32), nullable=False),
+    sa.Column("status", sa.String(32), nullable=False),
+    sa.Column("started_at", Timestamp6, nullable=False),
+    sa.Column("finished_at", Timestamp6, nullable=True),
+    sa.Column("outcome", sa.String(16), nullable=False),
+    sa.Column("error", sa.Text, nullable=True),
+)
+"""Every `autonumber spec apply` attempt (§7.2 l): applied, skipped, refused or failed."""
+
+SYSTEM_TABLES = (system_object, system_field, system_record_type, counter_table, lock_table, spec_apply_log)
 
 legacy_metadata = sa.MetaData()
 
@@ -197,6 +212,7 @@ __all__ = [
     "legacy_identifier_seq",
     "lock_table",
     "metadata",
+    "spec_apply_log",
     "system_field",
     "system_object",
     "system_record_type",

@@ -12,6 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from autonumber.db import dialect_for
+from autonumber.db.guard import authorized
 from autonumber.db.tables import counter_table, system_field, system_object, system_record_type
 from autonumber.errors import FormatError, UnknownField
 from autonumber.format import (
@@ -139,12 +140,13 @@ def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
     planned = [(spec, ids[spec.name], rule_values(spec, catalog)) for spec in _known(specs, ids)]
     stored = _stored(conn)
     changes: list[str] = []
-    for spec, fid, values in planned:
-        current = stored.get(fid, {})
-        if all(_same(current.get(k), v) for k, v in values.items()):
-            continue
-        conn.execute(sa.update(system_field).where(system_field.c.Id == fid).values(values))
-        changes.append(f"rule {spec.name} = {spec.format} ({spec.scope})")
+    with authorized(conn):  # the only legitimate writer of the rule columns (db/guard.py trigger)
+        for spec, fid, values in planned:
+            current = stored.get(fid, {})
+            if all(_same(current.get(k), v) for k, v in values.items()):
+                continue
+            conn.execute(sa.update(system_field).where(system_field.c.Id == fid).values(values))
+            changes.append(f"rule {spec.name} = {spec.format} ({spec.scope})")
     return changes
 
 

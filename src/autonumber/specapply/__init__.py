@@ -1,0 +1,15 @@
+"""`autonumber spec apply` and `autonumber field add|set`: the only sanctioned way to change rules
+and to roll the cut-over back (§5.6, §7.2 k–l, §7.3). See docs/changing-rules.md and docs/runbook.md."""
+
+from __future__ import annotations
+
+from .fields import RuleChangeRefused as RuleChangeRefused
+from .fields import add_field as add_field
+from .fields import change_rule as change_rule
+from .runner import ApplyResult as ApplyResult
+from .runner import apply_spec as apply_spec
+from .trigger import install_guard_trigger as install_guard_trigger
+
+__all__ = [
+    "ApplyResult", "RuleChangeRefused", "add_field", "apply_spec", "change_rule", "install_guard_trigger",
+]

@@ -1,0 +1,132 @@
+"""Adding an autonumber field and changing a rule without code (§1.1 goal 3, §7.2 k, §5.6).
+
+Both run on the caller's connection inside its transaction: store the validated rule (through
+`setup.rules.apply_rules`, which marks the session for the guard trigger), raise the field's counter
+rows to cover every value already in its column (never lowering one; a `global` field always gets
+its row, so V5 holds at once), then run the binding verify for that field. Existing rows keep NULL.
+
+On MariaDB/MySQL, adding the column is DDL and commits implicitly: the field's metadata row and its
+column survive a later failure, and re-running the same command completes the job.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from autonumber.catalog import Rule, load_snapshot
+from autonumber.db import dialect_for
+from autonumber.db.tables import counter_table, system_field, system_object
+from autonumber.errors import AutonumberError, UnknownField, UnknownObject, VerifyError
+from autonumber.setup.legacy import LegacyState
+from autonumber.setup.pack import FieldSpec, ObjectSpec, install_objects
+from autonumber.setup.rules import RuleSpec, apply_rules, metadata_view, rule_values
+from autonumber.setup.scan import scan_rule
+from autonumber.setup.seed import plan_rows
+from autonumber.setup.verify import check
+
+DEFAULT_LENGTH = 30
+
+
+class RuleChangeRefused(AutonumberError):
+    """A valid rule the applier refuses because it would break a counter invariant."""
+
+    exit_code = 2
+
+
+@dataclass(frozen=True)
+class StoredRule:
+    """The rule columns of one `_System_Field` row (format None: not an autonumber field yet)."""
+
+    field_id: str
+    format: str | None
+    scope: str
+    start: int
+    max_length: int | None
+
+
+def stored_rule(conn: Connection, object_name: str, field_name: str) -> StoredRule | None:
+    """The field's row by `Object.Field`, or None when the field is not registered."""
+    f, o = system_field, system_object
+    row = conn.execute(
+        sa.select(f.c.Id, f.c.auto_number_format, f.c.auto_number_scope, f.c.auto_number_start, f.c.MaxLength)
+        .join(o, o.c.Id == f.c.ObjectId)
+        .where(o.c.ApiName == object_name, f.c.ApiName == field_name)
+    ).first()
+    if row is None:
+        return None
+    return StoredRule(row[0], row[1], row[2], int(row[3]), row[4])
+
+
+def _table_of(conn: Connection, object_name: str) -> str:
+    table = conn.execute(
+        sa.select(system_object.c.TableName).where(system_object.c.ApiName == object_name)
+    ).scalar_one_or_none()
+    if table is None:
+        raise UnknownObject(object_name)
+    return str(table)
+
+
+def add_field(conn: Connection, rule: RuleSpec, length: int | None = None) -> tuple[str, list[str]]:
+    """Create the column if missing, store the rule, seed its counters; return (field id, changes)."""
+    table = _table_of(conn, rule.object)
+    existing = stored_rule(conn, rule.object, rule.field)
+    if existing is not None and existing.format is not None and not _same_rule(conn, rule, existing):
+        raise RuleChangeRefused(f"{rule.name} already has an autonumber rule ({existing.format!r}); change "
+                                "it with `autonumber field set` or a set_rule operation")
+    width = length or (existing.max_length if existing else None) or rule.length or DEFAULT_LENGTH
+    column = FieldSpec(rule.field, "autonumber", None, width)
+    changes = install_objects(conn, [ObjectSpec(rule.object, (column,), table)])
+    fid, more = _store_and_seed(conn, rule)
+    return fid, changes + more
+
+
+def change_rule(conn: Connection, rule: RuleSpec) -> tuple[str, list[str]]:
+    """Store a new rule for an existing autonumber field (a quarantined one included)."""
+    existing = stored_rule(conn, rule.object, rule.field)
+    if existing is None or existing.format is None:
+        raise UnknownField(rule.name, "field has no autonumber rule (add it with `autonumber field add`)")
+    return _store_and_seed(conn, rule)
+
+
+def _same_rule(conn: Connection, rule: RuleSpec, existing: StoredRule) -> bool:
+    catalog, _ = metadata_view(conn)
+    wanted = rule_values(rule, catalog)
+    return (existing.format, existing.scope, existing.start) == (
+        wanted["auto_number_format"], wanted["auto_number_scope"], wanted["auto_number_start"])
+
+
+def _store_and_seed(conn: Connection, spec: RuleSpec) -> tuple[str, list[str]]:
+    changes = apply_rules(conn, [spec])
+    snapshot = load_snapshot(conn)
+    fid = snapshot.field_id(spec.name)
+    rule = snapshot.rule(fid)
+    _check_overflow(conn, rule)
+    scan = scan_rule(conn, rule, snapshot.table(rule.object_name))
+    rows, _ = plan_rows(rule, scan.buckets, LegacyState())
+    dialect = dialect_for(conn)
+    now = dialect.utc_now(conn)
+    for row in rows:
+        key = {"field_id": fid, "scope_key": row.scope_key}
+        stamps = {"created_date": now, "last_modified_date": now}
+        dialect.upsert_greatest(conn, counter_table, key, "next_value", row.next_value, stamps)
+    changes.append(f"counter(s) of {fid}: {len(rows)} row(s) at or above "
+                   f"{', '.join(str(r.next_value) for r in rows[:5]) or '-'} ({scan.rows} live value(s))")
+    violations = [v for v in check(conn) if fid in v]
+    if violations:
+        raise VerifyError(violations)
+    return fid, changes
+
+
+def _check_overflow(conn: Connection, rule: Rule) -> None:
+    largest = 10 ** rule.format.counter_width - 1
+    t = counter_table
+    rows: Any = conn.execute(sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == rule.field_id))
+    for key, next_value in rows:
+        if int(next_value) > largest:
+            raise RuleChangeRefused(
+                f"{rule.name}: counter width {rule.format.counter_width} cannot hold the next value "
+                f"{next_value} of scope {key or 'global'!r}; keep at least {len(str(next_value))} digit(s)")

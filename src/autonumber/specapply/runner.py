@@ -1,0 +1,126 @@
+"""`spec apply`: guards, apply log, pre-flight, then the spec's operations.
+
+Order of one attempt:
+1. parse the spec (a malformed spec is a SpecError, exit 2, and is not logged: it has no trusted id);
+2. decide from the status and the guards (guards.py) — a refusal logs one `refused` row and raises
+   SpecRefused (exit 3); a draft rollback or an already-applied spec logs `skipped` and returns;
+3. pre-flight: every operation's read-only plan runs first (backups present, rules readable, live
+   values parseable) — a failure logs `failed` and nothing was changed;
+4. apply under the bootstrap lock (so `setup apply` cannot interleave), then log `applied`.
+
+Transactions: where DDL is transactional (PostgreSQL, SQLite) every operation runs in ONE
+transaction — a failure leaves the database as it was. MariaDB/MySQL commit each DDL statement
+implicitly, so there each operation runs in its own transaction after the pre-flight, and every
+operation is idempotent: running the spec again after a failure finishes the job.
+A spec made of the setup sections (the canonical seed spec) runs `setup apply`'s phases, which manage
+their own transactions and lock.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from sqlalchemy.engine import Connection, Engine
+
+from autonumber.db import dialect_for
+from autonumber.errors import AutonumberError, SpecRefused
+from autonumber.setup import apply as setup_apply
+from autonumber.setup.progress import NullReporter, Reporter
+
+from . import guards, log
+from .document import Operation, SpecDocument, read_document
+from .operations import OperationType, resolve
+
+LOCK_TIMEOUT = 600.0
+
+
+@dataclass
+class ApplyResult:
+    """What one attempt did."""
+
+    spec_id: str
+    env: str
+    outcome: str
+    message: str
+    changes: list[str] = field(default_factory=list)
+
+
+def apply_spec(
+    engine: Engine,
+    spec: str | Path | SpecDocument,
+    env: str | None,
+    *,
+    staging_log: Engine | None = None,
+    reporter: Reporter | None = None,
+    lock_timeout: float = LOCK_TIMEOUT,
+) -> ApplyResult:
+    """Apply one data-spec to `engine` for `env` ("staging" or "production").
+
+    `staging_log` is where staging's apply log lives when staging is another database (for the
+    `pending-prod` same-day check); by default the target database's own log is read.
+    """
+    doc = spec if isinstance(spec, SpecDocument) else read_document(spec)
+    target_env = guards.check_env(env)
+    ops = resolve(doc.operations, doc.source)
+    log.ensure_log(engine)
+    try:
+        decision = guards.decide(doc, target_env)
+        if decision.action == "apply":
+            guards.check_staging(doc, log.applied(staging_log or engine, doc.id, "staging", doc.digest),
+                                 log.now(engine))
+    except SpecRefused as exc:
+        log.start(engine, doc, target_env, "refused", str(exc))
+        raise
+    if decision.action == "skip":
+        log.start(engine, doc, target_env, "skipped", decision.message)
+        return ApplyResult(doc.id, target_env, "skipped", decision.message)
+    done = log.applied(engine, doc.id, target_env)
+    if done:
+        message = (f"data-spec {doc.id} already applied to {target_env} at "
+                   f"{max(done):%Y-%m-%d %H:%M:%S} UTC: skipped")
+        log.start(engine, doc, target_env, "skipped", message)
+        return ApplyResult(doc.id, target_env, "skipped", message)
+    row = log.start(engine, doc, target_env)
+    try:
+        changes = _run(engine, doc, ops, reporter or NullReporter(), lock_timeout)
+    except AutonumberError as exc:
+        log.finish(engine, row, "failed", str(exc))
+        raise
+    except BaseException as exc:
+        log.finish(engine, row, "failed", f"{type(exc).__name__}: {exc}")
+        raise
+    log.finish(engine, row, "applied")
+    return ApplyResult(doc.id, target_env, "applied", f"data-spec {doc.id} applied to {target_env}", changes)
+
+
+def _run(engine: Engine, doc: SpecDocument, ops: Sequence[tuple[Operation, OperationType]],
+         reporter: Reporter, lock_timeout: float) -> list[str]:
+    if doc.setup is not None:
+        results = setup_apply.apply(engine, doc.setup, reporter=reporter, lock_timeout=lock_timeout)
+        return [line for r in results for line in r.changes]
+    dialect = dialect_for(engine)
+    with engine.connect() as conn:  # pre-flight: read-only, all before anything changes
+        for op, kind in ops:
+            for line in kind.plan(conn, op.args):
+                reporter.detail(f"  plan {op.name}: {line}")
+        conn.rollback()
+    setup_apply.ensure_lock_table(engine)
+    changes: list[str] = []
+    with dialect.named_lock(engine, setup_apply.BOOTSTRAP_LOCK, lock_timeout):
+        if dialect.transactional_ddl:
+            with engine.connect() as conn, dialect.begin_write(conn):
+                for op, kind in ops:
+                    changes += _one(conn, op, kind, reporter)
+        else:  # DDL commits implicitly: one transaction per (idempotent) operation
+            for op, kind in ops:
+                with engine.connect() as conn, dialect.begin_write(conn):
+                    changes += _one(conn, op, kind, reporter)
+    return changes
+
+
+def _one(conn: Connection, op: Operation, kind: OperationType, reporter: Reporter) -> list[str]:
+    lines = kind.run(conn, op.args)
+    reporter.note(f"{op.name}: {len(lines)} change(s)")
+    return lines

@@ -1,0 +1,25 @@
+"""`setup apply --with-guard-trigger`: install the database guard of §5.6 (hook 2) after the apply.
+
+MariaDB/MySQL and PostgreSQL only. SQLite has no session variable a trigger could read, so there a
+rule changed behind the applier's back is caught by quarantine alone (the catalog re-validates the
+rule columns on every poll and refuses to assign numbers from a broken rule).
+"""
+
+from __future__ import annotations
+
+from sqlalchemy.engine import Engine
+
+from autonumber.db import dialect_for
+from autonumber.db.guard import TRIGGER, install_guard
+from autonumber.errors import ConfigError
+
+
+def install_guard_trigger(engine: Engine) -> str:
+    """Create (or replace) the guard trigger on `_System_Field`; return one line saying so."""
+    if engine.dialect.name == "sqlite":
+        raise ConfigError("--with-guard-trigger needs MariaDB/MySQL or PostgreSQL; SQLite has no session "
+                          "flag a trigger can read and relies on quarantine alone (the apply itself ran)")
+    dialect = dialect_for(engine)
+    with engine.connect() as conn, dialect.begin_write(conn):
+        install_guard(conn)
+    return f"guard trigger {TRIGGER} installed on _System_Field"

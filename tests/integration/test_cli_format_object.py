@@ -39,13 +39,14 @@ def test_check_with_object_lists_the_resolved_chain(
     [
         ("{Account.Nope}-{0000}", "Contract", "rule 4"),
         ("{RecordType.RecordTypeCode}-{0000}", "Case", "rule 7"),
-        ("{Account.Name}-{00000000000000000}", "Account", "rule 5"),
+        ("{Account.Name}-{0000}", "Contract", "rule 5"),
+        ("{Account.Name}-{0000}", "Account", "rule 8"),
     ],
 )
 def test_check_with_object_applies_metadata_rules(
     catalog_url: str, fmt: str, obj: str, rule: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    field = "Account_ID__c" if obj == "Account" else None
+    field = {"Account": "Account_ID__c", "Contract": "Contract_Number__c"}.get(obj)
     argv = ["format", "check", fmt, "--object", obj, "--db", catalog_url]
     if field:
         argv += ["--field", field]

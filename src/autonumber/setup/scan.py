@@ -1,12 +1,14 @@
 """Streaming a target column and reading the counters out of its values (§8.2 steps 3.a–3.c).
 
-Keyset pagination by `Id` (pages of 10,000): constant memory on every backend, no server-side cursor
-held open for the whole scan, and each page is one short indexed query.
+One query per column, streamed in pages of 10,000 (`stream_results` + `yield_per`: a server-side
+cursor on PostgreSQL and MySQL), so memory stays flat. Keyset pagination by `Id` was measured too: it
+is no faster on MariaDB, and on PostgreSQL a table without fresh statistics gets a sequential scan and
+sort per page (quadratic), 48k rows/s at 1M rows against 675k for the cursor.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -31,20 +33,17 @@ class ColumnScan:
     rows: int = 0
 
 
-def pages(conn: Connection, table: sa.Table, column: str, page: int = PAGE) -> Iterator[list[Any]]:
-    """(Id, value) rows with a non-NULL value, in Id order, `page` at a time."""
-    col, ident = table.c[column], table.c.Id
-    last: Any = None
-    while True:
-        stmt = sa.select(ident, col).where(col.is_not(None)).order_by(ident).limit(page)
-        if last is not None:
-            stmt = stmt.where(ident > last)
-        rows = list(conn.execute(stmt))
-        if rows:
-            yield rows
-        if len(rows) < page:
-            return
-        last = rows[-1][0]
+def pages(conn: Connection, table: sa.Table, column: str, page: int = PAGE) -> Iterator[Sequence[Any]]:
+    """(Id, value) rows with a non-NULL value, `page` at a time, from one streamed query."""
+    col = table.c[column]
+    stmt = sa.select(table.c.Id, col).where(col.is_not(None))
+    first = conn.execute(stmt.limit(page)).all()  # most columns fit one page: one round trip
+    if len(first) < page:
+        if first:
+            yield first
+        return
+    with conn.execution_options(stream_results=True, yield_per=page).execute(stmt) as result:
+        yield from result.partitions()  # leaving early (a parse error) closes the cursor
 
 
 class _Reader:

@@ -75,9 +75,16 @@ class CatalogSnapshot:
     rules: dict[str, Rule]
     quarantined: dict[str, str]
     version: str
+    _field_index: dict[str, str] = field(default_factory=dict)
     _tables: dict[str, sa.Table] = field(default_factory=dict)
     _metadata: sa.MetaData = field(default_factory=sa.MetaData)
     _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def __post_init__(self) -> None:
+        for rows in self.fields.values():
+            for row in rows:
+                self._field_index[row.id] = row.id
+                self._field_index.setdefault(f"{row.info.object}.{row.info.name}", row.id)
 
     def get_object(self, name: str) -> ObjectInfo | None:
         if name == RECORD_TYPE:
@@ -135,11 +142,10 @@ class CatalogSnapshot:
 
     def field_id(self, field: str) -> str:
         """Resolve a field given as `_System_Field.Id` or `Object.Field` to its Id."""
-        for rows in self.fields.values():
-            for row in rows:
-                if row.id == field or f"{row.info.object}.{row.info.name}" == field:
-                    return row.id
-        raise UnknownField(field)
+        found = self._field_index.get(field)
+        if found is None:
+            raise UnknownField(field)
+        return found
 
     def rule(self, field: str) -> Rule:
         """The usable rule of a field; RuleQuarantined or UnknownField otherwise."""
@@ -178,13 +184,13 @@ def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[
     return objects, fields
 
 
-def version_of(fields: Mapping[str, list[FieldRow]], rt_cols: Sequence[str]) -> str:
-    """A digest of everything a rule depends on; a change triggers re-validation."""
+def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[FieldRow]]) -> str:
+    """A digest of the objects and fields a rule depends on; a change triggers re-validation."""
     digest = hashlib.blake2b(digest_size=16)
+    digest.update(repr(sorted(objects.items())).encode())
     for obj in sorted(fields):
         for row in fields[obj]:
             digest.update(repr((row.id, row.info, row.format, row.start, row.scope, row.token_refs)).encode())
-    digest.update(repr(tuple(rt_cols)).encode())
     return digest.hexdigest()
 
 
@@ -226,7 +232,7 @@ def load_snapshot(conn: Connection) -> CatalogSnapshot:
     rt_cols = tuple(
         col["name"] for col in sa.inspect(conn).get_columns(system_record_type.name)
     )
-    snapshot = CatalogSnapshot(objects, fields, rt_cols, {}, {}, version_of(fields, rt_cols))
+    snapshot = CatalogSnapshot(objects, fields, rt_cols, {}, {}, version_of(objects, fields))
     for rows in fields.values():
         for row in rows:
             if row.format is None:
@@ -250,15 +256,24 @@ class Catalog:
         self.listeners: list[Callable[[CatalogSnapshot], None]] = []
 
     def current(self) -> CatalogSnapshot:
-        """The snapshot, re-read when the metadata changed since the last poll."""
+        """The snapshot, re-read when the metadata changed since the last poll.
+
+        While one thread polls, the others keep the snapshot in hand instead of queueing.
+        """
         snap = self._snapshot
         if snap is not None and time.monotonic() - self._checked < self.poll_interval:
             return snap
-        with self._lock:
+        if snap is not None and not self._lock.acquire(blocking=False):
+            return snap
+        if snap is None:
+            self._lock.acquire()
+        try:
             snap = self._snapshot
             if snap is not None and time.monotonic() - self._checked < self.poll_interval:
                 return snap
             return self._refresh_locked(snap)
+        finally:
+            self._lock.release()
 
     def refresh(self) -> CatalogSnapshot:
         """Re-read now (after a change made through the applier)."""
@@ -268,11 +283,8 @@ class Catalog:
     def _refresh_locked(self, previous: CatalogSnapshot | None) -> CatalogSnapshot:
         with self._engine.connect() as conn:
             if previous is not None:
-                _, fields = _read_rows(conn)
-                rt_cols = tuple(
-                    c["name"] for c in sa.inspect(conn).get_columns(system_record_type.name)
-                )
-                if version_of(fields, rt_cols) == previous.version:
+                objects, fields = _read_rows(conn)
+                if version_of(objects, fields) == previous.version:
                     self._checked = time.monotonic()
                     return previous
             snap = load_snapshot(conn)

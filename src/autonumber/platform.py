@@ -35,7 +35,10 @@ class Platform:
         self.db = create_engine(url, pool_size=pool_size)
         check_reachable(self.db)
         self.dialect = dialect_for(self.db)
-        self.reservation_db = create_engine(url, pool_size=reservation_pool_size)
+        # no pre-ping on the hot path: a reservation on a dead connection is retried instead
+        self.reservation_db = create_engine(
+            url, pool_size=reservation_pool_size, pool_pre_ping=False
+        )
         self.fresh_db = create_engine(url, pool_size=reservation_pool_size).execution_options(
             **{READONLY: True}
         )

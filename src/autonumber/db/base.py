@@ -89,6 +89,26 @@ class Dialect:
         """
         raise NotImplementedError
 
+    def atomic_increment_clocked(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        column: str,
+        n: int,
+        clock_column: str,
+    ) -> tuple[int, datetime] | None:
+        """atomic_increment that also stamps `clock_column` with the database clock and returns that
+        one sample: the clock rides on the UPDATE (one round trip fewer). None when no row."""
+        stmt = (
+            sa.update(table)
+            .where(where)
+            .values({column: table.c[column] + n, clock_column: self.utc_now_expr()})
+            .returning(table.c[column], table.c[clock_column])
+        )
+        row = conn.execute(stmt).first()
+        return None if row is None else (int(row[0]), to_utc(row[1]))
+
     def is_retryable(self, exc: BaseException) -> bool:
         """Whether a database error is a lost race (deadlock, serialization, certification)."""
         return False

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterator, Mapping
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -14,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import LockTimeout
 
-from .base import Dialect, server_flag
+from .base import Dialect, server_flag, to_utc
 from .lease import lease_lock
 
 RETRYABLE = {1213, 1205, 1020, 1180, 1181, 9007, 8002, 8022}
@@ -103,6 +104,34 @@ class MySQLDialect(Dialect):
         if conn.execute(stmt).rowcount == 0:
             return None
         return int(conn.execute(sa.select(sa.func.last_insert_id())).scalar_one())
+
+    def atomic_increment_clocked(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        column: str,
+        n: int,
+        clock_column: str,
+    ) -> tuple[int, datetime] | None:
+        """No UPDATE … RETURNING here: LAST_INSERT_ID(expr) carries the value, and the stamped clock
+        is read back from the row this transaction holds locked."""
+        stmt = (
+            sa.update(table)
+            .where(where)
+            .values(
+                {
+                    column: sa.func.last_insert_id(table.c[column] + n),
+                    clock_column: self.utc_now_expr(),
+                }
+            )
+        )
+        if conn.execute(stmt).rowcount == 0:
+            return None
+        row = conn.execute(
+            sa.select(sa.func.last_insert_id(), table.c[clock_column]).where(where)
+        ).one()
+        return int(row[0]), to_utc(row[1])
 
     def is_retryable(self, exc: BaseException) -> bool:
         return mysql_errno(exc) in RETRYABLE

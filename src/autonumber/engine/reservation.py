@@ -114,6 +114,12 @@ class Reserver:
             return self.hooks.clock(c)
         return self.dialect.utc_now(c)
 
+    def _lost(self, exc: sa.exc.DBAPIError, conn: Connection | None) -> bool:
+        """A lost race, or our own reservation connection died: either way nothing was handed out,
+        so the attempt is retried (at worst the dead transaction had committed: a gap, never a
+        duplicate). On the caller's connection a dead link is the caller's failure, not ours."""
+        return self.dialect.is_retryable(exc) or (conn is None and exc.connection_invalidated)
+
     def jitter(self, attempt: int) -> float:
         """rand(0, 2^(attempt+3)) milliseconds, in seconds (§5.2, §12.1 R3)."""
         return random.uniform(0, 2 ** (attempt + 3)) / 1000.0
@@ -173,7 +179,7 @@ class Reserver:
                     raise _Lost()
                 reservation = Reservation(now, key, int(current), n)
         except sa.exc.DBAPIError as exc:
-            if self.dialect.is_retryable(exc):
+            if self._lost(exc, conn):
                 raise _Lost() from exc
             raise
         return reservation
@@ -230,7 +236,7 @@ class Reserver:
                 )
                 reservation = Reservation(now, key, int(current), n)
         except sa.exc.DBAPIError as exc:
-            if self.dialect.is_retryable(exc):
+            if self._lost(exc, conn):
                 raise _Lost() from exc
             raise
         return reservation
@@ -295,6 +301,15 @@ class Reserver:
     ) -> Reservation | _Missing:
         try:
             with self.transaction(conn) as c:
+                if rule.scope == "global" and at is None and self.hooks.clock is None:
+                    # the scope key does not depend on the clock: sample it on the UPDATE itself
+                    clocked = self.dialect.atomic_increment_clocked(
+                        c, T, _key(rule, ""), "next_value", n, "last_modified_date"
+                    )
+                    if clocked is None:
+                        return _Missing(self.dialect.utc_now(c), "")
+                    last, stamped = clocked
+                    return Reservation(stamped, "", last - n, n)
                 now = self._clock(c, at)
                 key = rule.format.scope_key(rule.scope, now, cross)
                 after = self.dialect.atomic_increment(
@@ -304,7 +319,7 @@ class Reserver:
                     return _Missing(now, key)
                 reservation = Reservation(now, key, after - n, n)
         except sa.exc.DBAPIError as exc:
-            if self.dialect.is_retryable(exc):
+            if self._lost(exc, conn):
                 raise _Lost() from exc
             raise
         return reservation

@@ -75,9 +75,11 @@ def authorized(conn: Connection) -> Iterator[None]:
     """Mark this session as the applier while the block runs (must be inside a transaction)."""
     name = conn.dialect.name
     if name == "postgresql":
-        # transaction-local: it ends with the transaction, whatever happens
+        # transaction-local: it ends with the transaction, whatever happens; cleared after the block
+        # so later statements of the same transaction are not authorized
         conn.execute(sa.text(f"SELECT set_config('{PG_SETTING}', '1', true)"))
         yield
+        conn.execute(sa.text(f"SELECT set_config('{PG_SETTING}', '', true)"))
     elif name in ("mysql", "mariadb"):
         conn.execute(sa.text(f"SET {MYSQL_VARIABLE} = 1"))
         try:

@@ -11,6 +11,7 @@ column survive a later failure, and re-running the same command completes the jo
 
 from __future__ import annotations
 
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -20,7 +21,9 @@ from sqlalchemy.engine import Connection
 from autonumber.catalog import Rule, load_snapshot
 from autonumber.db import dialect_for
 from autonumber.db.tables import counter_table, system_field, system_object
-from autonumber.errors import AutonumberError, UnknownField, UnknownObject, VerifyError
+from autonumber.errors import AutonumberError, SeedParseError, UnknownField, UnknownObject, VerifyError
+from autonumber.format import FieldInfo, MemoryCatalog, ObjectInfo
+from autonumber.identifiers import check_api_name
 from autonumber.setup.legacy import LegacyState
 from autonumber.setup.pack import FieldSpec, ObjectSpec, install_objects
 from autonumber.setup.rules import RuleSpec, apply_rules, metadata_view, rule_values
@@ -78,10 +81,38 @@ def add_field(conn: Connection, rule: RuleSpec, length: int | None = None) -> tu
         raise RuleChangeRefused(f"{rule.name} already has an autonumber rule ({existing.format!r}); change "
                                 "it with `autonumber field set` or a set_rule operation")
     width = length or (existing.max_length if existing else None) or rule.length or DEFAULT_LENGTH
+    if existing is None:  # validate before the DDL, which MariaDB commits at once
+        catalog, _ = metadata_view(conn)
+        check_api_name(rule.field, "field name")
+        rule_values(rule, _WithField(catalog, FieldInfo(rule.object, rule.field, "autonumber", None, width)))
     column = FieldSpec(rule.field, "autonumber", None, width)
     changes = install_objects(conn, [ObjectSpec(rule.object, (column,), table)])
     fid, more = _store_and_seed(conn, rule)
     return fid, changes + more
+
+
+class _WithField(MemoryCatalog):
+    """A catalog view with one field added (the one about to be created)."""
+
+    def __init__(self, base: MemoryCatalog, extra: FieldInfo) -> None:
+        super().__init__([], [])
+        self._base = base
+        self._extra = extra
+
+    def get_object(self, name: str) -> ObjectInfo | None:
+        return self._base.get_object(name)
+
+    def get_field(self, object_name: str, field_name: str) -> FieldInfo | None:
+        if (object_name, field_name) == (self._extra.object, self._extra.name):
+            return self._extra
+        return self._base.get_field(object_name, field_name)
+
+    def fields_of(self, object_name: str) -> Sequence[FieldInfo]:
+        extra = [self._extra] if object_name == self._extra.object else []
+        return (*self._base.fields_of(object_name), *extra)
+
+    def record_type_columns(self) -> Collection[str]:
+        return self._base.record_type_columns()
 
 
 def change_rule(conn: Connection, rule: RuleSpec) -> tuple[str, list[str]]:
@@ -105,7 +136,13 @@ def _store_and_seed(conn: Connection, spec: RuleSpec) -> tuple[str, list[str]]:
     fid = snapshot.field_id(spec.name)
     rule = snapshot.rule(fid)
     _check_overflow(conn, rule)
-    scan = scan_rule(conn, rule, snapshot.table(rule.object_name))
+    try:
+        scan = scan_rule(conn, rule, snapshot.table(rule.object_name))
+    except SeedParseError as exc:
+        raise RuleChangeRefused(
+            f"{spec.name}: format {spec.format!r} cannot read the stored value {exc.value!r} of row "
+            f"{exc.row_id}; every stored value must still parse (verify V1): keep a format that reads "
+            "them") from None
     rows, _ = plan_rows(rule, scan.buckets, LegacyState())
     dialect = dialect_for(conn)
     now = dialect.utc_now(conn)

@@ -3,6 +3,7 @@ database made by `autonumber demo legacy`, the backup cleanup (§7.2 l, §7.3, �
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -14,14 +15,14 @@ from sqlalchemy.engine import Engine
 
 import autonumber
 from autonumber.cli import main
-from autonumber.db import create_engine
+from autonumber.db import create_engine, dialect_for
 from autonumber.db.schema import table_names
 from autonumber.db.tables import LEGACY_TABLES, counter_table, legacy_autonumber, legacy_compound
 from autonumber.errors import SpecRefused, VerifyError
 from autonumber.setup.apply import apply
 from autonumber.setup.demo import fill_legacy
 from autonumber.setup.generate import default_spec
-from autonumber.specapply import apply_spec
+from autonumber.specapply import apply_spec, operations
 from autonumber.specapply import log as apply_log
 from autonumber.specapply.document import read_document
 
@@ -235,3 +236,28 @@ def test_backup_cleanup_drops_the_backups_only_when_verify_holds(cut_over: Engin
     assert apply_spec(cut_over, CLEANUP, "staging").outcome == "applied"
     assert backups(cut_over) == []
     assert apply_spec(cut_over, CLEANUP, "production").outcome == "applied"
+
+
+def test_a_failed_rollback_changes_nothing_where_ddl_is_transactional_and_completes_when_rerun(
+    cut_over: Engine, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    first = issue(str(cut_over.url.render_as_string(hide_password=False)))
+    before = dump(cut_over)
+
+    def broken(conn: Any, args: Any) -> list[str]:
+        raise RuntimeError("disk full")
+
+    kind = operations.OPERATIONS["drop_autonumber_schema"]
+    monkeypatch.setitem(operations.OPERATIONS, kind.name, dataclasses.replace(kind, run=broken))
+    with pytest.raises(RuntimeError, match="disk full"):
+        apply_spec(cut_over, flip(tmp_path, "pending-staging"), "staging")
+    if dialect_for(cut_over).transactional_ddl:
+        assert dump(cut_over) == before  # one transaction: all or nothing
+    else:  # MariaDB: restore and correction committed with their DDL
+        assert {t.name for t in LEGACY_TABLES} <= table_names(cut_over)
+    monkeypatch.setitem(operations.OPERATIONS, kind.name, kind)
+    assert apply_spec(cut_over, flip(tmp_path, "pending-staging"), "staging").outcome == "applied"
+    assert outcomes(cut_over) == [("staging", "failed"), ("staging", "applied")]
+    numbers, _ = legacy(cut_over)
+    assert numbers[("Account", "Account_ID__c")] == max(int(v[-6:]) for v in first["Account"])
+    assert counter_table.name not in table_names(cut_over)

@@ -108,3 +108,6 @@ def test_sqlite_relies_on_quarantine_alone(sqlite_url: str, capsys: pytest.Captu
         main(["setup", "apply", "--db", sqlite_url, "--quiet", "--with-guard-trigger"])
     assert info.value.code == 2
     assert "relies on quarantine alone" in capsys.readouterr().err
+    engine = sa.create_engine(sqlite_url)
+    assert "_System_Field" not in sa.inspect(engine).get_table_names()  # refused before any apply
+    engine.dispose()

@@ -15,7 +15,7 @@ from autonumber.setup.generate import load_spec
 from autonumber.setup.progress import NullReporter, RichReporter
 from autonumber.setup.report import run_report
 from autonumber.setup.verify import verify
-from autonumber.specapply.trigger import install_guard_trigger
+from autonumber.specapply.trigger import check_guard_supported, install_guard_trigger
 
 from .common import DbOption
 
@@ -66,6 +66,8 @@ def apply_cmd(
     data = load_spec(spec)
     engine = create_engine(db)
     check_reachable(engine)
+    if with_guard_trigger:
+        check_guard_supported(engine)
     reporter = NullReporter() if quiet else RichReporter(verbose=verbose)
     try:
         results = apply(engine, data, reporter=reporter, reseed=reseed)

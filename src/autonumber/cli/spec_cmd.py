@@ -1,4 +1,4 @@
-"""`autonumber spec generate|check` (and, later, `spec apply`): the data-spec and its generated seed."""
+"""`autonumber spec generate|check|apply`: the canonical data-spec, its generated seed, the applier."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from autonumber.setup.generate import MODULE_PATH, drift, generate, repo_file
 
 from .common import DEFAULT_URL, DbOption
 
-app = typer.Typer(help="Generate and check the seed module built from the canonical data-spec.",
+app = typer.Typer(help="Generate/check the seed module from the canonical data-spec; apply data-specs.",
                   no_args_is_help=True)
 
 SpecOption = Annotated[

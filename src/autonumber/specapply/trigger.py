@@ -14,11 +14,16 @@ from autonumber.db.guard import TRIGGER, install_guard
 from autonumber.errors import ConfigError
 
 
-def install_guard_trigger(engine: Engine) -> str:
-    """Create (or replace) the guard trigger on `_System_Field`; return one line saying so."""
+def check_guard_supported(engine: Engine) -> None:
+    """Refuse --with-guard-trigger up front on a backend without the trigger (before any apply)."""
     if engine.dialect.name == "sqlite":
         raise ConfigError("--with-guard-trigger needs MariaDB/MySQL or PostgreSQL; SQLite has no session "
-                          "flag a trigger can read and relies on quarantine alone (the apply itself ran)")
+                          "flag a trigger can read and relies on quarantine alone")
+
+
+def install_guard_trigger(engine: Engine) -> str:
+    """Create (or replace) the guard trigger on `_System_Field`; return one line saying so."""
+    check_guard_supported(engine)
     dialect = dialect_for(engine)
     with engine.connect() as conn, dialect.begin_write(conn):
         install_guard(conn)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from typing import Any
 from urllib.parse import quote, unquote
 
@@ -10,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from autonumber.errors import AutonumberError
+from autonumber.setup.standard import CORE_OBJECTS
 
 from .api import ConsoleDep, console
 from .auth import COOKIE, ENV
@@ -21,11 +23,21 @@ FLASH = "autonumber_flash"
 pages = APIRouter(include_in_schema=False, dependencies=[Depends(console)])
 
 
+NAV_OBJECTS = tuple(spec.name for spec in CORE_OBJECTS)
+"""The CRM objects the top bar links to; every other object is one click away on the home page."""
+
+
+def nav_objects(objects: Iterable[str]) -> list[str]:
+    """The core objects that exist, in the pack's order (the full pack has 127 objects)."""
+    present = set(objects)
+    return [name for name in NAV_OBJECTS if name in present]
+
+
 def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
     """Render a template with the common context; show and clear a pending flash message."""
     c: Console = request.app.state.console
     flash = unquote(request.cookies.get(FLASH, "")) or None
-    ctx = {"objects": sorted(c.snapshot.objects), "admin": c.admin.is_admin(request),
+    ctx = {"objects": nav_objects(c.snapshot.objects), "admin": c.admin.is_admin(request),
            "admin_enabled": c.admin.enabled, "flash": flash, "env_name": ENV, **context}
     response: Response = request.app.state.templates.TemplateResponse(
         request, name, ctx, status_code=status

@@ -29,7 +29,7 @@ pytest.importorskip("playwright.sync_api")
 from playwright.sync_api import Browser, Page, sync_playwright  # noqa: E402
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture(scope="module")
 def browser() -> Iterator[Browser]:
     """One headless Chromium for the session."""
     if not os.access(CHROMIUM, os.X_OK):

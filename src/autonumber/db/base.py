@@ -58,6 +58,14 @@ class Dialect:
         """An exclusive lock across processes, held until the context exits; LockTimeout if not taken."""
         raise NotImplementedError
 
+    def insert(self, table: sa.Table) -> Any:
+        """The dialect's INSERT construct that has ON CONFLICT (PostgreSQL, SQLite)."""
+        raise NotImplementedError
+
+    def greatest(self, a: Any, b: Any) -> sa.ColumnElement[Any]:
+        """The larger of two values."""
+        return sa.func.greatest(a, b)
+
     def upsert_greatest(
         self,
         conn: Connection,
@@ -67,8 +75,15 @@ class Dialect:
         value: int,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Insert the row, or raise `column` to GREATEST(existing, value); never lowers it."""
-        raise NotImplementedError
+        """Insert the row, or raise `column` to GREATEST(existing, value); never lowers it.
+
+        INSERT … ON CONFLICT DO UPDATE here (PostgreSQL, SQLite); the MySQL family overrides it.
+        """
+        extra = dict(extra or {})
+        stmt = self.insert(table).values({**key, column: value, **extra})
+        on_update: dict[str, Any] = {column: self.greatest(table.c[column], stmt.excluded[column])}
+        on_update.update({k: stmt.excluded[k] for k in extra if k != "created_date"})
+        conn.execute(stmt.on_conflict_do_update(index_elements=list(key), set_=on_update))
 
     def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
         """Lock the selected rows until the transaction ends."""
@@ -85,9 +100,17 @@ class Dialect:
     ) -> int | None:
         """Add n to `column` in one statement; return the value after the increment, None if no row.
 
-        The caller reserved [returned - n, returned - 1].
+        The caller reserved [returned - n, returned - 1]. UPDATE … RETURNING here (PostgreSQL,
+        SQLite ≥ 3.35); the MySQL family overrides it with LAST_INSERT_ID(expr).
         """
-        raise NotImplementedError
+        stmt = (
+            sa.update(table)
+            .where(where)
+            .values({column: table.c[column] + n, **(extra or {})})
+            .returning(table.c[column])
+        )
+        value = conn.execute(stmt).scalar_one_or_none()
+        return None if value is None else int(value)
 
     def atomic_increment_clocked(
         self,

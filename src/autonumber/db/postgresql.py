@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -26,6 +26,9 @@ class PostgreSQLDialect(Dialect):
 
     name = "postgresql"
     transactional_ddl = True
+
+    def insert(self, table: sa.Table) -> Any:
+        return pg_insert(table)
 
     def configure_engine(self, engine: Engine) -> None:
         @event.listens_for(engine, "connect")
@@ -60,39 +63,6 @@ class PostgreSQLDialect(Dialect):
                 yield
             finally:
                 conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
-
-    def upsert_greatest(
-        self,
-        conn: Connection,
-        table: sa.Table,
-        key: Mapping[str, Any],
-        column: str,
-        value: int,
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        extra = dict(extra or {})
-        stmt = pg_insert(table).values({**key, column: value, **extra})
-        on_update: dict[str, Any] = {column: sa.func.greatest(table.c[column], stmt.excluded[column])}
-        on_update.update({k: stmt.excluded[k] for k in extra if k != "created_date"})
-        conn.execute(stmt.on_conflict_do_update(index_elements=list(key), set_=on_update))
-
-    def atomic_increment(
-        self,
-        conn: Connection,
-        table: sa.Table,
-        where: sa.ColumnElement[bool],
-        column: str,
-        n: int,
-        extra: Mapping[str, Any] | None = None,
-    ) -> int | None:
-        stmt = (
-            sa.update(table)
-            .where(where)
-            .values({column: table.c[column] + n, **(extra or {})})
-            .returning(table.c[column])
-        )
-        value = conn.execute(stmt).scalar_one_or_none()
-        return None if value is None else int(value)
 
     def is_retryable(self, exc: BaseException) -> bool:
         return bool(driver_code(exc) in RETRYABLE)

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -25,6 +24,13 @@ class SQLiteDialect(Dialect):
     name = "sqlite"
     reserve_on_caller_when_written = True
     transactional_ddl = True
+
+    def insert(self, table: sa.Table) -> Any:
+        return sqlite_insert(table)
+
+    def greatest(self, a: Any, b: Any) -> sa.ColumnElement[Any]:
+        """SQLite's two-argument max() is GREATEST."""
+        return sa.func.max(a, b)
 
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         return {"pool_size": pool_size, "max_overflow": pool_size * 4, "pool_timeout": 60}
@@ -51,39 +57,6 @@ class SQLiteDialect(Dialect):
         self, engine: Engine, name: str, timeout: float
     ) -> AbstractContextManager[None]:
         return lease_lock(self, engine, name, timeout)
-
-    def upsert_greatest(
-        self,
-        conn: Connection,
-        table: sa.Table,
-        key: Mapping[str, Any],
-        column: str,
-        value: int,
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        extra = dict(extra or {})
-        stmt = sqlite_insert(table).values({**key, column: value, **extra})
-        on_update: dict[str, Any] = {column: sa.func.max(table.c[column], stmt.excluded[column])}
-        on_update.update({k: stmt.excluded[k] for k in extra if k != "created_date"})
-        conn.execute(stmt.on_conflict_do_update(index_elements=list(key), set_=on_update))
-
-    def atomic_increment(
-        self,
-        conn: Connection,
-        table: sa.Table,
-        where: sa.ColumnElement[bool],
-        column: str,
-        n: int,
-        extra: Mapping[str, Any] | None = None,
-    ) -> int | None:
-        stmt = (
-            sa.update(table)
-            .where(where)
-            .values({column: table.c[column] + n, **(extra or {})})
-            .returning(table.c[column])
-        )
-        value = conn.execute(stmt).scalar_one_or_none()
-        return None if value is None else int(value)
 
     def is_retryable(self, exc: BaseException) -> bool:
         text = str(getattr(exc, "orig", exc)).lower()

@@ -114,6 +114,18 @@ class Reserver:
             return self.hooks.clock(c)
         return self.dialect.utc_now(c)
 
+    @contextmanager
+    def _attempt(self, conn: Connection | None) -> Iterator[Connection]:
+        """One reservation transaction; a lost race or a dead own connection, at a statement or at
+        COMMIT, leaves it as _Lost — nothing from it is ever handed out."""
+        try:
+            with self.transaction(conn) as c:
+                yield c
+        except sa.exc.DBAPIError as exc:
+            if self._lost(exc, conn):
+                raise _Lost() from exc
+            raise
+
     def _lost(self, exc: sa.exc.DBAPIError, conn: Connection | None) -> bool:
         """A lost race, or our own reservation connection died: either way nothing was handed out,
         so the attempt is retried (at worst the dead transaction had committed: a gap, never a
@@ -161,28 +173,22 @@ class Reserver:
         conn: Connection | None,
         at: datetime | None,
     ) -> Reservation | _Missing:
-        try:
-            with self.transaction(conn) as c:
-                now = self._clock(c, at)
-                key = rule.format.scope_key(rule.scope, now, cross)
-                current = c.execute(sa.select(T.c.next_value).where(_key(rule, key))).scalar()
-                if current is None:
-                    return _Missing(now, key)
-                if self.hooks.before_cas is not None:
-                    self.hooks.before_cas(c, rule, key, int(current))
-                stmt = (
-                    sa.update(T)
-                    .where(_key(rule, key), T.c.next_value == current)
-                    .values(next_value=T.c.next_value + n, last_modified_date=now)
-                )
-                if c.execute(stmt).rowcount != 1:
-                    raise _Lost()
-                reservation = Reservation(now, key, int(current), n)
-        except sa.exc.DBAPIError as exc:
-            if self._lost(exc, conn):
-                raise _Lost() from exc
-            raise
-        return reservation
+        with self._attempt(conn) as c:
+            now = self._clock(c, at)
+            key = rule.format.scope_key(rule.scope, now, cross)
+            current = c.execute(sa.select(T.c.next_value).where(_key(rule, key))).scalar()
+            if current is None:
+                return _Missing(now, key)
+            if self.hooks.before_cas is not None:
+                self.hooks.before_cas(c, rule, key, int(current))
+            stmt = (
+                sa.update(T)
+                .where(_key(rule, key), T.c.next_value == current)
+                .values(next_value=T.c.next_value + n, last_modified_date=now)
+            )
+            if c.execute(stmt).rowcount != 1:
+                raise _Lost()
+            return Reservation(now, key, int(current), n)
 
     def reserve_fallback(
         self,
@@ -205,7 +211,7 @@ class Reserver:
                 lazy = self._after_missing(rule, outcome, cross, conn, lazy)
                 continue
             return outcome
-        raise ReservationFailed(rule.field_id, "", self.max_retries * 3, "fallback lane kept losing")
+        raise ReservationFailed(rule.field_id, "", self.max_retries * 2, "fallback lane kept losing")
 
     def _fallback_once(
         self,
@@ -217,29 +223,23 @@ class Reserver:
     ) -> Reservation | _Missing:
         # The slot is taken after the clock sample (its key is the sampled scope) and released
         # only after the COMMIT, so at most one fallback per counter is ever in flight.
-        try:
-            with self._fallback_slot() as take_slot, self.transaction(conn) as c:
-                now = self._clock(c, at)
-                key = rule.format.scope_key(rule.scope, now, cross)
-                take_slot(rule.field_id, key)
-                current = c.execute(
-                    self.dialect.for_update(sa.select(T.c.next_value).where(_key(rule, key)))
-                ).scalar()
-                if current is None:
-                    return _Missing(now, key)
-                if self.hooks.in_fallback is not None:
-                    self.hooks.in_fallback(rule, key)
-                c.execute(
-                    sa.update(T)
-                    .where(_key(rule, key))
-                    .values(next_value=T.c.next_value + n, last_modified_date=now)
-                )
-                reservation = Reservation(now, key, int(current), n)
-        except sa.exc.DBAPIError as exc:
-            if self._lost(exc, conn):
-                raise _Lost() from exc
-            raise
-        return reservation
+        with self._fallback_slot() as take_slot, self._attempt(conn) as c:
+            now = self._clock(c, at)
+            key = rule.format.scope_key(rule.scope, now, cross)
+            take_slot(rule.field_id, key)
+            current = c.execute(
+                self.dialect.for_update(sa.select(T.c.next_value).where(_key(rule, key)))
+            ).scalar()
+            if current is None:
+                return _Missing(now, key)
+            if self.hooks.in_fallback is not None:
+                self.hooks.in_fallback(rule, key)
+            c.execute(
+                sa.update(T)
+                .where(_key(rule, key))
+                .values(next_value=T.c.next_value + n, last_modified_date=now)
+            )
+            return Reservation(now, key, int(current), n)
 
     @contextmanager
     def _fallback_slot(self) -> Iterator[Callable[[str, str], None]]:
@@ -299,30 +299,24 @@ class Reserver:
         conn: Connection | None,
         at: datetime | None,
     ) -> Reservation | _Missing:
-        try:
-            with self.transaction(conn) as c:
-                if rule.scope == "global" and at is None and self.hooks.clock is None:
-                    # the scope key does not depend on the clock: sample it on the UPDATE itself
-                    clocked = self.dialect.atomic_increment_clocked(
-                        c, T, _key(rule, ""), "next_value", n, "last_modified_date"
-                    )
-                    if clocked is None:
-                        return _Missing(self.dialect.utc_now(c), "")
-                    last, stamped = clocked
-                    return Reservation(stamped, "", last - n, n)
-                now = self._clock(c, at)
-                key = rule.format.scope_key(rule.scope, now, cross)
-                after = self.dialect.atomic_increment(
-                    c, T, _key(rule, key), "next_value", n, {"last_modified_date": now}
+        with self._attempt(conn) as c:
+            if rule.scope == "global" and at is None and self.hooks.clock is None:
+                # the scope key does not depend on the clock: sample it on the UPDATE itself
+                clocked = self.dialect.atomic_increment_clocked(
+                    c, T, _key(rule, ""), "next_value", n, "last_modified_date"
                 )
-                if after is None:
-                    return _Missing(now, key)
-                reservation = Reservation(now, key, after - n, n)
-        except sa.exc.DBAPIError as exc:
-            if self._lost(exc, conn):
-                raise _Lost() from exc
-            raise
-        return reservation
+                if clocked is None:
+                    return _Missing(self.dialect.utc_now(c), "")
+                last, stamped = clocked
+                return Reservation(stamped, "", last - n, n)
+            now = self._clock(c, at)
+            key = rule.format.scope_key(rule.scope, now, cross)
+            after = self.dialect.atomic_increment(
+                c, T, _key(rule, key), "next_value", n, {"last_modified_date": now}
+            )
+            if after is None:
+                return _Missing(now, key)
+            return Reservation(now, key, after - n, n)
 
     # -- lazy scopes ----------------------------------------------------------------------------
 

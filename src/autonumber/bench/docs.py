@@ -122,7 +122,7 @@ def _extras(doc: Mapping[str, Any]) -> str:
             continue
         results = extra.get("results")
         if not (isinstance(results, list) and results and isinstance(results[0], Mapping)):
-            results = _leaf_rows(extra.get("backends"))
+            results = _point_rows(extra.get("backends")) or _leaf_rows(extra.get("backends"))
         if results:
             keys = [k for k in results[0] if k not in HIDDEN]
             rows = [[_cell(r.get(k)) for k in keys] for r in results]
@@ -133,6 +133,18 @@ def _extras(doc: Mapping[str, Any]) -> str:
 
 
 HIDDEN = frozenset({"url", "machine", "first_error", "traceback"})
+
+
+def _point_rows(backends: Any) -> list[dict[str, Any]]:
+    """Rows from `{"backend": {"points": [{...}, …]}}` (the seed benchmark's shape)."""
+    if not isinstance(backends, Mapping):
+        return []
+    rows: list[dict[str, Any]] = []
+    for name, entry in backends.items():
+        points = entry.get("points") if isinstance(entry, Mapping) else None
+        if isinstance(points, list):
+            rows += [{"backend": name, **point} for point in points if isinstance(point, Mapping)]
+    return rows
 
 
 def _leaf_rows(tree: Any, path: tuple[str, ...] = ()) -> list[dict[str, Any]]:

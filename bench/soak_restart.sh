@@ -18,8 +18,21 @@ SOAK_SECONDS=${SOAK_SECONDS:-60}
 SOAK_CALLERS=${SOAK_CALLERS:-8}
 PG_URL=${AUTONUMBER_BENCH_PG_URL:-postgresql+psycopg://postgres@127.0.0.1:5432/autonumber_bench}
 MYSQL_URL=${AUTONUMBER_BENCH_MYSQL_URL:-mysql+pymysql://root@127.0.0.1:3306/autonumber_bench}
-PG_RESTART=${PG_RESTART:-service postgresql restart}
-MARIADB_RESTART=${MARIADB_RESTART:-service mariadb restart}
+PG_RESTART=${PG_RESTART:-restart_postgresql}
+MARIADB_RESTART=${MARIADB_RESTART:-restart_mariadb}
+
+# The machine starts its servers without systemd (start-stop-daemon, pg_ctlcluster): restart them
+# the same way, and wait until they answer.
+restart_postgresql() {
+  pg_ctlcluster --skip-systemctl-redirect "$(ls /etc/postgresql)" main restart
+}
+restart_mariadb() {
+  mariadb-admin -uroot shutdown
+  while pgrep -x mariadbd >/dev/null; do sleep 0.2; done
+  start-stop-daemon --start --oknodo --background --exec /usr/sbin/mariadbd
+  for _ in $(seq 1 60); do mariadb -h127.0.0.1 -uroot -e 'SELECT 1' >/dev/null 2>&1 && return 0; sleep 0.5; done
+  echo "soak: MariaDB did not come back" >&2; return 1
+}
 FIRST_RESTART_AFTER=${FIRST_RESTART_AFTER:-$((SOAK_SECONDS / 4))}
 BETWEEN_RESTARTS=${BETWEEN_RESTARTS:-$((SOAK_SECONDS / 3))}
 

@@ -17,7 +17,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.db.objects import object_table
+from autonumber.db.objects import shared_object_table
 from autonumber.db.tables import system_field, system_object, system_record_type
 from autonumber.errors import AutonumberError, RuleQuarantined, UnknownField, UnknownObject
 from autonumber.format import (
@@ -77,7 +77,6 @@ class CatalogSnapshot:
     version: str
     _field_index: dict[str, str] = field(default_factory=dict)
     _tables: dict[str, sa.Table] = field(default_factory=dict)
-    _metadata: sa.MetaData = field(default_factory=sa.MetaData)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -124,7 +123,7 @@ class CatalogSnapshot:
             cached = self._tables.get(object_name)
             if cached is None:
                 info = self.require_object(object_name)
-                cached = object_table(info.table, self.fields_of(object_name), self._metadata)
+                cached = shared_object_table(info.table, tuple(self.fields_of(object_name)))
                 self._tables[object_name] = cached
             return cached
 

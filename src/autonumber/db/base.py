@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Mapping
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -166,14 +166,6 @@ def driver_code(exc: BaseException) -> Any:
         return sqlstate
     args = getattr(orig, "args", ())
     return args[0] if args else None
-
-
-def iter_chain(exc: BaseException) -> Iterator[BaseException]:
-    """The exception and its causes."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        yield seen
-        seen = seen.__cause__ or seen.__context__
 
 
 _SERVER_FLAGS: dict[tuple[str, str], bool] = {}

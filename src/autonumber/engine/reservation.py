@@ -15,7 +15,6 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 import sqlalchemy as sa
 from cachetools import TTLCache
@@ -360,12 +359,3 @@ class Reserver:
             self.hooks.reserved(res)
         return res
 
-
-def describe(reservation: Reservation) -> dict[str, Any]:
-    """A reservation as plain data (for logs and the API)."""
-    return {
-        "assigned_at": reservation.assigned_at.isoformat(),
-        "scope_key": reservation.scope_key,
-        "first": reservation.first,
-        "count": reservation.count,
-    }

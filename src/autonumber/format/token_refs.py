@@ -41,11 +41,6 @@ class TokenRef(BaseModel):
         """`Object.Field`, the key render() takes the resolved value under."""
         return f"{self.targetObject}.{self.targetField}"
 
-    def to_json_dict(self) -> dict[str, Any]:
-        """The stored shape: every key, except `directField` when it is not set."""
-        return self.model_dump(mode="json", exclude_none=True)
-
-
 _TOKEN_REFS = TypeAdapter(list[TokenRef])
 
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -374,9 +374,3 @@ def _check_tables(spec: DataSpec, w: _Where) -> None:
         raise w.error(f"frontmatter 'backup' may only name the legacy tables "
                       f"({', '.join(sorted(legacy))}); got {', '.join(odd)}")
 
-
-def iter_fields(spec: DataSpec) -> Iterator[tuple[ObjectSpec, FieldSpec]]:
-    """Every (object, field) pair of the spec."""
-    for obj in spec.objects:
-        for f in obj.fields:
-            yield obj, f

@@ -50,16 +50,6 @@ class RecordTypeSpec:
     code: str
 
 
-def ref(name: str, target: str) -> FieldSpec:
-    """A lookup field."""
-    return FieldSpec(name, "reference", target, 64)
-
-
-def auto(name: str, length: int = 30) -> FieldSpec:
-    """An autonumber column."""
-    return FieldSpec(name, "autonumber", None, length)
-
-
 CORE_OBJECT_NAMES = ("Account", "Opportunity", "Contract", "Quote", "Order", "Case")
 """The CRM objects of DESIGN.md §5b; the data-spec adds one object per Salesforce catalog row."""
 

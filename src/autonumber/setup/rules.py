@@ -11,9 +11,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.db import dialect_for
 from autonumber.db.guard import authorized
-from autonumber.db.tables import counter_table, system_field, system_object, system_record_type
+from autonumber.db.tables import system_field, system_object, system_record_type
 from autonumber.errors import FormatError, UnknownField
 from autonumber.format import (
     SCOPES,
@@ -161,20 +160,6 @@ def _same(stored: Any, wanted: Any) -> bool:
     if isinstance(wanted, str) and wanted.startswith("[") and isinstance(stored, str):
         return bool(json.loads(stored) == json.loads(wanted)) and stored == wanted
     return bool(stored == wanted)
-
-
-def seed_global_counter(conn: Connection, field_id: str, next_value: int) -> None:
-    """Make sure a `global` field has its counter row at ≥ next_value (never lowers it)."""
-    dialect = dialect_for(conn)
-    now = dialect.utc_now(conn)
-    dialect.upsert_greatest(
-        conn,
-        counter_table,
-        {"field_id": field_id, "scope_key": ""},
-        "next_value",
-        next_value,
-        {"created_date": now, "last_modified_date": now},
-    )
 
 
 def store_rule(conn: Connection, spec: RuleSpec) -> str:

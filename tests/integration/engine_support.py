@@ -6,35 +6,21 @@ way the applier stores them (`apply_rules` inside a transaction), then the catal
 
 from __future__ import annotations
 
-import re
 import threading
 from collections.abc import Callable, Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any
 
 import sqlalchemy as sa
 
 import autonumber
 from autonumber.catalog import Rule
-from autonumber.db import create_engine
 from autonumber.db.tables import counter_table
 from autonumber.engine import STRATEGIES, Reservation
 from autonumber.platform import Platform
-from autonumber.setup.bootstrap import bootstrap
 from autonumber.setup.rules import RuleSpec, apply_rules
-
-CASE = "Case.CaseNumber"
-_TRAILING_DIGITS = re.compile(r"(\d+)$")
-
-
-def make_platform(url: str, **options: Any) -> Platform:
-    """Bootstrap the core pack on `url` and connect to it."""
-    setup = create_engine(url)
-    try:
-        bootstrap(setup)
-    finally:
-        setup.dispose()
-    return autonumber.connect(url, **options)
+from support import CASE as CASE
+from support import make_platform as make_platform
+from support import number as number
 
 
 def store_rules(p: Platform, *specs: RuleSpec) -> None:
@@ -80,11 +66,6 @@ def bump_in_place(conn: sa.Connection, rule: Rule, scope_key: str) -> None:
     )
 
 
-def number(value: str) -> int:
-    """The counter part of a rendered value (its trailing digits)."""
-    match = _TRAILING_DIGITS.search(value)
-    assert match is not None, f"no counter in {value!r}"
-    return int(match.group(1))
 
 
 def assert_unique_contiguous(values: Sequence[str]) -> list[int]:

@@ -2,38 +2,17 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
 
-import autonumber
-from autonumber.db import create_engine
 from autonumber.db.tables import counter_table
 from autonumber.platform import Platform
-from autonumber.setup.bootstrap import bootstrap
-
-CASE = "Case.CaseNumber"
-_DIGITS = re.compile(r"(\d+)$")
-
-
-def make_platform(url: str, **options: Any) -> Platform:
-    """Bootstrap the core pack on `url` and connect to it."""
-    setup = create_engine(url)
-    try:
-        bootstrap(setup)
-    finally:
-        setup.dispose()
-    return autonumber.connect(url, **options)
-
-
-def number(value: str) -> int:
-    """The counter part of a rendered value (its trailing digits)."""
-    match = _DIGITS.search(value)
-    assert match is not None, f"no counter digits in {value!r}"
-    return int(match.group(1))
+from support import CASE as CASE
+from support import make_platform as make_platform
+from support import number as number
 
 
 def next_value(p: Platform, field: str = CASE, scope_key: str = "") -> int:

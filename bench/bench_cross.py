@@ -33,7 +33,7 @@ from autonumber.bench.database import recreate
 from autonumber.db import create_engine, mask, parse_url
 from autonumber.engine import Strategy
 from autonumber.platform import Platform
-from autonumber.setup.rules import RuleSpec, store_rule
+from autonumber.rules.store import RuleSpec, store_rule
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CALLERS = 8

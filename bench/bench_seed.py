@@ -24,11 +24,11 @@ import sqlalchemy as sa
 
 from autonumber.catalog import load_snapshot
 from autonumber.db import create_engine, dialect_for, mask
+from autonumber.rules.scan import scan_rule
+from autonumber.rules.seed import seed_counters
 from autonumber.setup.apply import phase_named, run_phases
 from autonumber.setup.dataspec import DataSpec, SpecMeta
 from autonumber.setup.report import wipe
-from autonumber.setup.scan import scan_rule
-from autonumber.setup.seed import seed_counters
 from autonumber.setup.standard import CORE_OBJECTS, CORE_RULES
 
 TARGET_ROWS_PER_S = 200_000

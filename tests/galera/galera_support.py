@@ -164,7 +164,7 @@ def state_of(cluster: Cluster, node: int) -> dict[str, list[tuple[Any, ...]]]:
 
 def verify_node(cluster: Cluster, node: int) -> list[str]:
     """`setup verify` (V1–V6) against one node; [] when it passes."""
-    from autonumber.setup.verify import verify
+    from autonumber.rules.verify import verify
 
     engine = autonumber_engine(cluster, node)
     try:

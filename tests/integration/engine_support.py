@@ -17,7 +17,7 @@ from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
 from autonumber.engine import STRATEGIES, Reservation
 from autonumber.platform import Platform
-from autonumber.setup.rules import RuleSpec, apply_rules
+from autonumber.rules.store import RuleSpec, apply_rules
 from support import CASE as CASE
 from support import make_platform as make_platform
 from support import number as number

@@ -30,7 +30,7 @@ from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
 from autonumber.errors import CounterMissing, CounterOverflow
 from autonumber.platform import Platform
-from autonumber.setup.rules import RuleSpec
+from autonumber.rules.store import RuleSpec
 
 DAY_N = datetime(2026, 4, 17, 10, 0, 0, tzinfo=UTC)
 DAY_N1 = DAY_N + timedelta(days=1)

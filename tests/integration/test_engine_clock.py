@@ -12,7 +12,7 @@ import pytest
 from engine_support import ReservationLog, make_platform, store_rules
 
 from autonumber.platform import Platform
-from autonumber.setup.rules import RuleSpec
+from autonumber.rules.store import RuleSpec
 
 SKEW = timedelta(minutes=5)
 

@@ -13,8 +13,8 @@ import autonumber
 from autonumber.cli import main
 from autonumber.db import create_engine
 from autonumber.db.tables import counter_table, system_field
+from autonumber.rules.verify import verify
 from autonumber.setup.bootstrap import bootstrap
-from autonumber.setup.verify import verify
 
 
 @pytest.fixture

@@ -14,10 +14,10 @@ from autonumber.cli import main
 from autonumber.db import create_engine
 from autonumber.db.guard import TRIGGER
 from autonumber.db.tables import system_field
+from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.setup.apply import apply
 from autonumber.setup.demo import fill_legacy
 from autonumber.setup.generate import default_spec
-from autonumber.setup.rules import RuleSpec, store_rule
 from autonumber.specapply import apply_spec
 
 ROOT = Path(__file__).resolve().parents[2]

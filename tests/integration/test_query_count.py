@@ -14,8 +14,8 @@ import sqlalchemy as sa
 import autonumber
 from autonumber.db import create_engine
 from autonumber.platform import Platform
+from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.setup.bootstrap import bootstrap
-from autonumber.setup.rules import RuleSpec, store_rule
 
 FIELD = "Quote.Quote_No__c"
 COUNTRY = "{Account.BillingCountryCode}"

@@ -20,10 +20,10 @@ from autonumber.db import create_engine, dialect_for
 from autonumber.db.schema import create_legacy_tables
 from autonumber.db.tables import counter_table, legacy_autonumber, legacy_compound
 from autonumber.errors import SeedLimitError, SeedParseError
+from autonumber.rules.store import RuleSpec
 from autonumber.setup.apply import apply, phase_named, run_phases
 from autonumber.setup.dataspec import DataSpec, SpecMeta
 from autonumber.setup.pack import FieldSpec, ObjectSpec
-from autonumber.setup.rules import RuleSpec
 from autonumber.setup.standard import CONTRACT_RECORD_TYPES, CORE_OBJECTS, CORE_RULES
 
 WIDGET = ObjectSpec("Widget", (FieldSpec("Code__c", "autonumber", None, 30),

@@ -16,11 +16,11 @@ from autonumber.db import create_engine
 from autonumber.db.schema import table_names
 from autonumber.db.tables import LEGACY_TABLES, counter_table, system_field, system_record_type
 from autonumber.errors import SetupError
+from autonumber.rules.legacy import backup_name
 from autonumber.setup.apply import PHASES, apply, phase_named, run_phases
 from autonumber.setup.dataspec import DataSpec
 from autonumber.setup.demo import fill_legacy
 from autonumber.setup.generate import default_spec
-from autonumber.setup.legacy import backup_name
 from autonumber.setup.pack import field_id
 
 SPEC = default_spec()

@@ -15,8 +15,8 @@ from autonumber.db import create_engine
 from autonumber.db.tables import system_record_type
 from autonumber.errors import TokenResolveError
 from autonumber.platform import Platform
+from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.setup.bootstrap import bootstrap
-from autonumber.setup.rules import RuleSpec, store_rule
 
 DAY = datetime(2026, 4, 17, 9, 30, tzinfo=UTC)
 TYPE = "{RecordType.RecordTypeCode}"

@@ -12,8 +12,8 @@ from autonumber.cli import main
 from autonumber.db import create_engine, dialect_for
 from autonumber.db.tables import counter_table, system_field, system_record_type
 from autonumber.errors import VerifyError
+from autonumber.rules.verify import verify, verify_or_raise
 from autonumber.setup.bootstrap import bootstrap
-from autonumber.setup.verify import verify, verify_or_raise
 
 
 @pytest.fixture

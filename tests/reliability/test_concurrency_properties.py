@@ -23,7 +23,7 @@ from rel_support import CASE, make_platform, next_value, number
 
 from autonumber.engine import STRATEGIES
 from autonumber.platform import Platform
-from autonumber.setup.rules import RuleSpec, apply_rules
+from autonumber.rules.store import RuleSpec, apply_rules
 
 FORMATS = ("{00000000}", "CN-{00000000}", "{000000000}")
 

@@ -28,8 +28,8 @@ from autonumber.errors import (
 )
 from autonumber.identifiers import check_api_name
 from autonumber.platform import Platform
+from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.setup.pack import FieldSpec, ObjectSpec, install_objects
-from autonumber.setup.rules import RuleSpec, store_rule
 
 HOSTILE_NAMES = [
     "Case'",

@@ -207,7 +207,7 @@ def test_admin_changes_a_format_through_validation(admin: TestClient) -> None:
 
 
 def test_admin_change_runs_setup_verify(admin: TestClient) -> None:
-    pytest.importorskip("autonumber.setup.verify", reason="needs the setup pipeline's verify (V1-V6)")
+    pytest.importorskip("autonumber.rules.verify", reason="needs the setup pipeline's verify (V1-V6)")
     post(admin, "Case", {"Subject": "stored under {00000000}"})
     body = error(admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "CS-{00000000}"}), 409)
     assert body["type"] == "VerifyError" and body["violations"][0].startswith("V1 field_id=Case.CaseNumber")

@@ -7,9 +7,9 @@ from typing import Annotated
 import typer
 
 from autonumber.db import check_reachable, create_engine, mask
+from autonumber.progress import RichReporter
 from autonumber.setup.demo import fill_legacy
 from autonumber.setup.generate import default_spec
-from autonumber.setup.progress import RichReporter
 
 from .common import DbOption
 

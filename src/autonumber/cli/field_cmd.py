@@ -1,6 +1,6 @@
 """`autonumber field add|set`: add an autonumber field or change its rule, no code (§1.1 goal 3, §7.2 k).
 
-Thin shells over `autonumber.specapply.fields`: the same validate → store → seed → verify path as a
+Thin shells over `autonumber.rules.fields`: the same validate → store → seed → verify path as a
 data-spec's `add_autonumber_field` / `set_rule` operations, in one transaction.
 """
 
@@ -12,8 +12,8 @@ import typer
 
 from autonumber.db import check_reachable, create_engine, dialect_for
 from autonumber.errors import UnknownField
-from autonumber.setup.rules import RuleSpec
-from autonumber.specapply.fields import add_field, change_rule, stored_rule
+from autonumber.rules.fields import add_field, change_rule, stored_rule
+from autonumber.rules.store import RuleSpec
 
 from .common import DEFAULT_URL, DbOption
 

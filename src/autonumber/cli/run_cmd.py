@@ -7,9 +7,9 @@ from typing import Annotated
 import typer
 
 from autonumber.db import check_reachable, create_engine
+from autonumber.progress import RichReporter
 from autonumber.setup.apply import apply
 from autonumber.setup.generate import load_spec
-from autonumber.setup.progress import RichReporter
 
 from .common import DEFAULT_URL, DbOption
 from .serve_cmd import HostOption, PortOption, start_server

@@ -10,11 +10,11 @@ from rich.console import Console
 from rich.table import Table
 
 from autonumber.db import check_reachable, create_engine, mask
+from autonumber.progress import NullReporter, RichReporter
+from autonumber.rules.verify import verify
 from autonumber.setup.apply import PHASES, apply
 from autonumber.setup.generate import load_spec
-from autonumber.setup.progress import NullReporter, RichReporter
 from autonumber.setup.report import run_report
-from autonumber.setup.verify import verify
 from autonumber.specapply.trigger import check_guard_supported, install_guard_trigger
 
 from .common import DbOption

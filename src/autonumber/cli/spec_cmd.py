@@ -77,7 +77,7 @@ def apply_cmd(
     Example: autonumber spec apply data-specs/2026-04-19-autonumber-v2-rollback.md --env staging
     """
     from autonumber.db import check_reachable, create_engine, mask
-    from autonumber.setup.progress import RichReporter
+    from autonumber.progress import RichReporter
     from autonumber.specapply import apply_spec
 
     engine = create_engine(db)

@@ -19,15 +19,15 @@ from autonumber.db import dialect_for
 from autonumber.db.schema import reconcile_system_schema, reconcile_tables, table_names
 from autonumber.db.tables import lock_table, system_record_type
 from autonumber.errors import SetupError, VerifyError
+from autonumber.progress import NullReporter, Reporter
+from autonumber.rules import state
+from autonumber.rules.legacy import backup_table, drop_legacy
+from autonumber.rules.seed import seed_counters
+from autonumber.rules.store import apply_rules
+from autonumber.rules.verify import verify
 
-from . import state
 from .dataspec import DataSpec
-from .legacy import backup_table, drop_legacy
 from .pack import install_objects, install_record_types, seed_record_type_codes
-from .progress import NullReporter, Reporter
-from .rules import apply_rules
-from .seed import seed_counters
-from .verify import verify
 
 BOOTSTRAP_LOCK = "autonumber_bootstrap"
 BOOTSTRAP_TIMEOUT = 600.0

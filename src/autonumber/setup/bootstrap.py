@@ -10,10 +10,11 @@ from collections.abc import Sequence
 
 from sqlalchemy.engine import Engine
 
+from autonumber.rules.store import RuleSpec
+
 from .apply import BOOTSTRAP_LOCK, phase_named, run_phases
 from .dataspec import DataSpec, SpecMeta
 from .pack import ObjectSpec, RecordTypeSpec
-from .rules import RuleSpec
 from .standard import CONTRACT_RECORD_TYPES, CORE_OBJECTS, CORE_RULES
 
 __all__ = ["BOOTSTRAP_LOCK", "bootstrap"]

@@ -21,9 +21,9 @@ from markdown_it.token import Token
 from autonumber.db.tables import LEGACY_TABLES
 from autonumber.errors import AutonumberError, SpecError
 from autonumber.identifiers import check_api_name
+from autonumber.rules.store import RuleSpec, check_enums
 
 from .pack import FieldSpec, ObjectSpec, RecordTypeSpec
-from .rules import RuleSpec, check_enums
 
 SPEC_PATH = "data-specs/2026-04-18-autonumber-v2-seed.md"
 API_VERSION = "data-spec/v1"

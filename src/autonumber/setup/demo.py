@@ -25,10 +25,10 @@ from autonumber.db.tables import (
     legacy_identifier_seq,
 )
 from autonumber.format import FieldInfo
+from autonumber.progress import NullReporter, Reporter
 
 from .dataspec import DataSpec
 from .pack import ObjectSpec, install_objects, install_record_types, record_type_id
-from .progress import NullReporter, Reporter
 
 LAST_DAY = date(2026, 4, 17)
 ACCOUNT_MAX = 3967

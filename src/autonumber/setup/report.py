@@ -23,12 +23,12 @@ import autonumber
 from autonumber.db import check_reachable, create_engine, mask
 from autonumber.db.schema import table_names
 from autonumber.db.tables import LEGACY_TABLES, counter_table, system_field, system_record_type
+from autonumber.rules.verify import verify
 
 from .apply import apply
 from .dataspec import DataSpec
 from .demo import fill_legacy
 from .generate import default_spec
-from .verify import verify
 
 
 @dataclass(frozen=True)

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from autonumber.rules.store import RuleSpec
 from autonumber.seeds import autonumber_formats as _seed
 
 from .pack import CORE_OBJECT_NAMES, ObjectSpec, RecordTypeSpec, objects_from_data
-from .rules import RuleSpec
 
 CORE_OBJECTS: tuple[ObjectSpec, ...] = tuple(
     o for o in objects_from_data(_seed.OBJECTS) if o.name in CORE_OBJECT_NAMES

@@ -44,13 +44,13 @@ from autonumber.db.tables import (
 from autonumber.errors import AutonumberError, SeedParseError, SpecError, VerifyError
 from autonumber.format import TokenKind
 from autonumber.identifiers import check_api_name
-from autonumber.setup.legacy import LEGACY_NAMES
-from autonumber.setup.rules import RuleSpec
-from autonumber.setup.scan import pages, scan_rule
-from autonumber.setup.verify import check
+from autonumber.rules.fields import add_field, change_rule
+from autonumber.rules.legacy import LEGACY_NAMES
+from autonumber.rules.scan import pages, scan_rule
+from autonumber.rules.store import RuleSpec
+from autonumber.rules.verify import check
 
 from .document import Operation
-from .fields import add_field, change_rule
 
 RECORD_TYPE_CODE = "RecordTypeCode"
 COMPOUND_JOINER = "-"

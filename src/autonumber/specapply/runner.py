@@ -26,8 +26,8 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.db import dialect_for
 from autonumber.errors import AutonumberError, SpecRefused
+from autonumber.progress import NullReporter, Reporter
 from autonumber.setup import apply as setup_apply
-from autonumber.setup.progress import NullReporter, Reporter
 
 from . import guards, log
 from .document import Operation, SpecDocument, read_document

@@ -1,12 +1,12 @@
 """Changing a rule's format from the console: the applier's parse + validate path, then invariant checks.
 
-The change is stored with `autonumber.setup.rules.store_rule` inside one transaction; the checks
+The change is stored with `autonumber.rules.store.store_rule` inside one transaction; the checks
 below run in that transaction and roll it back when the new format would break an invariant:
 
 - every counter row's next value must still fit the counter width (else the next insert overflows);
 - no value already stored may be handed out again: for each live value the new format can read
   back, its scope's counter must be past it;
-- then the binding `setup verify` checks (V1–V6, `autonumber.setup.verify.check`) must report nothing
+- then the binding `setup verify` checks (V1–V6, `autonumber.rules.verify.check`) must report nothing
   about this field.
 """
 
@@ -23,7 +23,7 @@ from autonumber.catalog import FieldRow
 from autonumber.errors import AutonumberError, UnknownField, VerifyError
 from autonumber.format import parse_format
 from autonumber.platform import Platform
-from autonumber.setup.rules import RuleSpec, store_rule
+from autonumber.rules.store import RuleSpec, store_rule
 
 from .state import all_counters, column_values
 
@@ -112,7 +112,7 @@ def run_verify(conn: Connection, field_id: str) -> None:
     Violations about other fields are left to `autonumber setup verify`: they predate this change.
     """
     try:
-        verify = importlib.import_module("autonumber.setup.verify")
+        verify = importlib.import_module("autonumber.rules.verify")
     except ImportError:  # a build without the setup pipeline: the checks above still hold
         return
     violations = [v for v in verify.check(conn) if field_id in v]

@@ -17,8 +17,7 @@ from sqlalchemy.engine import Connection
 
 from autonumber.catalog import Rule
 from autonumber.errors import SeedLimitError, SeedParseError
-
-from .progress import Advance
+from autonumber.progress import Advance
 
 PAGE = 10_000
 MAX_BUCKETS = 3_650

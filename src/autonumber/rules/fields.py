@@ -1,7 +1,7 @@
 """Adding an autonumber field and changing a rule without code (§1.1 goal 3, §7.2 k, §5.6).
 
 Both run on the caller's connection inside its transaction: store the validated rule (through
-`setup.rules.apply_rules`, which marks the session for the guard trigger), raise the field's counter
+`rules.store.apply_rules`, which marks the session for the guard trigger), raise the field's counter
 rows to cover every value already in its column (never lowering one; a `global` field always gets
 its row, so V5 holds at once), then run the binding verify for that field. Existing rows keep NULL.
 
@@ -24,12 +24,12 @@ from autonumber.db.tables import counter_table, system_field, system_object
 from autonumber.errors import AutonumberError, SeedParseError, UnknownField, UnknownObject, VerifyError
 from autonumber.format import FieldInfo, MemoryCatalog, ObjectInfo
 from autonumber.identifiers import check_api_name
-from autonumber.setup.legacy import LegacyState
+from autonumber.rules.legacy import LegacyState
+from autonumber.rules.scan import scan_rule
+from autonumber.rules.seed import plan_rows
+from autonumber.rules.store import RuleSpec, apply_rules, metadata_view, rule_values
+from autonumber.rules.verify import check
 from autonumber.setup.pack import FieldSpec, ObjectSpec, install_objects
-from autonumber.setup.rules import RuleSpec, apply_rules, metadata_view, rule_values
-from autonumber.setup.scan import scan_rule
-from autonumber.setup.seed import plan_rows
-from autonumber.setup.verify import check
 
 DEFAULT_LENGTH = 30
 

@@ -28,10 +28,10 @@ from autonumber.db import dialect_for
 from autonumber.db.tables import counter_table
 from autonumber.errors import SeedLimitError, SetupError
 from autonumber.format import TokenKind
+from autonumber.progress import NullReporter, Reporter
 
 from . import state
 from .legacy import LegacyState, read_legacy
-from .progress import NullReporter, Reporter
 from .scan import MAX_BUCKETS, scan_rule
 
 CUTOVER_LOCK = "autonumber_cutover"

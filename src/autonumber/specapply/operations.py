@@ -321,7 +321,7 @@ def run_drop_backups(conn: Connection, args: Mapping[str, Any]) -> list[str]:
 
 # --- rules ----------------------------------------------------------------------------------------
 
-RULE_KEYS = frozenset({"object", "field", "format", "scope", "start", "length"})
+RULE_KEYS = frozenset({"object", "field", "format", "scope", "start", "length", "numbering", "time_zone"})
 
 
 def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
@@ -329,7 +329,8 @@ def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
     unknown = sorted(set(args) - RULE_KEYS)
     missing = sorted({"object", "field", "format"} - set(args))
     if unknown or missing:
-        raise SpecError(f"{op}: arguments are object, field, format, scope, start, length; "
+        raise SpecError(f"{op}: arguments are object, field, format, scope, start, length, numbering, "
+                        "time_zone; "
                         f"unknown {unknown or '-'}, missing {missing or '-'}")
     for key in ("start", "length"):
         if key in args and not isinstance(args[key], int):
@@ -337,7 +338,9 @@ def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
     obj = check_api_name(args["object"], "object name")
     fld = check_api_name(args["field"], "field name")
     return RuleSpec(obj, fld, str(args["format"]), scope=str(args.get("scope", "global")),
-                    start=int(args.get("start", 1)), length=args.get("length"))
+                    start=int(args.get("start", 1)), length=args.get("length"),
+                    numbering=str(args.get("numbering", "standard")),
+                    time_zone=str(args.get("time_zone", "UTC")))
 
 
 def run_add_field(conn: Connection, args: Mapping[str, Any]) -> list[str]:

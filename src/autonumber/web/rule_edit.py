@@ -69,6 +69,8 @@ def change_format(platform: Platform, field: str, new_format: str) -> str:
         scope=row.scope,
         start=row.start,
         overrides=carried_overrides(row.token_refs, new_format),
+        numbering=row.numbering,
+        time_zone=row.time_zone,
     )
     with platform.begin() as conn:
         fid = store_rule(conn, spec)

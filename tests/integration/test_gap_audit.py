@@ -182,7 +182,7 @@ def test_scope_and_range_filters(server_db_url: str, capsys: pytest.CaptureFixtu
 
 
 def test_prune_by_age(platform: Platform, capsys: pytest.CaptureFixture[str]) -> None:
-    insert(platform)
+    platform.engine.assign_one(CASE, {})  # its own reservation transaction: one journal line
     url = platform.db.url.render_as_string(hide_password=False)
     with pytest.raises(SystemExit) as info:
         main(["audit", "prune", "--older-than", "1d", "--db", url])
@@ -196,3 +196,15 @@ def test_prune_by_age(platform: Platform, capsys: pytest.CaptureFixture[str]) ->
         main(["audit", "prune", "--older-than", "soon", "--db", url])
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.count("\n") == 1 and "--older-than 'soon'" in err
+
+
+def test_journal_is_one_line_per_reservation_and_none_in_the_callers_savepoint(platform: Platform) -> None:
+    platform.engine.assign_batch(CASE, [{}] * 7)
+    platform.records.insert_many("Case", [{"Subject": f"s{i}"} for i in range(3)])
+    with platform.db.connect() as conn:
+        rows = conn.execute(sa.select(reservation_journal.c.first_value, reservation_journal.c.count,
+                                      reservation_journal.c.state)).all()
+    expected = [(1, 7, "reserved")]
+    if not platform.dialect.reserve_on_caller_when_written:
+        expected.append((8, 3, "reserved"))  # SQLite reserves in the caller's savepoint: no line
+    assert sorted(tuple(r) for r in rows) == expected

@@ -320,8 +320,11 @@ class Reserver:
             return self._journaled(c, rule, Reservation(now, key, after - n, n))
 
     def _journaled(self, c: Connection, rule: Rule, res: Reservation) -> Reservation:
-        """Append the reservation's journal line in its own transaction (it commits with it)."""
-        self.journal.reserved(c, Range(rule.field_id, res.scope_key, res.first, res.count), res.assigned_at)
+        """Append the reservation's journal line in its own transaction (it commits with it). A
+        reservation in the caller's savepoint (SQLite) needs none: a rollback returns its numbers."""
+        if not c.in_nested_transaction():
+            rng = Range(rule.field_id, res.scope_key, res.first, res.count)
+            self.journal.reserved(c, rng, res.assigned_at)
         return res
 
     # -- lazy scopes ----------------------------------------------------------------------------

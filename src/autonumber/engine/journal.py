@@ -162,8 +162,9 @@ class Pending:
 
 
 def track(conn: Connection, pending: Pending) -> None:
-    """Remember `pending` until `conn`'s transaction ends (watch() must have been called on its engine)."""
-    if pending.ranges and pending.journal.enabled:
+    """Remember `pending` until `conn`'s transaction ends; only on an engine that watch() watches
+    (a caller's connection from another engine would keep it for ever)."""
+    if pending.ranges and pending.journal.enabled and event.contains(conn.engine, "commit", _on_commit):
         conn.info.setdefault(PENDING, []).append(pending)
 
 

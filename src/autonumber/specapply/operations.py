@@ -38,6 +38,7 @@ from autonumber.db.tables import (
     counter_table,
     legacy_autonumber,
     legacy_compound,
+    reservation_journal,
     system_field,
     system_record_type,
 )
@@ -261,6 +262,8 @@ def _schema_left(conn: Connection) -> list[tuple[str, str | None]]:
     left: list[tuple[str, str | None]] = []
     if counter_table.name in table_names(conn):
         left.append((counter_table.name, None))
+    if reservation_journal.name in table_names(conn):
+        left.append((reservation_journal.name, None))
     fields = _columns(conn, system_field.name)
     left += [(system_field.name, c) for c in AUTONUMBER_COLUMNS if c in fields]
     if RECORD_TYPE_CODE in _columns(conn, system_record_type.name):

@@ -27,11 +27,14 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import sqlalchemy as sa
+
 from autonumber.bench import django_peer
 from autonumber.bench.contestants import HOT_FIELD, Contestant, EngineContestant
 from autonumber.bench.database import backend_of, recreate
 from autonumber.bench.harness import run_cell
-from autonumber.db import mask
+from autonumber.db import create_engine, mask
+from autonumber.db.tables import reservation_journal
 from autonumber.platform import DEFAULT_STRATEGY
 from autonumber.rules.store import RuleSpec, apply_rules
 
@@ -86,6 +89,7 @@ def duel(
                 for name, c in order:
                     row = _cell(c, n, seconds, warmup)
                     runs[name].append(row)
+                    out[name]["handed_out"] = out[name].get("handed_out", 0) + row["values"]
                     log(f"    {name:<32} {n:>3} callers  round {r + 1}: {row['throughput']:>8.0f}/s  "
                         f"p99 {row['p99_ms']:>8.2f} ms  unique={row['unique']}")
             for name, rows in runs.items():
@@ -110,13 +114,23 @@ def ratios(result: dict[str, Any], a: str, b: str, callers: Sequence[int]) -> di
             for n in callers}
 
 
+def journal_lines(url: str) -> int:
+    """How many journal lines the database holds."""
+    engine = create_engine(url)
+    try:
+        with engine.connect() as conn:
+            return int(conn.execute(sa.select(sa.func.count()).select_from(reservation_journal)).scalar_one())
+    finally:
+        engine.dispose()
+
+
 def run_backend(url: str, callers: Sequence[int], rounds: int, seconds: float, warmup: float,
-                log: Callable[[str], None]) -> dict[str, Any]:
+                log: Callable[[str], None], only: str = "") -> dict[str, Any]:
     """Both comparisons on one backend (its database recreated before each)."""
     backend = backend_of(url)
     out: dict[str, Any] = {"url": mask(url)}
-    skip = django_peer.available()
-    if skip is None:
+    skip = django_peer.available() if only != "journal" else "not asked for (--only journal)"
+    if only == "gapless" or skip is None:
         recreate(url)
         log(f"  {backend}: gapless vs django-sequences")
         duel_1 = duel([("records:gapless", lambda: gapless_contestant(url)),
@@ -128,19 +142,25 @@ def run_backend(url: str, callers: Sequence[int], rounds: int, seconds: float, w
         log(f"  {backend}: gapless / django-sequences = {out['gapless_vs_django']['ratio']}")
     else:
         out["gapless_vs_django"] = {"skipped": skip}
+    if only == "gapless":
+        return out
     recreate(url)
     log(f"  {backend}: journal on vs off")
     on, off = (f"records:{DEFAULT_STRATEGY}:journal", f"records:{DEFAULT_STRATEGY}:no-journal")
     duel_2 = duel([(on, lambda: standard_contestant(url, journal=True)),
                    (off, lambda: standard_contestant(url, journal=False))],
                   callers, rounds, seconds, warmup, log)
-    out["journal_cost"] = {"cells": duel_2, "ratio": ratios(duel_2, on, off, callers)}
-    log(f"  {backend}: journal on / off = {out['journal_cost']['ratio']}")
+    lines = journal_lines(url)
+    out["journal_cost"] = {"cells": duel_2, "ratio": ratios(duel_2, on, off, callers),
+                           "journal_lines": lines,
+                           "lines_per_number": round(lines / max(duel_2[on]["handed_out"], 1), 4)}
+    log(f"  {backend}: journal on / off = {out['journal_cost']['ratio']}; {lines} journal line(s) for "
+        f"{duel_2[on]['handed_out']} numbers handed out with it on")
     return out
 
 
 def run(urls: dict[str, str], quick: bool = False, rounds: int = 0,
-        callers: Sequence[int] = CALLERS) -> dict[str, Any]:
+        callers: Sequence[int] = CALLERS, only: str = "") -> dict[str, Any]:
     """Every backend; the result document (also written to bench/results/)."""
     seconds, warmup = (0.8, 0.2) if quick else (3.0, 0.5)
     rounds = rounds or (2 if quick else 3)
@@ -155,7 +175,7 @@ def run(urls: dict[str, str], quick: bool = False, rounds: int = 0,
     for backend, url in urls.items():
         print(f"{backend}: {mask(url)}", flush=True)
         doc["backends"][backend] = run_backend(url, callers, rounds, seconds, warmup,
-                                               lambda s: print(s, flush=True))
+                                               lambda s: print(s, flush=True), only)
     doc["seconds"] = round(time.perf_counter() - started, 1)
     doc["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -171,9 +191,10 @@ def main() -> None:
     parser.add_argument("--quick", action="store_true")
     parser.add_argument("--rounds", type=int, default=0)
     parser.add_argument("--callers", type=int, nargs="*", default=list(CALLERS))
+    parser.add_argument("--only", choices=("gapless", "journal"), default="")
     args = parser.parse_args()
     urls = {backend_of(u): u for u in args.db}
-    run(urls, args.quick, args.rounds, args.callers)
+    run(urls, args.quick, args.rounds, args.callers, args.only)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime, tzinfo
+from functools import cached_property
 from typing import Any
 
 import sqlalchemy as sa
@@ -64,7 +65,7 @@ class Rule:
         """Numbers are taken in the caller's transaction, so a rollback gives them back."""
         return self.numbering == "gapless"
 
-    @property
+    @cached_property
     def zone(self) -> tzinfo:
         """The zone whose calendar dates this field's numbers (UTC unless the rule says otherwise)."""
         return zone_of(self.time_zone)

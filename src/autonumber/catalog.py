@@ -75,6 +75,7 @@ class CatalogSnapshot:
     rules: dict[str, Rule]
     quarantined: dict[str, str]
     version: str
+    adopted: set[str] = field(default_factory=set)
     _field_index: dict[str, str] = field(default_factory=dict)
     _tables: dict[str, sa.Table] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -126,6 +127,10 @@ class CatalogSnapshot:
                 cached = shared_object_table(info.table, tuple(self.fields_of(object_name)))
                 self._tables[object_name] = cached
             return cached
+
+    def is_adopted(self, object_name: str) -> bool:
+        """True for an adopted application table (its own key, no platform `Id`/`CreatedDate`)."""
+        return object_name in self.adopted
 
     def rules_of(self, object_name: str) -> list[Rule]:
         """The autonumber rules of an object, quarantined ones included (they fail on use)."""
@@ -232,6 +237,7 @@ def load_snapshot(conn: Connection) -> CatalogSnapshot:
         col["name"] for col in sa.inspect(conn).get_columns(system_record_type.name)
     )
     snapshot = CatalogSnapshot(objects, fields, rt_cols, {}, {}, version_of(objects, fields))
+    _reflect_adopted(conn, snapshot)
     for rows in fields.values():
         for row in rows:
             if row.format is None:
@@ -241,6 +247,16 @@ def load_snapshot(conn: Connection) -> CatalogSnapshot:
             except (AutonumberError, ValueError) as exc:
                 snapshot.quarantined[row.id] = str(exc)
     return snapshot
+
+
+def _reflect_adopted(conn: Connection, snapshot: CatalogSnapshot) -> None:
+    """An adopted table is read as it is in the database (its own key and column types)."""
+    o = system_object
+    stmt = sa.select(o.c.ApiName, o.c.TableName).where(o.c.KeyColumn.is_not(None))
+    for name, table_name in conn.execute(stmt):
+        check_api_name(table_name, "table name")
+        snapshot._tables[name] = sa.Table(table_name, sa.MetaData(), autoload_with=conn)
+        snapshot.adopted.add(name)
 
 
 class Catalog:

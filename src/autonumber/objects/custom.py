@@ -18,7 +18,7 @@ from autonumber.identifiers import check_api_name
 from autonumber.platform import Platform
 from autonumber.setup.pack import FieldSpec, ObjectSpec, install_objects, object_id
 
-FIELD = re.compile(r"(?P<name>[^:\s]+)\s*:\s*(?P<type>[a-z]+)\s*(?:\(\s*(?P<arg>[^)]*?)\s*\))?")
+FIELD = re.compile(r"(?P<name>[^:]+?)\s*:\s*(?P<type>[a-z]+)\s*(?:\(\s*(?P<arg>[^)]*?)\s*\))?")
 SCALAR_TYPES = ("number", "integer", "boolean", "date", "datetime")
 TYPES = ("text(N)", *SCALAR_TYPES, "ref(Object)")
 MAX_TEXT = 1000

@@ -78,7 +78,8 @@ def alias(db_url: str) -> Iterator[str]:
     bootstrap(eng)
     eng.dispose()
     name = f"t19_{next(_aliases)}"
-    connections.settings[name] = connections.configure_settings({"default": {}, name: database_entry(db_url)})[name]
+    entry = database_entry(db_url)
+    connections.settings[name] = connections.configure_settings({"default": {}, name: entry})[name]
     with connections[name].schema_editor() as editor:
         editor.create_model(Invoice)
     yield name

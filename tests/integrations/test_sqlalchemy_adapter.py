@@ -155,3 +155,16 @@ def test_binding_registers_once_and_refuses_another_rule(platform: Platform, app
     assert counters(stored(app_engine)) == [1]
     indexes = sa.inspect(app_engine).get_indexes("sa_invoices")
     assert any(i.get("unique") and i["column_names"] == ["number"] for i in indexes)
+
+
+def test_several_flushes_in_one_transaction(platform: Platform, app_engine: sa.Engine) -> None:
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    with Session(app_engine) as s:
+        for i in range(3):
+            s.add_all([Invoice(customer=f"f{i}"), Invoice(customer=f"g{i}")])
+            s.flush()
+        s.commit()
+    with Session(app_engine) as s:
+        s.add(Invoice(customer="next"))
+        s.commit()
+    assert counters(stored(app_engine)) == [1, 2, 3, 4, 5, 6, 7]

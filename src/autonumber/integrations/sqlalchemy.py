@@ -4,7 +4,9 @@ at flush.
 Every flush takes ONE reservation per bound column for all its new instances (`Engine.assign`), in
 the order they were added to the session, on the platform's own reservation connection: the numbers
 are committed before the session's INSERTs, so a rolled-back session leaves a gap and never blocks
-another session's numbering.
+another session's numbering. On SQLite a session that has already flushed in its transaction holds
+the database's write lock: its later flushes reserve inside that transaction (the only writer
+possible), so those numbers roll back with it instead of leaving a gap.
 """
 
 from __future__ import annotations
@@ -16,13 +18,15 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.orm import InstrumentedAttribute, Mapper, Session, UOWTransaction
+from sqlalchemy.orm import InstrumentedAttribute, Mapper, Session, SessionTransaction, UOWTransaction
 
 from autonumber.platform import Platform
 from autonumber.rules.store import RuleSpec
 
 from .common import ensure_field
 
+WROTE = "autonumber_wrote"
+"""Session.info key: this session's transaction has flushed (on SQLite it holds the write lock)."""
 _lock = threading.Lock()
 _bindings: dict[tuple[type, str], Binding] = {}
 
@@ -41,13 +45,16 @@ class Binding:
         new = [obj for obj in session.new if isinstance(obj, self.cls) and getattr(obj, self.key) is None]
         return sorted(new, key=lambda obj: sa.inspect(obj).insert_order)
 
-    def number(self, instances: list[Any]) -> None:
+    def number(self, session: Session, instances: list[Any]) -> None:
         """Assign numbers to `instances` with one reservation (per cross-record token group)."""
         if not instances:
             return
+        conn = None
+        if session.info.get(WROTE) and self.platform.dialect.reserve_on_caller_when_written:
+            conn = session.connection()  # SQLite: this transaction holds the write lock already
         mapper: Mapper[Any] = sa.inspect(self.cls)
         records = [{p.columns[0].name: getattr(obj, p.key) for p in mapper.column_attrs} for obj in instances]
-        values = self.platform.engine.assign_batch(self.field_id, records)
+        values = self.platform.engine.assign_batch(self.field_id, records, conn)
         for obj, value in zip(instances, values, strict=True):
             setattr(obj, self.key, value)
 
@@ -102,4 +109,15 @@ def _bound() -> Iterable[Binding]:
 @event.listens_for(Session, "before_flush")
 def _before_flush(session: Session, flush_context: UOWTransaction, instances: object) -> None:
     for binding in _bound():
-        binding.number(binding.pending(session))
+        binding.number(session, binding.pending(session))
+
+
+@event.listens_for(Session, "after_flush")
+def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
+    session.info[WROTE] = True
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _after_transaction_end(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(WROTE, None)

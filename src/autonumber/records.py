@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -155,6 +155,8 @@ class Records:
                 raise RecordError(
                     f"{where}: {object_name}.{column.name} is {len(value)} characters; at most {length} fit"
                 )
+        if isinstance(column.type, sa.DateTime | sa.Date) and isinstance(value, str):
+            return _when(where, object_name, column, value)
         return value
 
     def get(self, object_name: str, record_id: str, conn: Connection | None = None) -> dict[str, Any]:
@@ -233,3 +235,14 @@ def _insert_adopted(conn: Connection, table: sa.Table, records: list[dict[str, A
         result = conn.execute(sa.insert(table), record)
         if record.get(key) is None and result.inserted_primary_key is not None:
             record[key] = result.inserted_primary_key[0]
+
+
+def _when(where: str, object_name: str, column: sa.Column[Any], text: str) -> datetime | date:
+    """An ISO 8601 date or date-time given as text, as the column's Python type."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise RecordError(f"{where}: {object_name}.{column.name} must be an ISO 8601 date or date-time, "
+                          f"got {text!r}") from None
+    plain_date = isinstance(column.type, sa.Date) and not isinstance(column.type, sa.DateTime)
+    return value.date() if plain_date else value

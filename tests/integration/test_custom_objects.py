@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from collections.abc import Iterator
 
 import pytest
@@ -217,3 +218,19 @@ def test_adopt_refuses_missing_table_and_keyless_table(
         conn.execute(sa.text("CREATE TABLE keyless (a INTEGER)"))
     code, out = run(["object", "adopt", "X__c", "--table", "keyless", "--db", db_url], capsys)
     assert code == 2 and "single-column primary key" in out
+
+
+def test_object_added_by_the_cli_is_served_by_a_running_api_and_console(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with autonumber.connect(db_url, poll_interval=0.05) as p, TestClient(create_app(p)) as web:
+        assert web.post("/api/records/Parcel__c", json={"Label": "x"}).status_code == 404
+        code, out = run(["object", "add", "Parcel__c", "--field", "Label:text(20)", "--db", db_url], capsys)
+        assert code == 0, out
+        code, out = run(["field", "add", "Parcel__c", "Parcel_No__c", "--format", "P-{0000}", "--db", db_url],
+                        capsys)
+        assert code == 0, out
+        time.sleep(0.1)  # the next catalog poll sees the new metadata version
+        r = web.post("/api/records/Parcel__c", json={"Label": "x"})
+        assert r.status_code == 201 and r.json()["Parcel_No__c"] == "P-0001", r.text
+        assert "Parcel__c" in web.get("/", headers={"Accept": "text/html"}).text

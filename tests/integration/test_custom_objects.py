@@ -234,3 +234,23 @@ def test_object_added_by_the_cli_is_served_by_a_running_api_and_console(
         r = web.post("/api/records/Parcel__c", json={"Label": "x"})
         assert r.status_code == 201 and r.json()["Parcel_No__c"] == "P-0001", r.text
         assert "Parcel__c" in web.get("/", headers={"Accept": "text/html"}).text
+
+
+def test_object_add_failing_at_the_ddl_leaves_nothing_behind(
+    engine: Engine, db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """MariaDB commits the metadata rows at CREATE TABLE: a failure there is compensated."""
+    from autonumber.setup import pack
+
+    real = pack.reconcile_tables
+
+    def create_then_fail(conn: sa.Connection, tables: list[sa.Table]) -> list[str]:
+        real(conn, tables)
+        raise sa.exc.OperationalError("CREATE INDEX", {}, Exception("disk full"))
+
+    before = snapshot_rows(engine)
+    monkeypatch.setattr(pack, "reconcile_tables", create_then_fail)
+    with pytest.raises(sa.exc.OperationalError, match="disk full"):
+        main(["object", "add", "Thing__c", "--field", "A:number", "--db", db_url])
+    assert snapshot_rows(engine) == before
+    assert "Thing__c" not in sa.inspect(engine).get_table_names()

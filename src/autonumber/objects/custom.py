@@ -103,20 +103,25 @@ def add_object(conn: Connection, name: str, fields: Sequence[str | FieldSpec]) -
         return []
     try:
         return install_objects(conn, [ObjectSpec(name, tuple(specs))])
-    except Exception:
-        _compensate(conn, name)
+    except Exception as exc:
+        try:
+            _compensate(conn, name)
+        except Exception as undo:  # the original error is what the caller must see
+            exc.add_note(f"undoing object {name} failed too: {undo}")
         raise
 
 
 def _compensate(conn: Connection, name: str) -> None:
-    """Undo a half-made object where DDL has already committed the rows before it (MariaDB/MySQL)."""
+    """Undo a half-made object where DDL has already committed the rows before it (MariaDB/MySQL).
+
+    On the same connection, DROP last: its implicit commit makes the deletes stick even though the
+    caller then rolls back; before any DDL they just delete this transaction's own rows.
+    """
     if conn.dialect.name not in ("mysql", "mariadb"):
         return  # transactional DDL: the caller's rollback undoes everything
-    with conn.engine.begin() as other:
-        other.execute(sa.delete(system_field).where(system_field.c.ObjectId == object_id(name)))
-        other.execute(sa.delete(system_object).where(system_object.c.ApiName == name))
-        quoted = other.dialect.identifier_preparer.quote(name)
-        other.execute(sa.text(f"DROP TABLE IF EXISTS {quoted}"))
+    conn.execute(sa.delete(system_field).where(system_field.c.ObjectId == object_id(name)))
+    conn.execute(sa.delete(system_object).where(system_object.c.ApiName == name))
+    conn.execute(sa.text(f"DROP TABLE IF EXISTS {conn.dialect.identifier_preparer.quote(name)}"))
 
 
 def create_object(platform: Platform, name: str, fields: Sequence[str]) -> list[str]:

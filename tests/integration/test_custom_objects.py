@@ -8,6 +8,7 @@ import json
 import re
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -254,3 +255,47 @@ def test_object_add_failing_at_the_ddl_leaves_nothing_behind(
         main(["object", "add", "Thing__c", "--field", "A:number", "--db", db_url])
     assert snapshot_rows(engine) == before
     assert "Thing__c" not in sa.inspect(engine).get_table_names()
+
+
+SPEC = """---
+apiVersion: data-spec/v1
+id: 2026-12-01-shipments
+scope: staging-then-production
+status: pending
+---
+
+## Operations
+
+```yaml
+- op: add_object
+  object: Shipment__c
+  fields: ["Name:text(80)", "AccountId:ref(Account)", "ShipDate:date"]
+- op: add_autonumber_field
+  object: Shipment__c
+  field: Shipment_No__c
+  format: 'SHP-{Account.BillingCountryCode}-{000000}'
+  scope: per_prefix
+- op: adopt_object
+  object: Invoice__c
+  table: invoices
+- op: add_autonumber_field
+  object: Invoice__c
+  field: invoice_no
+  format: 'INV-{000000}'
+```
+"""
+
+
+def test_data_spec_adds_an_object_and_adopts_a_table(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    invoices(engine, ["INV-000041", "INV-000042"])
+    spec = tmp_path / "shipments.md"
+    spec.write_text(SPEC, encoding="utf-8")
+    code, out = run(["spec", "apply", str(spec), "--env", "staging", "--db", db_url], capsys)
+    assert code == 0, out
+    with autonumber.connect(db_url) as p:
+        acc = p.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})["Id"]
+        assert p.records.insert("Shipment__c", {"AccountId": acc})["Shipment_No__c"] == "SHP-SG-000001"
+        assert p.records.insert("Invoice__c", {"customer": "x"})["invoice_no"] == "INV-000043"
+    assert unique_on(engine, "invoice_no")

@@ -6,7 +6,8 @@ the order they were added to the session, on the platform's own reservation conn
 are committed before the session's INSERTs, so a rolled-back session leaves a gap and never blocks
 another session's numbering. On SQLite a session that has already flushed in its transaction holds
 the database's write lock: its later flushes reserve inside that transaction (the only writer
-possible), so those numbers roll back with it instead of leaving a gap.
+possible), so those numbers roll back with it instead of leaving a gap. A field whose rule has the
+`gapless` numbering policy is always numbered inside the session's transaction.
 """
 
 from __future__ import annotations
@@ -50,8 +51,9 @@ class Binding:
         if not instances:
             return
         conn = None
-        if session.info.get(WROTE) and self.platform.dialect.reserve_on_caller_when_written:
-            conn = session.connection()  # SQLite: this transaction holds the write lock already
+        gapless = bool(getattr(self.platform.engine.rule(self.field_id), "gapless", False))
+        if gapless or (session.info.get(WROTE) and self.platform.dialect.reserve_on_caller_when_written):
+            conn = session.connection()  # in the session's transaction (SQLite: it holds the write lock)
         mapper: Mapper[Any] = sa.inspect(self.cls)
         records = [{p.columns[0].name: getattr(obj, p.key) for p in mapper.column_attrs} for obj in instances]
         values = self.platform.engine.assign_batch(self.field_id, records, conn)

@@ -19,6 +19,7 @@ import autonumber
 from autonumber.cli import main
 from autonumber.db import create_engine
 from autonumber.db.tables import counter_table, system_field, system_object
+from autonumber.errors import AutonumberError
 from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
 
@@ -219,6 +220,8 @@ def test_adopt_refuses_missing_table_and_keyless_table(
         conn.execute(sa.text("CREATE TABLE keyless (a INTEGER)"))
     code, out = run(["object", "adopt", "X__c", "--table", "keyless", "--db", db_url], capsys)
     assert code == 2 and "single-column primary key" in out
+    code, out = run(["object", "adopt", "X__c", "--table", "Account", "--db", db_url], capsys)
+    assert code == 2 and "already belongs to object Account" in out
 
 
 def test_object_added_by_the_cli_is_served_by_a_running_api_and_console(
@@ -299,3 +302,19 @@ def test_data_spec_adds_an_object_and_adopts_a_table(
         assert p.records.insert("Shipment__c", {"AccountId": acc})["Shipment_No__c"] == "SHP-SG-000001"
         assert p.records.insert("Invoice__c", {"customer": "x"})["invoice_no"] == "INV-000043"
     assert unique_on(engine, "invoice_no")
+
+
+def test_a_dropped_adopted_table_quarantines_its_rules_only(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    invoices(engine, ["INV-000041"])
+    assert run(["object", "adopt", "Invoice__c", "--table", "invoices", "--db", db_url], capsys)[0] == 0
+    assert run(["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url],
+               capsys)[0] == 0
+    with engine.begin() as conn:
+        conn.execute(sa.text("DROP TABLE invoices"))
+    with autonumber.connect(db_url) as p:
+        assert "missing from the database" in p.catalog.current().quarantined["Invoice__c.invoice_no"]
+        with pytest.raises(AutonumberError, match="missing from the database"):
+            p.records.insert("Invoice__c", {"customer": "x"})
+        assert p.records.insert("Case", {"Subject": "still numbered"})["CaseNumber"]

@@ -76,6 +76,9 @@ def adopt_table(conn: Connection, name: str, table_name: str) -> list[str]:
         if tuple(row) == (table_name, keys[0].name):
             return []
         raise ObjectDefinitionError(f"object {name} already exists (table {row[0]}); choose another name")
+    owner = conn.execute(sa.select(o.c.ApiName).where(o.c.TableName == table_name)).scalar_one_or_none()
+    if owner is not None:
+        raise ObjectDefinitionError(f"table {table_name} already belongs to object {owner}")
     conn.execute(sa.insert(o).values(Id=object_id(name), ApiName=name, TableName=table_name, Label=name,
                                      KeyColumn=keys[0].name))
     conn.execute(sa.insert(system_field), [_field_row(name, c) for c in table.columns])

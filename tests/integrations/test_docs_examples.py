@@ -18,7 +18,6 @@ from sqlalchemy.engine import make_url
 from autonumber.cli import main
 from autonumber.db import create_engine
 from autonumber.specapply.operations import OPERATIONS
-from conftest import wipe_database
 
 DOC = Path(__file__).resolve().parents[2] / "docs" / "integrations.md"
 BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
@@ -65,8 +64,6 @@ def test_doc_section_runs(section: str, db_url: str, tmp_path: Path,
             pytest.skip("the Django example is written for SQLite; tests/integrations/test_django_adapter.py "
                         "covers MariaDB and PostgreSQL")
         url = f"sqlite:///{tmp_path / 'shop.db'}"
-    elif not db_url.startswith("sqlite"):
-        wipe_database(db_url)
     assert make_url(url)
     monkeypatch.setenv("AUTONUMBER_DATABASE_URL", url)
     monkeypatch.chdir(tmp_path)

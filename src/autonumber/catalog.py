@@ -12,6 +12,8 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from functools import cached_property
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,9 +31,13 @@ from autonumber.format import (
     parse_format,
     validate_format,
 )
+from autonumber.format.zones import zone_of
 from autonumber.identifiers import check_api_name
 
 RECORD_TYPE = "RecordType"
+NUMBERING = ("standard", "gapless")
+"""Numbering policies: `standard` reserves off the caller's transaction (a rollback leaves a gap);
+`gapless` takes the number inside it, with the counter row locked until it ends."""
 RECORD_TYPE_TABLE = system_record_type.name
 
 
@@ -46,11 +52,27 @@ class Rule:
     start: int
     scope: str
     token_refs: tuple[TokenRef, ...]
+    numbering: str = "standard"
+    time_zone: str = "UTC"
 
     @property
     def name(self) -> str:
         """`Object.Field`."""
         return f"{self.object_name}.{self.field_name}"
+
+    @property
+    def gapless(self) -> bool:
+        """Numbers are taken in the caller's transaction, so a rollback gives them back."""
+        return self.numbering == "gapless"
+
+    @cached_property
+    def zone(self) -> tzinfo:
+        """The zone whose calendar dates this field's numbers (UTC unless the rule says otherwise)."""
+        return zone_of(self.time_zone)
+
+    def scope_key(self, at: datetime, cross: Mapping[str, str] | None = None) -> str:
+        """The counter scope key for a clock sample, on this field's calendar."""
+        return self.format.scope_key(self.scope, at, cross, zone=self.zone)
 
 
 @dataclass(frozen=True)
@@ -63,6 +85,8 @@ class FieldRow:
     start: int
     scope: str
     token_refs: str | None
+    numbering: str = "standard"
+    time_zone: str = "UTC"
 
 
 @dataclass
@@ -185,6 +209,8 @@ def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[
                 int(row.auto_number_start),
                 row.auto_number_scope,
                 row.auto_number_token_refs,
+                row.auto_number_numbering,
+                row.auto_number_time_zone,
             )
         )
     return objects, fields
@@ -196,7 +222,8 @@ def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[Fiel
     digest.update(repr(sorted(objects.items())).encode())
     for obj in sorted(fields):
         for row in fields[obj]:
-            digest.update(repr((row.id, row.info, row.format, row.start, row.scope, row.token_refs)).encode())
+            digest.update(repr((row.id, row.info, row.format, row.start, row.scope, row.token_refs,
+                                row.numbering, row.time_zone)).encode())
     return digest.hexdigest()
 
 
@@ -218,7 +245,11 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
     )
     if row.token_refs and canonicalize_token_refs(refs) != stored:
         raise ValueError("stored auto_number_token_refs differ from the refs derived from the format")
-    return Rule(row.id, row.info.object, row.info.name, fmt, row.start, row.scope, tuple(refs))
+    if row.numbering not in NUMBERING:
+        raise ValueError(f"auto_number_numbering {row.numbering!r} is not one of {', '.join(NUMBERING)}")
+    zone_of(row.time_zone)
+    return Rule(row.id, row.info.object, row.info.name, fmt, row.start, row.scope, tuple(refs),
+                row.numbering, row.time_zone)
 
 
 def _overrides(token_refs: str | None) -> list[Mapping[str, Any]] | None:

@@ -219,3 +219,16 @@ class SpecRefused(AutonumberError):
     """A data-spec the applier refuses (status, environment, approvals): nothing is written."""
 
     exit_code = 3
+
+
+class GaplessNeedsTransaction(AutonumberError):
+    """A `gapless` field asked for a number with no caller transaction to take it in."""
+
+    exit_code = 2
+
+    def __init__(self, field_id: str) -> None:
+        self.field_id = field_id
+        super().__init__(
+            f"{field_id} is a gapless field: its numbers are taken inside the caller's transaction; "
+            "pass the connection of that transaction (Records.insert does)"
+        )

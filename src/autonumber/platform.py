@@ -31,6 +31,7 @@ class Platform:
         pool_size: int = 8,
         reservation_pool_size: int = 8,
         poll_interval: float = 1.0,
+        journal: bool = True,
     ) -> None:
         self.db = create_engine(url, pool_size=pool_size)
         check_reachable(self.db)
@@ -54,6 +55,8 @@ class Platform:
             strategy=strategy,
             max_retries=max_retries,
         )
+        # The reservation journal behind `autonumber audit gaps` (off: reasons unknown, cost saved).
+        self.engine.reserver.journal.enabled = journal
         self.records = Records(self.db, self.catalog, self.engine, self.events)
 
     @contextmanager

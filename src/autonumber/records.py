@@ -18,6 +18,7 @@ from .catalog import Catalog, CatalogSnapshot
 from .db.base import to_utc
 from .db.objects import key_column
 from .engine import Engine
+from .engine.journal import FAILED, Pending, Range, track, watch
 from .errors import RecordError, RecordNotFound, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
 
@@ -49,6 +50,8 @@ class Records:
         self.catalog = catalog
         self.engine = engine
         self.events = events
+        if not engine.dialect.reserve_on_caller_when_written:
+            watch(db)  # SQLite reserves in the caller's transaction: nothing is detached there
 
     @contextmanager
     def _txn(self, conn: Connection | None) -> Iterator[Connection]:
@@ -83,8 +86,10 @@ class Records:
             rules = snapshot.rules_of(object_name)
             # Every token resolves before any reservation: one that fails closed consumes no number.
             crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
+            held: list[Pending] = []
             for rule, cross in zip(rules, crosses, strict=True):
                 assigned = self.engine.assign(rule.field_id, records, c, cross=cross)
+                held.append(self._hold(c, assigned.detached))
                 at = assigned.assigned_at
                 for record, value in zip(records, assigned.values, strict=True):
                     record[rule.field_name] = value
@@ -93,11 +98,22 @@ class Records:
                 for record in records:
                     record["CreatedDate"] = created
             self.events.publish(RecordBeforeCreate(object_name, records, c))
-            if adopted:
-                _insert_adopted(c, table, records)
-            else:
-                c.execute(sa.insert(table), records)
+            try:
+                if adopted:
+                    _insert_adopted(c, table, records)
+                else:
+                    c.execute(sa.insert(table), records)
+            except sa.exc.DBAPIError as exc:
+                for pending in held:  # the gap's reason, once the transaction rolls back
+                    pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
+                raise
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
+
+    def _hold(self, conn: Connection, ranges: list[Range]) -> Pending:
+        """Journal these values as given back if the caller's transaction rolls back."""
+        pending = Pending(self.engine.reserver.journal, self.engine.reserver.db, ranges)
+        track(conn, pending)
+        return pending
 
     def check(self, object_name: str, data: Mapping[str, Any], where: str) -> None:
         """Validate one record without writing; a RecordError names `where` (e.g. `file.jsonl:3`)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 import typer
 
 from . import (
+    audit_cmd,
     bench_cmd,
     db_cmd,
     demo_cmd,
@@ -36,3 +37,4 @@ app.add_typer(field_cmd.app, name="field")
 app.add_typer(demo_cmd.app, name="demo")
 app.add_typer(object_cmd.app, name="object")
 app.command("bench")(bench_cmd.bench)
+app.add_typer(audit_cmd.app, name="audit")

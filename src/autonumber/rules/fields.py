@@ -50,19 +50,22 @@ class StoredRule:
     scope: str
     start: int
     max_length: int | None
+    numbering: str = "standard"
+    time_zone: str = "UTC"
 
 
 def stored_rule(conn: Connection, object_name: str, field_name: str) -> StoredRule | None:
     """The field's row by `Object.Field`, or None when the field is not registered."""
     f, o = system_field, system_object
     row = conn.execute(
-        sa.select(f.c.Id, f.c.auto_number_format, f.c.auto_number_scope, f.c.auto_number_start, f.c.MaxLength)
+        sa.select(f.c.Id, f.c.auto_number_format, f.c.auto_number_scope, f.c.auto_number_start, f.c.MaxLength,
+                  f.c.auto_number_numbering, f.c.auto_number_time_zone)
         .join(o, o.c.Id == f.c.ObjectId)
         .where(o.c.ApiName == object_name, f.c.ApiName == field_name)
     ).first()
     if row is None:
         return None
-    return StoredRule(row[0], row[1], row[2], int(row[3]), row[4])
+    return StoredRule(row[0], row[1], row[2], int(row[3]), row[4], row[5], row[6])
 
 
 def _table_of(conn: Connection, object_name: str) -> str:
@@ -131,8 +134,9 @@ def change_rule(conn: Connection, rule: RuleSpec) -> tuple[str, list[str]]:
 def _same_rule(conn: Connection, rule: RuleSpec, existing: StoredRule) -> bool:
     catalog, _ = metadata_view(conn)
     wanted = rule_values(rule, catalog)
-    return (existing.format, existing.scope, existing.start) == (
-        wanted["auto_number_format"], wanted["auto_number_scope"], wanted["auto_number_start"])
+    return (existing.format, existing.scope, existing.start, existing.numbering, existing.time_zone) == (
+        wanted["auto_number_format"], wanted["auto_number_scope"], wanted["auto_number_start"],
+        wanted["auto_number_numbering"], wanted["auto_number_time_zone"])
 
 
 def _store_and_seed(conn: Connection, spec: RuleSpec) -> tuple[str, list[str]]:

@@ -39,6 +39,7 @@ from autonumber.db.tables import (
     counter_table,
     legacy_autonumber,
     legacy_compound,
+    reservation_journal,
     system_field,
     system_record_type,
 )
@@ -263,6 +264,8 @@ def _schema_left(conn: Connection) -> list[tuple[str, str | None]]:
     left: list[tuple[str, str | None]] = []
     if counter_table.name in table_names(conn):
         left.append((counter_table.name, None))
+    if reservation_journal.name in table_names(conn):
+        left.append((reservation_journal.name, None))
     fields = _columns(conn, system_field.name)
     left += [(system_field.name, c) for c in AUTONUMBER_COLUMNS if c in fields]
     if RECORD_TYPE_CODE in _columns(conn, system_record_type.name):
@@ -323,7 +326,7 @@ def run_drop_backups(conn: Connection, args: Mapping[str, Any]) -> list[str]:
 
 # --- rules ----------------------------------------------------------------------------------------
 
-RULE_KEYS = frozenset({"object", "field", "format", "scope", "start", "length"})
+RULE_KEYS = frozenset({"object", "field", "format", "scope", "start", "length", "numbering", "time_zone"})
 
 
 def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
@@ -331,7 +334,8 @@ def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
     unknown = sorted(set(args) - RULE_KEYS)
     missing = sorted({"object", "field", "format"} - set(args))
     if unknown or missing:
-        raise SpecError(f"{op}: arguments are object, field, format, scope, start, length; "
+        raise SpecError(f"{op}: arguments are object, field, format, scope, start, length, numbering, "
+                        "time_zone; "
                         f"unknown {unknown or '-'}, missing {missing or '-'}")
     for key in ("start", "length"):
         if key in args and not isinstance(args[key], int):
@@ -339,7 +343,9 @@ def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
     obj = check_api_name(args["object"], "object name")
     fld = check_api_name(args["field"], "field name")
     return RuleSpec(obj, fld, str(args["format"]), scope=str(args.get("scope", "global")),
-                    start=int(args.get("start", 1)), length=args.get("length"))
+                    start=int(args.get("start", 1)), length=args.get("length"),
+                    numbering=str(args.get("numbering", "standard")),
+                    time_zone=str(args.get("time_zone", "UTC")))
 
 
 def run_add_field(conn: Connection, args: Mapping[str, Any]) -> list[str]:

@@ -158,13 +158,24 @@ def rules_page(request: Request, c: ConsoleDep) -> Response:
     return render(request, "rules.html", {"fields": c.fields()})
 
 
+@pages.get("/rules/{field_id}/gaps", response_class=HTMLResponse)
+def gaps_page(request: Request, field_id: str, c: ConsoleDep) -> Response:
+    """The gap audit of one field: the values its counters moved past that no record carries."""
+    if c.admin.enabled and not c.admin.is_admin(request):
+        return redirect(f"/login?next=/rules/{quote(field_id)}/gaps")
+    return render(request, "gaps.html", {"report": c.gaps(field_id)})
+
+
 @pages.post("/rules/{field_id}", response_class=HTMLResponse)
 async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
     """Store a new format through the applier's validation; refuse invariant breaks."""
     form = await request.form()
     try:
         c.admin.require(request)
-        out = await run_in_threadpool(c.change_format, field_id, str(form.get("format", "")))
+        out = await run_in_threadpool(
+            lambda: c.change_format(field_id, str(form.get("format", "")),
+                                    numbering=str(form.get("numbering", "")) or None,
+                                    time_zone=str(form.get("time_zone", "")).strip() or None))
     except AutonumberError as exc:
         return redirect(f"/rules#{field_id}", f"error: {exc}")
     return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")

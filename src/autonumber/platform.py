@@ -19,6 +19,11 @@ DEFAULT_STRATEGY: Strategy = "combining"
 waiting on the same counter, so throughput does not pay one durable commit per number."""
 
 
+GROUP_COMMIT = True
+"""Chosen by the job benchmark (docs/performance.md): concurrent independent inserts of one object
+share one transaction, so 100 callers do not pay 100 durable commits."""
+
+
 class Platform:
     """One database: `.engine` assigns numbers, `.records` persists, `.begin()` is a caller txn."""
 
@@ -31,6 +36,7 @@ class Platform:
         pool_size: int = 8,
         reservation_pool_size: int = 8,
         poll_interval: float = 1.0,
+        group_commit: bool = GROUP_COMMIT,
     ) -> None:
         self.db = create_engine(url, pool_size=pool_size)
         check_reachable(self.db)
@@ -54,7 +60,9 @@ class Platform:
             strategy=strategy,
             max_retries=max_retries,
         )
-        self.records = Records(self.db, self.catalog, self.engine, self.events)
+        self.records = Records(
+            self.db, self.catalog, self.engine, self.events, group_commit=group_commit
+        )
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:

@@ -119,7 +119,7 @@ class Records:
         """Write checked records in a transaction of their own (the group-commit writer)."""
         snapshot = self.catalog.current()
         self._refuse_quarantined(snapshot, object_name)
-        return self._write(snapshot, object_name, records, None)
+        return self._write(snapshot, object_name, records, None, inside=True)
 
     def _write(
         self,
@@ -127,7 +127,10 @@ class Records:
         object_name: str,
         records: list[dict[str, Any]],
         conn: Connection | None,
+        *,
+        inside: bool = False,
     ) -> list[dict[str, Any]]:
+        """Assign, publish, INSERT; `inside`: numbers reserved in this short transaction itself."""
         table = snapshot.table(object_name)
         with self._txn(conn) as c:
             at = None
@@ -135,7 +138,7 @@ class Records:
             # Every token resolves before any reservation: one that fails closed consumes no number.
             crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
             for rule, cross in zip(rules, crosses, strict=True):
-                assigned = self.engine.assign(rule.field_id, records, c, cross=cross)
+                assigned = self.engine.assign(rule.field_id, records, c, cross=cross, inside=inside)
                 at = assigned.assigned_at
                 for record, value in zip(records, assigned.values, strict=True):
                     record[rule.field_name] = value

@@ -94,8 +94,12 @@ class Engine:
         conn: Connection | None = None,
         *,
         cross: Sequence[Mapping[str, str]] | None = None,
+        inside: bool = False,
     ) -> Assigned:
-        """assign_batch that also returns the shared assigned-at; `cross` = already resolved values."""
+        """assign_batch that also returns the shared assigned-at; `cross` = already resolved values.
+
+        `inside`: reserve in a savepoint of `conn`'s own short transaction (the group-commit writer),
+        so the numbers commit with the rows in one COMMIT and roll back with them."""
         snapshot = self.catalog.current()
         rule = snapshot.rule(field)
         if not records:
@@ -110,10 +114,10 @@ class Engine:
         at: datetime | None = None
         for indices in groups.values():
             values = cross[indices[0]]
-            if len(records) == 1:
+            if len(records) == 1 and not inside:
                 res, offset = self._reserve_single(rule, values, conn)
             else:
-                res, offset = self._reserve(rule, len(indices), values, conn, at), 0
+                res, offset = self._reserve(rule, len(indices), values, conn, at, inside), 0
             at = res.assigned_at
             for j, idx in enumerate(indices):
                 out[idx] = rule.format.render(
@@ -139,8 +143,9 @@ class Engine:
         cross: Mapping[str, str],
         conn: Connection | None,
         at: datetime | None = None,
+        inside: bool = False,
     ) -> Reservation:
-        target = self._on_caller(conn)
+        target = conn if inside else self._on_caller(conn)
         if self.strategy == "cas":
             return self.reserver.reserve_cas(rule, n, cross, target, at)
         return self.reserver.reserve_atomic(rule, n, cross, target, at)

@@ -61,7 +61,12 @@ class Platform:
             max_retries=max_retries,
         )
         self.records = Records(
-            self.db, self.catalog, self.engine, self.events, group_commit=group_commit
+            self.db,
+            self.catalog,
+            self.engine,
+            self.events,
+            group_commit=group_commit,
+            group_db=self.reservation_db,
         )
 
     @contextmanager

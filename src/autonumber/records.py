@@ -70,19 +70,21 @@ class Records:
         events: EventBus,
         *,
         group_commit: bool = False,
+        group_db: SAEngine | None = None,
     ) -> None:
         self._db = db
         self.catalog = catalog
         self.engine = engine
         self.events = events
+        self._group_db = group_db or db
         self.group_commit = GroupCommit(self._write_own) if group_commit else None
 
     @contextmanager
-    def _txn(self, conn: Connection | None) -> Iterator[Connection]:
+    def _txn(self, conn: Connection | None, db: SAEngine | None = None) -> Iterator[Connection]:
         if conn is not None:
             yield conn
             return
-        with self._db.connect() as own, self.engine.dialect.begin_write(own):
+        with (db or self._db).connect() as own, self.engine.dialect.begin_write(own):
             yield own
 
     def insert(
@@ -116,10 +118,33 @@ class Records:
         return self._write(snapshot, object_name, records, conn)
 
     def _write_own(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Write checked records in a transaction of their own (the group-commit writer)."""
-        snapshot = self.catalog.current()
-        self._refuse_quarantined(snapshot, object_name)
-        return self._write(snapshot, object_name, records, None, inside=True)
+        """Write checked records in a short transaction of their own (the group-commit writer).
+
+        Its numbers are reserved in that transaction and commit or roll back with the rows. When
+        the connection dies, nobody knows whether the COMMIT landed: the rows are written again
+        under the same Ids, and if that is refused as a duplicate Id the first COMMIT did land —
+        the stored records are returned. Never a record stored twice, never a number reused."""
+        self._refuse_quarantined(self.catalog.current(), object_name)
+        for attempt in (1, 2):
+            try:
+                copies = [dict(r) for r in records]
+                return self._write(self.catalog.current(), object_name, copies, None, inside=True)
+            except sa.exc.DBAPIError as exc:
+                if self.engine.dialect.is_duplicate_key(exc):
+                    landed = self._stored(object_name, [r["Id"] for r in records])
+                    if len(landed) == len(records):  # Ids are fresh uuid4s: an earlier try landed
+                        return landed
+                if attempt == 2 or not exc.connection_invalidated:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _stored(self, object_name: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored records with these Ids, in that order (those found)."""
+        table = self.catalog.current().table(object_name)
+        stmt = sa.select(table).where(table.c.Id.in_(ids))
+        with self._db.connect() as conn:
+            rows = {r["Id"]: _plain(r) for r in conn.execute(stmt).mappings()}
+        return [rows[i] for i in ids if i in rows]
 
     def _write(
         self,
@@ -132,7 +157,7 @@ class Records:
     ) -> list[dict[str, Any]]:
         """Assign, publish, INSERT; `inside`: numbers reserved in this short transaction itself."""
         table = snapshot.table(object_name)
-        with self._txn(conn) as c:
+        with self._txn(conn, self._group_db if inside else None) as c:
             at = None
             rules = snapshot.rules_of(object_name)
             # Every token resolves before any reservation: one that fails closed consumes no number.

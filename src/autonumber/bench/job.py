@@ -34,7 +34,12 @@ CALLERS = (1, 8, 32, 100)
 WORK_MS = (2.0, 10.0)
 WORK_CALLERS = 100
 PROCESSES, PROCESS_THREADS = 4, 25
-CONTESTANTS = ("records.insert", "records.insert (no group commit)", "peer:native-insert", "peer:django-sequences")
+CONTESTANTS = (
+    "records.insert",
+    "records.insert (no group commit)",
+    "peer:native-insert",
+    "peer:django-sequences",
+)
 
 
 class JobContestant:
@@ -134,7 +139,7 @@ class NativeInsert(JobContestant):
 
         def insert() -> Hashable:
             with db.begin() as conn:
-                number = conn.execute(stmt).inserted_primary_key[0]
+                number = conn.execute(stmt).inserted_primary_key[0]  # type: ignore[index]
                 if work:
                     time.sleep(work)
             return int(number)
@@ -216,7 +221,9 @@ def available(name: str) -> str | None:
     return django_peer.available() if name == "peer:django-sequences" else None
 
 
-def _cell(contestant: JobContestant, callers: int, work: float, seconds: float, warmup: float) -> dict[str, Any]:
+def _cell(
+    contestant: JobContestant, callers: int, work: float, seconds: float, warmup: float
+) -> dict[str, Any]:
     op = contestant.op(callers, work)
     try:
         cell = run_cell(op, callers, seconds, warmup)

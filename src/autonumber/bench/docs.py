@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from .analysis import HOT, cell
+from .job_report import job_section
 from .report import BEGIN, END, LABELS, _fmt, grid, md_table
 
 TITLE = "# Performance\n\n"
@@ -32,9 +33,11 @@ def _machine(doc: Mapping[str, Any]) -> str:
             ),
         ],
     ]
-    for backend, b in doc["backends"].items():
-        settings = ", ".join(f"{k}={v}" for k, v in b["server"].get("settings", {}).items())
-        rows.append([LABELS.get(backend, backend), f"{b['server']['version']} on loopback; {settings}"])
+    servers = {k: v["server"] for k, v in doc.get("job", {}).items() if "server" in v}
+    servers.update({k: b["server"] for k, b in doc["backends"].items()})
+    for backend, server in servers.items():
+        settings = ", ".join(f"{k}={v}" for k, v in server.get("settings", {}).items())
+        rows.append([LABELS.get(backend, backend), f"{server['version']} on loopback; {settings}"])
     return md_table(["", "this run"], rows)
 
 
@@ -215,8 +218,10 @@ def section(doc: Mapping[str, Any], plots: Sequence[str]) -> str:
             ]
         if b.get("skipped"):
             out += ["Skipped here: " + "; ".join(f"{k} ({v})" for k, v in b["skipped"].items()), ""]
-    out += ["### assign_batch(1000), one caller", "", _batch(doc), ""]
-    out += ["### Targets (issue 9)", "", _targets(doc), ""]
+    if doc["backends"]:
+        out += ["### assign_batch(1000), one caller", "", _batch(doc), ""]
+        out += ["### Targets (issue 9)", "", _targets(doc), ""]
+    out += job_section(doc)
     out += ["### Other benchmarks in the same run", "", _extras(doc), "", END]
     return "\n".join(out)
 

@@ -144,7 +144,8 @@ def _stored(url: str, name: str) -> dict[str, int]:
                 table = Catalog(db).current().table(JOB_OBJECT)
                 column = table.c.CaseNumber
             else:
-                table, column = native_table(), native_table().c.number
+                table = native_table()
+                column = table.c.number
             total, distinct = conn.execute(
                 sa.select(sa.func.count(), sa.func.count(sa.distinct(column))).select_from(table)
             ).one()

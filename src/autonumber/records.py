@@ -41,22 +41,17 @@ def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
     return out
 
 
-PARAMS_PER_STATEMENT = 16_000
-"""Bound parameters per INSERT, well under every backend's limit (SQLite 32,766; 65,535 others)."""
-
-
 def insert_rows(conn: Connection, table: sa.Table, records: Sequence[Mapping[str, Any]]) -> None:
-    """Rows with the same columns go in one multi-row INSERT (chunked under the parameter limit)."""
-    if len(records) == 1:
-        conn.execute(sa.insert(table), records[0])
-        return
+    """One INSERT; many rows go as one multi-row INSERT (SQLAlchemy's "insertmanyvalues" batching,
+    which RETURNING turns on for every backend, with the statement compiled once and cached)."""
     shapes: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
-    for record in records:
-        shapes.setdefault(tuple(record), []).append(record)
-    for keys, rows in shapes.items():
-        step = max(1, PARAMS_PER_STATEMENT // max(1, len(keys)))
-        for i in range(0, len(rows), step):
-            conn.execute(sa.insert(table).values(list(rows[i : i + step])))
+    for record in records:  # callers of one group may set different fields
+        shapes.setdefault(tuple(sorted(record)), []).append(record)
+    for rows in shapes.values():
+        if len(rows) == 1:
+            conn.execute(sa.insert(table), rows[0])
+        else:
+            conn.execute(sa.insert(table).returning(table.c.Id), rows).all()
 
 
 class Records:

@@ -84,20 +84,24 @@ class _Hold:
         p.events.subscribe(RecordBeforeCreate, self)
 
     def __call__(self, event: RecordBeforeCreate) -> None:
-        if any(r.get("Subject") == "hold" for r in event.records):
+        if any("hold" in r.values() for r in event.records):
             self.entered.set()
             assert self.release.wait(60)
 
 
-def _queue_behind_hold(p: Platform, subjects: list[str]) -> tuple[dict[str, Any], list[Any]]:
-    """Insert `hold`, queue every subject behind it, release; return the hold's record and results."""
+def _queue_behind_hold(
+    p: Platform, subjects: list[str], rows: list[dict[str, Any]] | None = None, obj: str = "Case"
+) -> tuple[dict[str, Any], list[Any]]:
+    """Insert `hold`, queue every row behind it, release; return the hold's record and results."""
     hold = _Hold(p)
-    with ThreadPoolExecutor(len(subjects) + 1) as pool:
-        held = pool.submit(p.records.insert, "Case", {"Subject": "hold"})
+    rows = rows if rows is not None else [{"Subject": s} for s in subjects]
+    first = "Subject" if obj == "Case" else "Name"
+    with ThreadPoolExecutor(len(rows) + 1) as pool:
+        held = pool.submit(p.records.insert, obj, {first: "hold"})
         assert hold.entered.wait(30)
-        futures = [pool.submit(p.records.insert, "Case", {"Subject": s}) for s in subjects]
+        futures = [pool.submit(p.records.insert, obj, row) for row in rows]
         deadline = time.monotonic() + 30
-        while _groups(p).queued("Case") < len(subjects):
+        while _groups(p).queued(obj) < len(rows):
             assert time.monotonic() < deadline, "callers did not queue behind the held group"
             time.sleep(0.01)
         hold.release.set()
@@ -160,3 +164,18 @@ def test_a_caller_transaction_is_never_grouped(platform: Platform) -> None:
         record = p.records.insert("Case", {"Subject": "mine"}, conn)
     assert p.records.get("Case", record["Id"])["Subject"] == "mine"
     assert _groups(p).reset_stats().rows == 0
+
+
+def test_a_group_of_rows_setting_different_fields(platform: Platform) -> None:
+    p = platform
+    rows: list[dict[str, Any]] = [
+        {"Name": f"a{i}", "BillingCountryCode": "SG"} if i % 2 else {"Name": f"a{i}"} for i in range(QUEUED)
+    ]
+    _groups(p).reset_stats()
+    held, results = _queue_behind_hold(p, [], rows, obj="Account")
+    assert _groups(p).reset_stats().largest == QUEUED
+    for row, stored in zip(rows, results, strict=True):
+        assert isinstance(stored, dict), stored
+        again = p.records.get("Account", stored["Id"])
+        assert again["Name"] == row["Name"]
+        assert again["BillingCountryCode"] == row.get("BillingCountryCode")

@@ -172,7 +172,7 @@ def test_a_group_of_rows_setting_different_fields(platform: Platform) -> None:
         {"Name": f"a{i}", "BillingCountryCode": "SG"} if i % 2 else {"Name": f"a{i}"} for i in range(QUEUED)
     ]
     _groups(p).reset_stats()
-    held, results = _queue_behind_hold(p, [], rows, obj="Account")
+    _, results = _queue_behind_hold(p, [], rows, obj="Account")
     assert _groups(p).reset_stats().largest == QUEUED
     for row, stored in zip(rows, results, strict=True):
         assert isinstance(stored, dict), stored

@@ -32,7 +32,7 @@ NATIVE_TABLE = "bench_native_case"
 JOB_OBJECT = "Case"
 CALLERS = (1, 8, 32, 100)
 WORK_MS = (2.0, 10.0)
-WORK_CALLERS = 100
+"""Work rows run at the largest caller count (100 by default)."""
 PROCESSES, PROCESS_THREADS = 4, 25
 CONTESTANTS = (
     "records.insert",
@@ -305,14 +305,14 @@ def run_job(
         rows: list[dict[str, Any]] = []
         contestant = make(name, url, backend)
         try:
-            plan = [(n, 0.0) for n in callers] + [(WORK_CALLERS, w / 1000) for w in WORK_MS]
+            plan = [(n, 0.0) for n in callers] + [(max(callers), w / 1000) for w in WORK_MS]
             for n, work in plan:
                 rows.append(_cell(contestant, n, work, seconds, warmup))
                 _log_row(log, backend, name, rows[-1])
         finally:
             out["stored"][name] = contestant.stored()
             contestant.close()
-        if processes:
+        if processes and PROCESSES * PROCESS_THREADS in callers:  # the same load, over processes
             rows.append(_processes(name, url, backend, seconds, warmup))
             _log_row(log, backend, name, rows[-1])
         out["cells"][name] = rows

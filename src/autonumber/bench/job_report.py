@@ -41,7 +41,9 @@ def job_targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         for label in ("1×100", "4×25"):
             mine, peer = job_cell(job, PROJECT, label), job_cell(job, NATIVE, label)
             r = _ratio(mine, peer)
-            add(backend, f"records.insert ÷ native insert @{label}", r, "≥ 1.0× (group commit ≥ 2×)",
+            add(backend, f"records.insert ÷ native insert @{label}", r, "≥ 1.0×",
+                None if r is None else r >= 1.0)
+            add(backend, f"records.insert (group commit on) ÷ native insert @{label}", r, "≥ 2×",
                 None if r is None else r >= 2.0)
             if mine and peer:
                 add(backend, f"records.insert p99 @{label}, ms (peer {peer['p99_ms']:.1f})",
@@ -119,7 +121,7 @@ def job_tables(doc: Mapping[str, Any]) -> list[str]:
                                      else " (**under 3×: the generator may limit the POST rows**)."), ""]
         stored = "; ".join(f"{k}: {v['stored_rows']:,} rows, {v['stored_duplicates']} duplicates"
                            for k, v in http.get("stored", {}).items())
-        out += [f"Stored rows checked afterwards: {stored}.", ""]
+        out += [f"Stored rows checked afterwards (whole tables, library rows included): {stored}.", ""]
     return out
 
 

@@ -47,9 +47,10 @@ def insert_rows(conn: Connection, table: sa.Table, records: Sequence[Mapping[str
     shapes: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
     for record in records:  # callers of one group may set different fields
         shapes.setdefault(tuple(sorted(record)), []).append(record)
+    many_values = conn.dialect.insert_executemany_returning  # MySQL proper has no RETURNING
     for rows in shapes.values():
-        if len(rows) == 1:
-            conn.execute(sa.insert(table), rows[0])
+        if len(rows) == 1 or not many_values:
+            conn.execute(sa.insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
         else:
             conn.execute(sa.insert(table).returning(table.c.Id), rows).all()
 

@@ -98,8 +98,8 @@ class Engine:
     ) -> Assigned:
         """assign_batch that also returns the shared assigned-at; `cross` = already resolved values.
 
-        `inside`: reserve in a savepoint of `conn`'s own short transaction (the group-commit writer),
-        so the numbers commit with the rows in one COMMIT and roll back with them."""
+        `inside`: reserve in `conn`'s own short transaction (the group-commit writer; a savepoint
+        only on SQLite), so the numbers commit with the rows in one COMMIT and roll back with them."""
         snapshot = self.catalog.current()
         rule = snapshot.rule(field)
         if not records:

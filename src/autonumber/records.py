@@ -126,13 +126,22 @@ class Records:
                 copies = [dict(r) for r in records]
                 return self._write(self.catalog.current(), object_name, copies, None, inside=True)
             except sa.exc.DBAPIError as exc:
-                if self.engine.dialect.is_duplicate_key(exc):
-                    landed = self._stored(object_name, [r["Id"] for r in records])
-                    if len(landed) == len(records):  # Ids are fresh uuid4s: an earlier try landed
+                if exc.connection_invalidated or self.engine.dialect.is_duplicate_key(exc):
+                    landed = self._landed(object_name, records)
+                    if landed is not None:
                         return landed
                 if attempt == 2 or not exc.connection_invalidated:
                     raise
         raise AssertionError("unreachable")
+
+    def _landed(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """The records as stored when an earlier COMMIT of theirs did land (Ids are fresh uuid4s, so
+        finding every one means that), else None — also when the database cannot be asked."""
+        try:
+            stored = self._stored(object_name, [r["Id"] for r in records])
+        except sa.exc.DBAPIError:
+            return None
+        return stored if len(stored) == len(records) else None
 
     def _stored(self, object_name: str, ids: Sequence[str]) -> list[dict[str, Any]]:
         """The stored records with these Ids, in that order (those found)."""

@@ -19,6 +19,11 @@ DEFAULT_STRATEGY: Strategy = "combining"
 waiting on the same counter, so throughput does not pay one durable commit per number."""
 
 
+GROUP_COMMIT = True
+"""Chosen by the job benchmark (docs/performance.md): concurrent independent inserts of one object
+share one transaction, so 100 callers do not pay 100 durable commits."""
+
+
 class Platform:
     """One database: `.engine` assigns numbers, `.records` persists, `.begin()` is a caller txn."""
 
@@ -32,6 +37,7 @@ class Platform:
         reservation_pool_size: int = 8,
         poll_interval: float = 1.0,
         journal: bool = True,
+        group_commit: bool = GROUP_COMMIT,
     ) -> None:
         self.db = create_engine(url, pool_size=pool_size)
         check_reachable(self.db)
@@ -57,7 +63,14 @@ class Platform:
         )
         # The reservation journal behind `autonumber audit gaps` (off: reasons unknown, cost saved).
         self.engine.reserver.journal.enabled = journal
-        self.records = Records(self.db, self.catalog, self.engine, self.events)
+        self.records = Records(
+            self.db,
+            self.catalog,
+            self.engine,
+            self.events,
+            group_commit=group_commit,
+            group_db=self.reservation_db,
+        )
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:

@@ -21,6 +21,7 @@ from .engine import Engine
 from .engine.journal import FAILED, Pending, Range, track, watch
 from .errors import RecordError, RecordNotFound, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
+from .group_commit import GroupCommit
 
 SYSTEM_COLUMNS = ("Id", "CreatedDate")
 SCALARS = (str, int, float, bool, Decimal)
@@ -42,29 +43,64 @@ def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
     return out
 
 
+def insert_rows(conn: Connection, table: sa.Table, records: Sequence[Mapping[str, Any]]) -> None:
+    """One INSERT; many rows go as one multi-row INSERT (SQLAlchemy's "insertmanyvalues" batching,
+    which RETURNING turns on for every backend, with the statement compiled once and cached)."""
+    shapes: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    for record in records:  # callers of one group may set different fields
+        shapes.setdefault(tuple(sorted(record)), []).append(record)
+    many_values = conn.dialect.insert_executemany_returning  # MySQL proper has no RETURNING
+    for rows in shapes.values():
+        if len(rows) == 1 or not many_values:
+            conn.execute(sa.insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
+        else:
+            conn.execute(sa.insert(table).returning(table.c.Id), rows).all()
+
+
 class Records:
     """insert / insert_many / get / list / update for the objects of the catalog."""
 
-    def __init__(self, db: SAEngine, catalog: Catalog, engine: Engine, events: EventBus) -> None:
+    def __init__(
+        self,
+        db: SAEngine,
+        catalog: Catalog,
+        engine: Engine,
+        events: EventBus,
+        *,
+        group_commit: bool = False,
+        group_db: SAEngine | None = None,
+    ) -> None:
         self._db = db
         self.catalog = catalog
         self.engine = engine
         self.events = events
         if not engine.dialect.reserve_on_caller_when_written:
             watch(db)  # SQLite reserves in the caller's transaction: nothing is detached there
+        self._group_db = group_db or db
+        self.group_commit = GroupCommit(self._write_own) if group_commit else None
 
     @contextmanager
-    def _txn(self, conn: Connection | None) -> Iterator[Connection]:
+    def _txn(self, conn: Connection | None, db: SAEngine | None = None) -> Iterator[Connection]:
         if conn is not None:
             yield conn
             return
-        with self._db.connect() as own, self.engine.dialect.begin_write(own):
+        with (db or self._db).connect() as own, self.engine.dialect.begin_write(own):
             yield own
 
     def insert(
         self, object_name: str, data: Mapping[str, Any], conn: Connection | None = None
     ) -> dict[str, Any]:
-        """Insert one record; return it as stored, autonumbers included."""
+        """Insert one record; return it as stored, autonumbers included.
+
+        Without a transaction of the caller's, the checked row may share one transaction with
+        concurrent inserts of the same object (group commit) when the platform turned it on."""
+        snapshot = self.catalog.current()
+        # an adopted table's key comes from its own database, so its rows are written one by one
+        if conn is None and self.group_commit is not None and not snapshot.is_adopted(object_name):
+            table = snapshot.table(object_name)
+            record = self._checked(snapshot, object_name, table, data, f"{object_name} record #1")
+            self._refuse_quarantined(snapshot, object_name)
+            return self.group_commit.insert(object_name, record)
         return self.insert_many(object_name, [data], conn)[0]
 
     def insert_many(
@@ -80,15 +116,66 @@ class Records:
         if not records:
             return []
         self._refuse_quarantined(snapshot, object_name)
+        return self._write(snapshot, object_name, records, conn)
+
+    def _write_own(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Write checked records in a short transaction of their own (the group-commit writer).
+
+        Its numbers are reserved in that transaction and commit or roll back with the rows. When
+        the connection dies, nobody knows whether the COMMIT landed: the rows are written again
+        under the same Ids, and if that is refused as a duplicate Id the first COMMIT did land —
+        the stored records are returned. Never a record stored twice, never a number reused."""
+        self._refuse_quarantined(self.catalog.current(), object_name)
+        for attempt in (1, 2):
+            try:
+                copies = [dict(r) for r in records]
+                return self._write(self.catalog.current(), object_name, copies, None, inside=True)
+            except sa.exc.DBAPIError as exc:
+                if exc.connection_invalidated or self.engine.dialect.is_duplicate_key(exc):
+                    landed = self._landed(object_name, records)
+                    if landed is not None:
+                        return landed
+                if attempt == 2 or not exc.connection_invalidated:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _landed(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """The records as stored when an earlier COMMIT of theirs did land (Ids are fresh uuid4s, so
+        finding every one means that), else None — also when the database cannot be asked."""
+        try:
+            stored = self._stored(object_name, [r["Id"] for r in records])
+        except sa.exc.DBAPIError:
+            return None
+        return stored if len(stored) == len(records) else None
+
+    def _stored(self, object_name: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored records with these Ids, in that order (those found)."""
+        table = self.catalog.current().table(object_name)
+        stmt = sa.select(table).where(table.c.Id.in_(ids))
+        with self._db.connect() as conn:
+            rows = {r["Id"]: _plain(r) for r in conn.execute(stmt).mappings()}
+        return [rows[i] for i in ids if i in rows]
+
+    def _write(
+        self,
+        snapshot: CatalogSnapshot,
+        object_name: str,
+        records: list[dict[str, Any]],
+        conn: Connection | None,
+        *,
+        inside: bool = False,
+    ) -> list[dict[str, Any]]:
+        """Assign, publish, INSERT; `inside`: numbers reserved in this short transaction itself."""
+        table = snapshot.table(object_name)
         adopted = snapshot.is_adopted(object_name)
-        with self._txn(conn) as c:
+        with self._txn(conn, self._group_db if inside else None) as c:
             at = None
             rules = snapshot.rules_of(object_name)
             # Every token resolves before any reservation: one that fails closed consumes no number.
             crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
             held: list[Pending] = []
             for rule, cross in zip(rules, crosses, strict=True):
-                assigned = self.engine.assign(rule.field_id, records, c, cross=cross)
+                assigned = self.engine.assign(rule.field_id, records, c, cross=cross, inside=inside)
                 held.append(self._hold(c, assigned.detached))
                 at = assigned.assigned_at
                 for record, value in zip(records, assigned.values, strict=True):
@@ -102,7 +189,7 @@ class Records:
                 if adopted:
                     _insert_adopted(c, table, records)
                 else:
-                    c.execute(sa.insert(table), records)
+                    insert_rows(c, table, records)
             except sa.exc.DBAPIError as exc:
                 for pending in held:  # the gap's reason, once the transaction rolls back
                     pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]

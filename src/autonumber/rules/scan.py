@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from autonumber.catalog import Rule
 from autonumber.errors import SeedLimitError, SeedParseError
+from autonumber.format.scan import ScanPattern
 from autonumber.progress import Advance
 
 PAGE = 10_000
@@ -26,10 +27,12 @@ MAX_BUCKETS = 3_650
 
 @dataclass
 class ColumnScan:
-    """The largest counter per scope key seen in a column, and how many values were read."""
+    """The largest counter per scope key seen in a column, how many values were read, and how many
+    of those only an older format reads."""
 
     buckets: dict[str, int] = field(default_factory=dict)
     rows: int = 0
+    older: int = 0
 
 
 def pages(conn: Connection, table: sa.Table, column: str, page: int = PAGE) -> Iterator[Sequence[Any]]:
@@ -80,10 +83,13 @@ def scan_rule(
     table: sa.Table,
     advance: Advance | None = None,
     max_buckets: int = MAX_BUCKETS,
+    older: Sequence[ScanPattern] = (),
 ) -> ColumnScan:
     """Match every stored value of the rule's column; SeedParseError on the first that does not fit.
 
-    Fail closed: nothing is skipped, so a value the format cannot have produced stops the seed.
+    Fail closed: a value neither the format nor one of its `older` formats (history.py) can have
+    produced stops the seed. A value only an older format reads cannot collide with a new one, so it
+    is counted in `ColumnScan.older` and feeds no bucket.
     """
     reader = _Reader(rule)
     read = reader.read
@@ -93,6 +99,9 @@ def scan_rule(
         for row_id, value in rows:
             found = read(value)
             if found is None:
+                if any(p.match(value) is not None for p in older):
+                    out.older += 1
+                    continue
                 raise SeedParseError(rule.name, rule.field_id, str(row_id), value, reader.pattern.pattern)
             counter, key = found
             best = buckets.get(key)

@@ -139,14 +139,28 @@ def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
     planned = [(spec, ids[spec.name], rule_values(spec, catalog)) for spec in _known(specs, ids)]
     stored = _stored(conn)
     changes: list[str] = []
-    with authorized(conn):  # the only legitimate writer of the rule columns (db/guard.py trigger)
-        for spec, fid, values in planned:
-            current = stored.get(fid, {})
-            if all(_same(current.get(k), v) for k, v in values.items()):
-                continue
-            conn.execute(sa.update(system_field).where(system_field.c.Id == fid).values(values))
-            changes.append(f"rule {spec.name} = {spec.format} ({spec.scope})")
+    for spec, fid, values in planned:
+        if same_values(stored.get(fid, {}), values):
+            continue
+        write_rule(conn, fid, values)
+        changes.append(f"rule {spec.name} = {spec.format} ({spec.scope})")
     return changes
+
+
+def same_values(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether the stored rule columns already hold `wanted` (token refs compared as canonical JSON)."""
+    return all(_same(stored.get(k), v) for k, v in wanted.items())
+
+
+def stored_values(conn: Connection, field_id: str) -> dict[str, Any]:
+    """The rule columns of one `_System_Field` row ({} when the row does not exist)."""
+    return _stored(conn).get(field_id, {})
+
+
+def write_rule(conn: Connection, field_id: str, values: Mapping[str, Any]) -> None:
+    """Write validated rule columns (the only legitimate writer: the guard trigger allows it)."""
+    with authorized(conn):
+        conn.execute(sa.update(system_field).where(system_field.c.Id == field_id).values(dict(values)))
 
 
 def _known(specs: Sequence[RuleSpec], ids: Mapping[str, str]) -> Sequence[RuleSpec]:

@@ -163,7 +163,8 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
     form = await request.form()
     try:
         c.admin.require(request)
-        out = await run_in_threadpool(c.change_format, field_id, str(form.get("format", "")))
+        scope = str(form.get("scope") or "") or None
+        out = await run_in_threadpool(c.change_format, field_id, str(form.get("format", "")), scope)
     except AutonumberError as exc:
         return redirect(f"/rules#{field_id}", f"error: {exc}")
     return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")

@@ -195,10 +195,11 @@ class Console:
         """Render a sample value; never reads or consumes a counter."""
         return preview(self.snapshot, req)
 
-    def change_format(self, field_id: str, new_format: str) -> FieldOut:
-        """Store a new format through the applier's path; refused when it breaks an invariant."""
-        fid = change_format(self.platform, field_id, new_format)
-        return self.field(fid)
+    def change_format(self, field_id: str, new_format: str | None, scope: str | None = None,
+                      start: int | None = None) -> FieldOut:
+        """Change a rule through `autonumber.rules` (what is not given stays); refusals raise."""
+        done = change_format(self.platform, field_id, new_format, scope=scope, start=start)
+        return self.field(done.field_id)
 
 
 def _width(fmt: str | None) -> int | None:

@@ -145,7 +145,7 @@ class _Batch:
         self.stored = _read_stored(conn)
         self.tables = {o: t for o, t in conn.execute(sa.select(system_object.c.ApiName,
                                                               system_object.c.TableName))}
-        self.object_ids = dict(conn.execute(sa.select(system_object.c.ApiName, system_object.c.Id)).tuples())
+        self.object_ids = dict(conn.execute(sa.select(system_object.c.ApiName, system_object.c.Id)).tuples().all())
         self.history = history.formats_of(conn)
         self.counters: dict[str, dict[str, int]] = {}
         for fid, key, nxt in conn.execute(sa.select(counter_table.c.field_id, counter_table.c.scope_key,
@@ -220,15 +220,17 @@ def _plan_set(batch: _Batch, rule: RuleSpec) -> Plan:
         raise UnknownField(rule.name, "field has no autonumber rule (add it with `autonumber field add`)")
     values = rule_values(rule, batch.catalog)
     plan = Plan(RuleRequest("set", rule), existing.field_id, batch.tables[rule.object])
-    if same_values(existing.values, values):
-        return plan
-    _finish(batch, plan, rule, values, (existing.format, existing.scope))
+    if same_values(existing.values, values):  # the same rule: only raise counters left behind
+        _finish(batch, plan, rule, None, None)
+    else:
+        _finish(batch, plan, rule, values, (existing.format, existing.scope))
     return plan
 
 
-def _finish(batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any],
+def _finish(batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any] | None,
             previous: tuple[str, str] | None) -> None:
-    """Checks and counter rows shared by add and set; records the outcome in the batch."""
+    """Checks and counter rows shared by add and set (values None: the rule stays, counters left
+    behind the stored values are raised); records the outcome in the batch."""
     fmt = parse_format(rule.format)
     largest = 10 ** fmt.counter_width - 1
     if rule.start > largest:
@@ -259,10 +261,14 @@ def _finish(batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any],
     plan.values = values
     plan.previous = previous
     plan.counters = [r for r in planned if plan.retire or r.next_value > current.get(r.scope_key, 0)]
+    batch.counters[fid] = after
+    if values is None:
+        if plan.counters:
+            plan.lines.append(_counter_line(fid, after, scan))
+        return
     was = f"{previous[0]} ({previous[1]}) → " if previous else ""
     plan.lines.append(f"rule {rule.name}: {was}{rule.format} ({rule.scope}, start {rule.start})")
     plan.lines.append(_counter_line(fid, after, scan))
-    batch.counters[fid] = after
     batch.history[fid] = [*known, rule.format]
     was_stored = batch.stored.get(rule.name)
     length = plan.new_column.max_length if plan.new_column else was_stored.max_length if was_stored else None

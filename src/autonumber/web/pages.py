@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from autonumber.errors import AutonumberError
+from autonumber.errors import AutonumberError, RecordError
 from autonumber.setup.standard import CORE_OBJECTS
 
 from .api import ConsoleDep, console
@@ -164,7 +164,11 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
     try:
         c.admin.require(request)
         scope = str(form.get("scope") or "") or None
-        out = await run_in_threadpool(c.change_format, field_id, str(form.get("format", "")), scope)
+        start = str(form.get("start") or "")
+        if start and not start.isdigit():
+            raise RecordError(f"{field_id}: start {start!r} is not a whole number ≥ 0")
+        out = await run_in_threadpool(c.change_format, field_id, str(form.get("format", "")), scope,
+                                      int(start) if start else None)
     except AutonumberError as exc:
         return redirect(f"/rules#{field_id}", f"error: {exc}")
     return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")

@@ -143,9 +143,9 @@ class _Batch:
         base, self.ids = metadata_view(conn)
         self.catalog = _Catalog(base)
         self.stored = _read_stored(conn)
-        self.tables = {o: t for o, t in conn.execute(sa.select(system_object.c.ApiName,
-                                                              system_object.c.TableName))}
-        self.object_ids = dict(conn.execute(sa.select(system_object.c.ApiName, system_object.c.Id)).tuples().all())
+        o = system_object
+        self.tables = dict(conn.execute(sa.select(o.c.ApiName, o.c.TableName)).tuples().all())
+        self.object_ids = dict(conn.execute(sa.select(o.c.ApiName, o.c.Id)).tuples().all())
         self.history = history.formats_of(conn)
         self.counters: dict[str, dict[str, int]] = {}
         for fid, key, nxt in conn.execute(sa.select(counter_table.c.field_id, counter_table.c.scope_key,

@@ -20,8 +20,7 @@ from autonumber.db.schema import reconcile_system_schema, reconcile_tables, tabl
 from autonumber.db.tables import lock_table, system_record_type
 from autonumber.errors import SetupError, VerifyError
 from autonumber.progress import NullReporter, Reporter
-from autonumber.rules import state
-from autonumber.rules.fields import sync_rules
+from autonumber.rules import state, sync_rules
 from autonumber.rules.legacy import backup_table, drop_legacy
 from autonumber.rules.seed import seed_counters
 from autonumber.rules.verify import verify

@@ -101,7 +101,8 @@ def write_spec(tmp_path: Path, ops: list[dict[str, Any]]) -> Path:
     path = tmp_path / f"change-{_SPEC_COUNT[0]}.md"
     path.write_text(
         "---\napiVersion: data-spec/v1\n"
-        f"id: 2026-06-01-rule-change-{_SPEC_COUNT[0]}\nscope: staging-then-production\nstatus: pending\n---\n\n"
+        f"id: 2026-06-01-rule-change-{_SPEC_COUNT[0]}\nscope: staging-then-production\n"
+        "status: pending\n---\n\n"
         "## Operations\n\n```yaml\n" + "\n".join(lines) + "\n```\n", encoding="utf-8")
     return path
 
@@ -240,10 +241,11 @@ def test_a_failure_after_the_column_was_added_is_compensated(
     fails: on MariaDB, where the ADD COLUMN committed at once, the column is dropped again."""
     t = system_record_type
     with platform.begin() as conn:
-        conn.execute(sa.update(t).where(t.c.DeveloperName == "Services Agreement").values(RecordTypeCode=None))
+        conn.execute(sa.update(t).where(t.c.DeveloperName == "Services Agreement")
+                     .values(RecordTypeCode=None))
     before = dump(platform.db)
-    ok, out = run_cli(["field", "add", "Contract", "Rt_Code__c", "--format", "{RecordType.RecordTypeCode}-{000}",
-                       "--db", db_url], capsys)
+    ok, out = run_cli(["field", "add", "Contract", "Rt_Code__c", "--format",
+                       "{RecordType.RecordTypeCode}-{000}", "--db", db_url], capsys)
     assert not ok and "V6" in out and "Traceback" not in out, out
     assert dump(platform.db) == before
     spec = write_spec(tmp_path, [{"op": "add_autonumber_field", "object": "Contract", "field": "Rt_Code__c",

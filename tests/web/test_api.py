@@ -6,7 +6,6 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
@@ -235,7 +234,9 @@ def test_admin_change_refuses_a_width_the_counter_overflows(admin: TestClient, p
     assert fields["Case.CaseNumber"]["format"] == "{00000000}"
 
 
-def test_admin_change_raises_a_counter_behind_the_stored_values(admin: TestClient, platform: Platform) -> None:
+def test_admin_change_raises_a_counter_behind_the_stored_values(
+    admin: TestClient, platform: Platform
+) -> None:
     post(admin, "Case", {"Subject": "one"})
     post(admin, "Case", {"Subject": "two"})
     with platform.begin() as conn:  # a counter behind the live data (a bad restore, say)

@@ -11,7 +11,8 @@ Semantics (docs/changing-rules.md):
 - a format change keeps old values valid (the field remembers its formats, history.py); the counter
   continues and is raised above every stored value the new format could render again;
 - a scope change retires the old scope's counter rows and starts the new scope's rows above every
-  value the new format could collide with (a move to `global` also continues the old counter);
+  value the new format could collide with (a move to `global` continues above every counter
+  handed out, under any of the field's formats);
 - a width that cannot hold a counter, a start beyond the width, a stored value no format of the
   field reads, or a broken format is refused with one line naming the field.
 """
@@ -244,11 +245,12 @@ def _finish(batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any] | 
     current = batch.counters.get(fid, {})
     if previous is not None and previous[1] != rule.scope:
         plan.retire = sorted(current)
-        if rule.scope == "global" and current:
-            planned = [_at_least(row, max(current.values()), "previous") if row.scope_key == "" else row
-                       for row in planned]
+        if rule.scope == "global":  # continue above every counter handed out, under any format
+            floor = max([*current.values(), scan.older_max + 1])
+            planned = [_at_least(row, floor, "previous") if row.scope_key == "" else row for row in planned]
         after = {row.scope_key: row.next_value for row in planned}
-        plan.lines.append(f"retired {len(current)} counter row(s) of scope {previous[1]}")
+        if current:
+            plan.lines.append(f"retired {len(current)} counter row(s) of scope {previous[1]}")
     else:
         after = dict(current)
         for row in planned:
@@ -286,7 +288,10 @@ def _counter_line(fid: str, after: dict[str, int], scan: ColumnScan) -> str:
 
 
 def _scan(batch: _Batch, plan: Plan, target: Rule, known: Sequence[str]) -> ColumnScan:
-    """Read the stored values with the new format; refuse one that no format of the field reads."""
+    """Read the stored values with the new format; refuse one that no format of the field reads.
+
+    A first rule on a column (`add`, the cut-over's formats phase) fails with the seed's own
+    SeedParseError/SeedLimitError, as `seed_counters` would, but before anything is committed."""
     name = target.name
     if name in batch.empty_columns or target.field_name not in batch.columns_of(plan.table):
         return ColumnScan()
@@ -295,10 +300,14 @@ def _scan(batch: _Batch, plan: Plan, target: Rule, known: Sequence[str]) -> Colu
     try:
         return scan_rule(batch.conn, target, table, older=history.older_patterns(target.format.source, known))
     except SeedParseError as exc:
+        if plan.request.kind == "add":
+            raise
         formats = ", ".join(repr(f) for f in dict.fromkeys([*known, target.format.source]))
         raise RuleChangeRefused(name, f"row {exc.row_id} holds {exc.value!r}, which none of the field's "
                                 f"formats ({formats}) can have produced; fix that row first") from None
     except SeedLimitError as exc:
+        if plan.request.kind == "add":
+            raise
         raise RuleChangeRefused(name, str(exc)) from None
 
 

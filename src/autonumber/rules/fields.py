@@ -22,7 +22,7 @@ from autonumber.errors import UnknownField
 from autonumber.format import parse_format
 
 from .change import FieldChange, RuleRequest, ensure_history_table, execute, plan_requests
-from .store import RuleSpec
+from .store import RuleSpec, metadata_view, rule_values, same_values, stored_values
 
 
 @dataclass(frozen=True)
@@ -125,9 +125,13 @@ def sync_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
     Values are scanned here, so the seed phase cannot fail on them later; verify is the last phase.
     """
     requests = []
+    catalog, ids = metadata_view(conn)
     for spec in specs:
         stored = stored_rule(conn, spec.object, spec.field)
         if stored is None:
             raise UnknownField(spec.name, "autonumber rule names a field the standard pack did not create")
+        if stored.format is not None and same_values(stored_values(conn, ids[spec.name]),
+                                                     rule_values(spec, catalog)):
+            continue  # unchanged: the seed phase re-reads its values when asked to
         requests.append(RuleRequest("add" if stored.format is None else "set", spec))
     return [line for done in apply_requests(conn, requests, verify=False) for line in done.changes]

@@ -28,11 +28,12 @@ MAX_BUCKETS = 3_650
 @dataclass
 class ColumnScan:
     """The largest counter per scope key seen in a column, how many values were read, and how many
-    of those only an older format reads."""
+    of those only an older format reads (with the largest counter among them)."""
 
     buckets: dict[str, int] = field(default_factory=dict)
     rows: int = 0
     older: int = 0
+    older_max: int = 0
 
 
 def pages(conn: Connection, table: sa.Table, column: str, page: int = PAGE) -> Iterator[Sequence[Any]]:
@@ -99,8 +100,10 @@ def scan_rule(
         for row_id, value in rows:
             found = read(value)
             if found is None:
-                if any(p.match(value) is not None for p in older):
+                old = next((m for p in older if (m := p.match(value)) is not None), None)
+                if old is not None:
                     out.older += 1
+                    out.older_max = max(out.older_max, old.counter)
                     continue
                 raise SeedParseError(rule.name, rule.field_id, str(row_id), value, reader.pattern.pattern)
             counter, key = found

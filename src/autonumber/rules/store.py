@@ -114,10 +114,13 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
     }
 
 
-def _stored(conn: Connection) -> dict[str, dict[str, Any]]:
+def _stored(conn: Connection, field_id: str | None = None) -> dict[str, dict[str, Any]]:
     cols = [system_field.c[name] for name in _RULE_COLUMNS]
     out: dict[str, dict[str, Any]] = {}
-    for row in conn.execute(sa.select(system_field.c.Id, *cols)):
+    stmt = sa.select(system_field.c.Id, *cols)
+    if field_id is not None:
+        stmt = stmt.where(system_field.c.Id == field_id)
+    for row in conn.execute(stmt):
         values = dict(row._mapping)
         out[values.pop("Id")] = values
     return out
@@ -154,7 +157,7 @@ def same_values(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
 
 def stored_values(conn: Connection, field_id: str) -> dict[str, Any]:
     """The rule columns of one `_System_Field` row ({} when the row does not exist)."""
-    return _stored(conn).get(field_id, {})
+    return _stored(conn, field_id).get(field_id, {})
 
 
 def write_rule(conn: Connection, field_id: str, values: Mapping[str, Any]) -> None:

@@ -123,4 +123,4 @@ def test_the_checks_catch_a_rogue_module() -> None:
                        "    d.upsert_greatest(conn, counter_table, {}, 'next_value', 1, {})\n"
                        "    conn.execute(update(system_field))\n")
     assert internal_imports(rogue, module) == ["autonumber.rules.seed.plan_rows (line 1)"]
-    assert writes(module) == ["upsert_greatest() line 4", "update(system_field) line 5"]
+    assert writes(module) == ["upsert_greatest() line 3", "update(system_field) line 4"]

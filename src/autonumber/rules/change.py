@@ -46,7 +46,7 @@ from autonumber.rules import history
 from autonumber.rules.legacy import LegacyState
 from autonumber.rules.scan import ColumnScan, scan_rule
 from autonumber.rules.seed import CounterRow, plan_rows
-from autonumber.rules.store import RuleSpec, metadata_view, rule_values, same_values, write_rule
+from autonumber.rules.store import RULE_COLUMNS, RuleSpec, metadata_view, rule_values, same_values, write_rule
 from autonumber.rules.verify import check
 
 DEFAULT_LENGTH = 30
@@ -149,11 +149,16 @@ class _Batch:
         self.object_ids = dict(conn.execute(sa.select(o.c.ApiName, o.c.Id)).tuples().all())
         self.history = history.formats_of(conn)
         self.counters: dict[str, dict[str, int]] = {}
-        for fid, key, nxt in conn.execute(sa.select(counter_table.c.field_id, counter_table.c.scope_key,
-                                                    counter_table.c.next_value)):
-            self.counters.setdefault(fid, {})[key] = int(nxt)
         self.empty_columns: set[str] = set()
         self.physical: dict[str, set[str]] = {}
+
+    def counters_of(self, fid: str) -> dict[str, int]:
+        """The field's counter rows (as earlier requests of the batch leave them)."""
+        if fid not in self.counters:
+            t = counter_table
+            rows = self.conn.execute(sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == fid))
+            self.counters[fid] = {key: int(nxt) for key, nxt in rows}
+        return self.counters[fid]
 
     def columns_of(self, table: str) -> set[str]:
         if table not in self.physical:
@@ -165,8 +170,7 @@ class _Batch:
 
 def _read_stored(conn: Connection) -> dict[str, _Stored]:
     f, o = system_field, system_object
-    cols = [f.c[c] for c in ("auto_number_format", "auto_number_start", "auto_number_scope",
-                             "auto_number_date_src", "auto_number_on_change", "auto_number_token_refs")]
+    cols = [f.c[c] for c in RULE_COLUMNS]
     out = {}
     for row in conn.execute(sa.select(o.c.ApiName, f.c.ApiName, f.c.Id, f.c.MaxLength, *cols)
                             .join(o, o.c.Id == f.c.ObjectId)):
@@ -242,7 +246,7 @@ def _finish(batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any] | 
     target = Rule(fid, rule.object, rule.field, fmt, rule.start, rule.scope, ())
     scan = _scan(batch, plan, target, known)
     planned, _ = plan_rows(target, scan.buckets, LegacyState())
-    current = batch.counters.get(fid, {})
+    current = dict(batch.counters_of(fid))
     if previous is not None and previous[1] != rule.scope:
         plan.retire = sorted(current)
         if rule.scope == "global":  # continue above every counter handed out, under any format

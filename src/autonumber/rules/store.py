@@ -134,6 +134,8 @@ _RULE_COLUMNS = (
     "auto_number_on_change",
     "auto_number_token_refs",
 )
+RULE_COLUMNS = _RULE_COLUMNS
+"""The `_System_Field` columns a rule is made of (a new rule attribute is added here)."""
 
 
 def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:

@@ -11,8 +11,8 @@ Rollback (§7.3):
   field's live column, read with the rule's scan pattern, and its counter rows' next_value − 1);
   each `_System_CompoundAutoNumber` (object, rendered prefix) raised to the largest live counter
   with that prefix, rows added for prefixes first used after the cut-over;
-- `drop_autonumber_schema`: the guard trigger, `_System_AutoNumberCounter`, the six rule columns of
-  `_System_Field` and `_System_RecordType.RecordTypeCode`.
+- `drop_autonumber_schema`: the guard trigger, `_System_AutoNumberCounter`, the format history, the
+  six rule columns of `_System_Field` and `_System_RecordType.RecordTypeCode`.
 Cleanup (§11 Phase 2): `verify` (V1–V6 must hold) and `drop_backups`.
 Rules: `add_autonumber_field` and `set_rule`, thin over `autonumber.rules` (the runner plans and
 applies consecutive rule operations as one batch).
@@ -38,6 +38,7 @@ from autonumber.db.tables import (
     AUTONUMBER_COLUMNS,
     LEGACY_TABLES,
     counter_table,
+    field_format_history,
     legacy_autonumber,
     legacy_compound,
     system_field,
@@ -271,8 +272,8 @@ def _raise_compound(conn: Connection, compound: Mapping[tuple[str, str], int]) -
 def _schema_left(conn: Connection) -> list[tuple[str, str | None]]:
     """(table, column) pairs still to drop; column None means the whole table."""
     left: list[tuple[str, str | None]] = []
-    if counter_table.name in table_names(conn):
-        left.append((counter_table.name, None))
+    present = table_names(conn)
+    left += [(t.name, None) for t in (counter_table, field_format_history) if t.name in present]
     fields = _columns(conn, system_field.name)
     left += [(system_field.name, c) for c in AUTONUMBER_COLUMNS if c in fields]
     if RECORD_TYPE_CODE in _columns(conn, system_record_type.name):
@@ -393,7 +394,8 @@ OPERATIONS: dict[str, OperationType] = {op.name: op for op in (
                   "raise legacy CurrentNumber to the largest number used since the cut-over",
                   plan_correction, run_correction),
     OperationType("drop_autonumber_schema",
-                  "drop the guard trigger, the counter table, the six rule columns and RecordTypeCode",
+                  "drop the guard trigger, the counter and format-history tables, the six rule columns "
+                  "and RecordTypeCode",
                   plan_drop_schema, run_drop_schema),
     OperationType("verify", "V1–V6 must hold", plan_nothing, run_verify),
     OperationType("drop_backups", "drop the legacy backup tables", plan_drop_backups, run_drop_backups),

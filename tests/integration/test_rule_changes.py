@@ -284,3 +284,20 @@ def test_the_console_and_the_cli_give_the_same_answer(
     assert cli("{00000000}")[0] and cli("C-{00000000}")[0]  # back, then the same change by the CLI
     assert (case_numbers(platform), counters(platform)) == by_console == (
         ["00000001", "00000002", "00000003"], {"": 4})
+
+
+def test_a_change_verifies_only_its_own_field(platform: Platform, db_url: str,
+                                              capsys: pytest.CaptureFixture[str]) -> None:
+    """A finding about `Case.CaseNumber__c` (whose id contains `Case.CaseNumber`) neither blocks a
+    change of `Case.CaseNumber` nor is blamed on it; whole-database verify still reports it."""
+    ok, out = run_cli(["field", "add", "Case", "CaseNumber__c", "--format", "X-{000}", "--db", db_url],
+                      capsys)
+    assert ok, out
+    with platform.begin() as conn:
+        conn.execute(sa.delete(counter_table).where(counter_table.c.field_id == "Case.CaseNumber__c"))
+    ok, out = run_cli(["field", "set", "Case", "CaseNumber", "--format", "C-{00000000}", "--db", db_url],
+                      capsys)
+    assert ok, out
+    findings = verify(platform.db)
+    assert {f.field_id for f in findings if f.code == "V1"} == {"Case.CaseNumber__c"}
+    assert any(f.code == "V5" for f in findings)

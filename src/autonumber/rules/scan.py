@@ -78,6 +78,31 @@ class _Reader:
         return None if key is None else (int(groups[at]), key)
 
 
+class _Older:
+    """The counter of a value only an earlier format reads, with _Reader's per-part cache."""
+
+    def __init__(self, patterns: Sequence[ScanPattern]) -> None:
+        self.readers = [(p, p.regex.groupindex["counter"] - 1, dict[tuple[Any, ...], bool]())
+                        for p in patterns]
+
+    def counter(self, value: str) -> int | None:
+        for pattern, at, valid in self.readers:
+            m = pattern.regex.fullmatch(value)
+            if m is None:
+                continue
+            groups = m.groups()
+            rest = groups[:at] + groups[at + 1 :]
+            ok = valid.get(rest)
+            if ok is None:
+                ok = pattern.match(value) is not None
+                if len(valid) >= _Reader.CACHE:
+                    valid.clear()
+                valid[rest] = ok
+            if ok:
+                return int(groups[at])
+        return None
+
+
 def scan_rule(
     conn: Connection,
     rule: Rule,
@@ -94,16 +119,17 @@ def scan_rule(
     """
     reader = _Reader(rule)
     read = reader.read
+    older_counter = _Older(older).counter
     out = ColumnScan()
     buckets = out.buckets
     for rows in pages(conn, table, rule.field_name):
         for row_id, value in rows:
             found = read(value)
             if found is None:
-                old = next((m for p in older if (m := p.match(value)) is not None), None)
+                old = older_counter(value)
                 if old is not None:
                     out.older += 1
-                    out.older_max = max(out.older_max, old.counter)
+                    out.older_max = max(out.older_max, old)
                     continue
                 raise SeedParseError(rule.name, rule.field_id, str(row_id), value, reader.pattern.pattern)
             counter, key = found

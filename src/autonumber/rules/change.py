@@ -88,11 +88,13 @@ class Plan:
     counters: list[CounterRow] = field(default_factory=list)
     retire: list[str] = field(default_factory=list)
     lines: list[str] = field(default_factory=list)
+    adopted: bool = False
+    """The object is an application's own table: its column must exist; it gets a UNIQUE index."""
 
     @property
     def writes(self) -> bool:
         """Whether anything is written for this request."""
-        return bool(self.new_row or self.values or self.counters or self.retire)
+        return bool(self.new_row or self.values or self.counters or self.retire or self.adopted)
 
 
 @dataclass(frozen=True)
@@ -147,6 +149,7 @@ class _Batch:
         o = system_object
         self.tables = dict(conn.execute(sa.select(o.c.ApiName, o.c.TableName)).tuples().all())
         self.object_ids = dict(conn.execute(sa.select(o.c.ApiName, o.c.Id)).tuples().all())
+        self.adopted = set(conn.execute(sa.select(o.c.ApiName).where(o.c.KeyColumn.is_not(None))).scalars())
         self.history = history.formats_of(conn)
         self.counters: dict[str, dict[str, int]] = {}
         self.empty_columns: set[str] = set()
@@ -198,6 +201,13 @@ def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
             raise RuleChangeRefused(rule.name, f"it already has an autonumber rule ({existing.format!r}); "
                                     "change it with `autonumber field set` or a set_rule operation")
         return Plan(RuleRequest("add", rule), existing.field_id, table)
+    if rule.object in batch.adopted:  # an application's table: nothing altered, its column is adopted
+        fid = existing.field_id if existing else field_id(rule.object, rule.field)
+        plan = Plan(RuleRequest("add", rule), fid, table, adopted=True)
+        if existing is None:
+            batch.catalog.add(FieldInfo(rule.object, rule.field, "text", None, None))
+        _finish(batch, plan, rule, rule_values(rule, batch.catalog), None)
+        return plan
     width = rule.length or (existing.max_length if existing else None) or DEFAULT_LENGTH
     if not 1 <= width <= MAX_LENGTH:
         raise RuleChangeRefused(rule.name, f"length {width} is not between 1 and {MAX_LENGTH}")
@@ -294,23 +304,26 @@ def _counter_line(fid: str, after: dict[str, int], scan: ColumnScan) -> str:
 def _scan(batch: _Batch, plan: Plan, target: Rule, known: Sequence[str]) -> ColumnScan:
     """Read the stored values with the new format; refuse one that no format of the field reads.
 
-    A first rule on a column (`add`, the cut-over's formats phase) fails with the seed's own
-    SeedParseError/SeedLimitError, as `seed_counters` would, but before anything is committed."""
+    A first rule on a platform column (`add`, the cut-over's formats phase) fails with the seed's
+    own SeedParseError/SeedLimitError, as `seed_counters` would, but before anything is committed."""
     name = target.name
     if name in batch.empty_columns or target.field_name not in batch.columns_of(plan.table):
         return ColumnScan()
-    fields = tuple(batch.catalog.fields_of(target.object_name))
-    table = object_table(plan.table, [f for f in fields if f.name == target.field_name], sa.MetaData())
+    if plan.adopted:
+        table = sa.Table(plan.table, sa.MetaData(), autoload_with=batch.conn)
+    else:
+        fields = tuple(batch.catalog.fields_of(target.object_name))
+        table = object_table(plan.table, [f for f in fields if f.name == target.field_name], sa.MetaData())
     try:
         return scan_rule(batch.conn, target, table, older=history.older_patterns(target.format.source, known))
     except SeedParseError as exc:
-        if plan.request.kind == "add":
+        if plan.request.kind == "add" and not plan.adopted:
             raise
         formats = ", ".join(repr(f) for f in dict.fromkeys([*known, target.format.source]))
         raise RuleChangeRefused(name, f"row {exc.row_id} holds {exc.value!r}, which none of the field's "
                                 f"formats ({formats}) can have produced; fix that row first") from None
     except SeedLimitError as exc:
-        if plan.request.kind == "add":
+        if plan.request.kind == "add" and not plan.adopted:
             raise
         raise RuleChangeRefused(name, str(exc)) from None
 
@@ -335,6 +348,8 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
         guard = conn.begin_nested() if added and not dialect.transactional_ddl else nullcontext()
         with guard:
             for plan in plans:
+                if plan.adopted:
+                    plan.lines += _adopt(conn, plan)
                 _write(conn, plan)
             touched = {p.field_id for p in plans if p.writes}
             findings = check(conn, touched) if touched and verify else []
@@ -344,7 +359,17 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
         if added and not dialect.transactional_ddl:
             _drop_columns(conn, added)
         raise
+    for plan in plans:  # DDL last: on MariaDB it commits what came before
+        if plan.adopted:
+            plan.lines += ensure_unique_index(conn, plan.table, plan.request.rule.field)
     return [FieldChange(p.field_id, list(p.lines)) for p in plans]
+
+
+def _adopt(conn: Connection, plan: Plan) -> list[str]:
+    """Check the adopted table's column (text, no duplicates) and register it."""
+    from autonumber.objects.adopt import adopt_column  # objects builds on rules: imported when used
+
+    return adopt_column(conn, plan.request.rule, plan.table)
 
 
 def _write(conn: Connection, plan: Plan) -> None:
@@ -365,6 +390,13 @@ def _write(conn: Connection, plan: Plan) -> None:
     for row in plan.counters:
         key = {"field_id": row.field_id, "scope_key": row.scope_key}
         dialect.upsert_greatest(conn, t, key, "next_value", row.next_value, stamps)
+
+
+def ensure_unique_index(conn: Connection, table: str, column: str) -> list[str]:
+    """The UNIQUE index an adopted autonumber column gets (objects/adopt.py)."""
+    from autonumber.objects.adopt import ensure_unique_index as ensure
+
+    return ensure(conn, table, column)
 
 
 def _drop_columns(conn: Connection, added: Sequence[tuple[str, str]]) -> None:

@@ -13,7 +13,10 @@ from autonumber.db.objects import object_table
 from autonumber.db.schema import reconcile_tables
 from autonumber.db.tables import system_field, system_object, system_record_type
 from autonumber.format import FieldInfo
-from autonumber.identifiers import check_api_name, field_id, fit_id, object_id
+from autonumber.identifiers import ID_LENGTH as ID_LENGTH
+from autonumber.identifiers import check_api_name, fit_id
+from autonumber.identifiers import field_id as field_id
+from autonumber.identifiers import object_id as object_id
 
 
 @dataclass(frozen=True)

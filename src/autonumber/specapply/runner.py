@@ -107,7 +107,9 @@ def _run(engine: Engine, doc: SpecDocument, ops: Sequence[tuple[Operation, Opera
     dialect = dialect_for(engine)
     groups = _groups(ops)
     with engine.connect() as conn:  # pre-flight: read-only, all before anything changes
-        for group in groups:
+        for at, group in enumerate(groups):
+            if at and group[0][0].name in RULE_OPERATIONS:
+                continue  # it builds on what an earlier operation creates: planned when it runs
             for op, line in _plan(conn, group):
                 reporter.detail(f"  plan {op.name}: {line}")
         conn.rollback()

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber.db.objects import key_column
 from autonumber.db.tables import counter_table, system_object, system_record_type
 
 MAX_SCOPES_SHOWN = 20
@@ -98,6 +99,7 @@ def rows_by_id(
     wanted = sorted({i for i in ids if i})
     if not wanted:
         return {}
-    stmt = sa.select(table).where(table.c.Id.in_(wanted))
+    key = key_column(table)
+    stmt = sa.select(table).where(key.in_(wanted))
     with _connection(conn) as c:
-        return {str(r["Id"]): dict(r) for r in c.execute(stmt).mappings()}
+        return {str(r[key.name]): dict(r) for r in c.execute(stmt).mappings()}

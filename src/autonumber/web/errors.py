@@ -16,7 +16,6 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from autonumber import errors as e
 
 from .auth import AdminDisabled, AdminRequired
-from .rule_edit import RuleChangeRefused
 
 log = logging.getLogger("autonumber.web")
 
@@ -28,7 +27,7 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
     (e.UnknownField, 404),
     (e.RuleQuarantined, 409),
     (e.CounterOverflow, 409),
-    (RuleChangeRefused, 409),
+    (e.RuleChangeRefused, 409),
     (e.VerifyError, 409),
     (e.FormatError, 422),
     (e.TokenResolveError, 422),

@@ -24,6 +24,7 @@ from autonumber.db.tables import counter_table, system_field, system_object
 from autonumber.errors import AutonumberError, SeedParseError, UnknownField, UnknownObject, VerifyError
 from autonumber.format import FieldInfo, MemoryCatalog, ObjectInfo
 from autonumber.identifiers import check_api_name
+from autonumber.rules.keys import migrate_prefix_keys
 from autonumber.rules.legacy import LegacyState
 from autonumber.rules.scan import scan_rule
 from autonumber.rules.seed import plan_rows
@@ -135,6 +136,7 @@ def _store_and_seed(conn: Connection, spec: RuleSpec) -> tuple[str, list[str]]:
     snapshot = load_snapshot(conn)
     fid = snapshot.field_id(spec.name)
     rule = snapshot.rule(fid)
+    migrate_prefix_keys(conn, rule)
     _check_overflow(conn, rule)
     try:
         scan = scan_rule(conn, rule, snapshot.table(rule.object_name))

@@ -21,7 +21,13 @@ from autonumber.progress import Advance
 
 PAGE = 10_000
 MAX_BUCKETS = 3_650
-"""At most ten years of per-day buckets per field (§8.2 P2-R3); more means pathological data."""
+"""At most ten years of days for a per_day field; more means pathological data. per_prefix fields
+have no cap: their keys multiply days by cross values (4 countries × 9 types × 3,650 days)."""
+
+
+def bucket_cap(rule: Rule, max_buckets: int = MAX_BUCKETS) -> int | None:
+    """The distinct-key limit of a field: `max_buckets` for per_day, none for other scopes."""
+    return max_buckets if rule.scope == "per_day" else None
 
 
 @dataclass
@@ -89,6 +95,7 @@ def scan_rule(
     read = reader.read
     out = ColumnScan()
     buckets = out.buckets
+    cap = bucket_cap(rule, max_buckets)
     for rows in pages(conn, table, rule.field_name):
         for row_id, value in rows:
             found = read(value)
@@ -97,10 +104,10 @@ def scan_rule(
             counter, key = found
             best = buckets.get(key)
             if best is None:
-                if len(buckets) >= max_buckets:
+                if cap is not None and len(buckets) >= cap:
                     raise SeedLimitError(
                         f"autonumber seed: field {rule.name} (field_id={rule.field_id}) spans more "
-                        f"than {max_buckets} {rule.scope} buckets (row Id={row_id}, value {value!r}); "
+                        f"than {cap} {rule.scope} buckets (row Id={row_id}, value {value!r}); "
                         "fix the data or the scope and re-run"
                     )
                 buckets[key] = counter

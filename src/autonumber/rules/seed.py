@@ -4,7 +4,8 @@ next_value = GREATEST(max parsed + 1, legacy CurrentNumber + 1, compound Current
 IdentifierSeq CurrentValue + 1, auto_number_start), per row written:
 
 - `global`: one row per field, always (Approach X), even with no data;
-- `per_day` / `per_prefix`: one row per observed bucket (≤ 3,650 per field);
+- `per_day` / `per_prefix`: one row per observed bucket (≤ 3,650 days for per_day; per_prefix
+  has no cap);
 - `per_prefix` reads the compound row whose Prefix is the bucket's rendered prefix (the value up to
   the counter), which is exactly what the legacy listener counted; a compound Prefix the format cannot
   have produced can never collide with a future value and is reported, not applied. Other scopes
@@ -31,6 +32,7 @@ from autonumber.format import TokenKind
 from autonumber.progress import NullReporter, Reporter
 
 from . import state
+from .keys import migrate_prefix_keys
 from .legacy import LegacyState, read_legacy
 from .scan import MAX_BUCKETS, scan_rule
 
@@ -128,7 +130,7 @@ def plan_rows(
     keys = set(live) | set(compound)
     if rule.scope == "global":
         keys.add("")
-    if len(keys) > MAX_BUCKETS:
+    if rule.scope == "per_day" and len(keys) > MAX_BUCKETS:
         raise SeedLimitError(f"autonumber seed: field {rule.name} (field_id={rule.field_id}) would get "
                              f"{len(keys)} counter rows; the limit is {MAX_BUCKETS}")
     rows = []
@@ -195,6 +197,22 @@ def write_rows(engine: Engine, rows: Sequence[CounterRow], timeout: float = CUTO
                 )
 
 
+def migrate_keys(engine: Engine) -> list[str]:
+    """Move every per_prefix field's token-value rows to rendered-text keys (one transaction per
+    field, GREATEST merge); one line per field moved."""
+    dialect = dialect_for(engine)
+    with engine.connect() as conn:
+        rules = [r for r in load_snapshot(conn).rules.values() if r.scope == "per_prefix"]
+    out = []
+    for rule in sorted(rules, key=lambda r: r.field_id):
+        with engine.connect() as conn, dialect.begin_write(conn):
+            moves = migrate_prefix_keys(conn, rule)
+        if moves:
+            out.append(f"{rule.name}: {len(moves)} per_prefix counter row(s) moved to rendered-text "
+                       f"keys (e.g. {moves[0].old!r} -> {moves[0].new!r})")
+    return out
+
+
 def seed_counters(
     engine: Engine,
     *,
@@ -204,9 +222,12 @@ def seed_counters(
 ) -> SeedResult:
     """Seed `_System_AutoNumberCounter` for every configured field (idempotent, never lowers)."""
     rep = reporter or NullReporter()
-    with _cutover(engine, timeout), engine.connect() as conn:
-        snapshot = load_snapshot(conn)
-        result = plan_seed(conn, snapshot, force=force, reporter=rep)
+    with _cutover(engine, timeout):
+        moved = migrate_keys(engine)
+        with engine.connect() as conn:
+            snapshot = load_snapshot(conn)
+            result = plan_seed(conn, snapshot, force=force, reporter=rep)
+    result.notes.extend(moved)
     write_rows(engine, result.rows, timeout)
     dialect = dialect_for(engine)
     with engine.connect() as conn, dialect.begin_write(conn):

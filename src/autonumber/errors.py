@@ -219,3 +219,16 @@ class SpecRefused(AutonumberError):
     """A data-spec the applier refuses (status, environment, approvals): nothing is written."""
 
     exit_code = 3
+
+
+class DuplicateValues(SetupError):
+    """An autonumber column already holds a value twice: its UNIQUE index cannot be created."""
+
+    exit_code = 2
+
+    def __init__(self, duplicates: Sequence[str]) -> None:
+        self.duplicates = list(duplicates)
+        super().__init__(
+            "autonumber column(s) hold duplicate values, so no UNIQUE index was created; fix the "
+            "rows, then re-run: " + "; ".join(self.duplicates)
+        )

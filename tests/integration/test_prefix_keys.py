@@ -36,7 +36,8 @@ def platform(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Platform]
 
 def _add_record_type(p: Platform, rt_id: str, code: str) -> None:
     with p.begin() as conn:
-        obj = conn.execute(sa.select(system_object.c.Id).where(system_object.c.ApiName == "Contract")).scalar_one()
+        o = system_object
+        obj = conn.execute(sa.select(o.c.Id).where(o.c.ApiName == "Contract")).scalar_one()
         conn.execute(sa.insert(system_record_type).values(
             Id=rt_id, ObjectId=obj, DeveloperName=rt_id, Name=rt_id, RecordTypeCode=code))
 

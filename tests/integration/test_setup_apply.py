@@ -63,7 +63,7 @@ def test_fresh_apply_configures_every_field_and_verify_passes(
     with pytest.raises(SystemExit) as info:
         main(["setup", "verify", "--db", db_url])
     assert info.value.code == 0
-    assert capsys.readouterr().out == "verify: V1–V6 hold\n"
+    assert capsys.readouterr().out == "verify: V1–V7 hold\n"
 
 
 def test_apply_twice_changes_nothing(engine: Engine) -> None:

@@ -62,8 +62,9 @@ def test_per_prefix_key_precision_and_order(fmt: str, key: str) -> None:
 def test_per_prefix_values_rendering_the_same_text_share_a_key() -> None:
     """Issue #13: SG + TCSA and SGT + CSA render SGTCSA-01: one counter, not two."""
     f = parse_format("{Account.BillingCountryCode}{RecordType.RecordTypeCode}-{00}")
-    k1 = f.scope_key("per_prefix", AT, {"Account.BillingCountryCode": "SG", "RecordType.RecordTypeCode": "TCSA"})
-    k2 = f.scope_key("per_prefix", AT, {"Account.BillingCountryCode": "SGT", "RecordType.RecordTypeCode": "CSA"})
+    bcc, rtc = "Account.BillingCountryCode", "RecordType.RecordTypeCode"
+    k1 = f.scope_key("per_prefix", AT, {bcc: "SG", rtc: "TCSA"})
+    k2 = f.scope_key("per_prefix", AT, {bcc: "SGT", rtc: "CSA"})
     assert k1 == k2 == "SGTCSA-"
     g = parse_format("{A.X}-{B.Y}-{0}")
     assert g.scope_key("per_prefix", AT, {"A.X": "SG-X", "B.Y": "Y"}) == g.scope_key(

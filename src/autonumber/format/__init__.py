@@ -11,8 +11,8 @@ from .parser import parse_format as parse_format
 from .report import FormatReport as FormatReport
 from .report import check_format as check_format
 from .scan import ScanMatch as ScanMatch
-from .scope import MAX_KEY as MAX_SCOPE_KEY
 from .scan import ScanPattern as ScanPattern
+from .scope import MAX_KEY as MAX_SCOPE_KEY
 from .token_refs import ChainStep as ChainStep
 from .token_refs import TokenRef as TokenRef
 from .token_refs import canonicalize_token_refs as canonicalize_token_refs

@@ -1,4 +1,4 @@
-"""`setup verify` (§5.3.3), BINDING: V1–V6, one line per violation starting with its code.
+"""`setup verify` (§5.3.3), BINDING: V1–V7, one line per violation starting with its code.
 
 Adapted to `per_prefix`, which is lazy like `per_day`: only `global` fields need a row up front.
 V1 also fails a bucket whose `next_value` is not above the largest live value of that bucket
@@ -14,6 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.catalog import CatalogSnapshot, FieldRow, Rule, build_rule, load_snapshot
 from autonumber.db.tables import counter_table, system_object, system_record_type
+from autonumber.db.unique import find_duplicates
 from autonumber.errors import AutonumberError, FormatError, SeedLimitError, SeedParseError, VerifyError
 from autonumber.format import parse_format
 from autonumber.format.tokens import TAXONOMY_OBJECT
@@ -25,7 +26,7 @@ METADATA_RULES = frozenset({4, 6, 7, 8, 10})
 
 
 def verify(engine: Engine) -> list[str]:
-    """Every violation of V1–V6, one line each ([] when the database is sound)."""
+    """Every violation of V1–V7, one line each ([] when the database is sound)."""
     with engine.connect() as conn:
         return check(conn)
 
@@ -38,7 +39,7 @@ def verify_or_raise(engine: Engine) -> None:
 
 
 def check(conn: Connection) -> list[str]:
-    """V1–V6 against one connection's view of the database."""
+    """V1–V7 against one connection's view of the database."""
     snapshot = load_snapshot(conn)
     configured = [row for rows in snapshot.fields.values() for row in rows if row.format is not None]
     counters = {(r.field_id, r.scope_key): int(r.next_value)
@@ -54,6 +55,7 @@ def check(conn: Connection) -> list[str]:
     for rule in rules:
         out += _v1(conn, snapshot, rule, counters)
     out += _v6(conn, rules)
+    out += v7_duplicates(conn, snapshot, rules)
     return out
 
 
@@ -138,4 +140,14 @@ def _v6(conn: Connection, rules: Iterable[Rule]) -> list[str]:
             for rt_id, name in conn.execute(stmt):
                 out.append(f"V6 RecordType id={rt_id} ({name!r}) has NULL {ref.field}; consumed by "
                            f"field_id={rule.field_id} format {rule.format.source!r}")
+    return out
+
+
+def v7_duplicates(conn: Connection, snapshot: CatalogSnapshot, rules: Iterable[Rule]) -> list[str]:
+    """V7: no autonumber value is stored twice (the UNIQUE index makes this hold from cut-over on)."""
+    out = []
+    for rule in rules:
+        table = snapshot.table(rule.object_name)
+        for dup in find_duplicates(conn, table, rule.field_name, rule.name):
+            out.append(f"V7 field_id={rule.field_id}: {dup.describe()}")
     return out

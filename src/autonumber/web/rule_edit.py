@@ -6,7 +6,7 @@ below run in that transaction and roll it back when the new format would break a
 - every counter row's next value must still fit the counter width (else the next insert overflows);
 - no value already stored may be handed out again: for each live value the new format can read
   back, its scope's counter must be past it;
-- then the binding `setup verify` checks (V1–V6, `autonumber.rules.verify.check`) must report nothing
+- then the binding `setup verify` checks (V1–V7, `autonumber.rules.verify.check`) must report nothing
   about this field.
 """
 

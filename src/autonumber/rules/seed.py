@@ -33,7 +33,7 @@ from autonumber.progress import NullReporter, Reporter
 
 from . import state
 from .keys import migrate_prefix_keys
-from .legacy import LegacyState, read_legacy
+from .legacy import LegacyState, read_backups, read_legacy
 from .scan import MAX_BUCKETS, scan_rule
 
 CUTOVER_LOCK = "autonumber_cutover"
@@ -118,6 +118,8 @@ def plan_rows(
         floors.append(("legacy", legacy.numbers[key] + 1))
     if key in legacy.identifier:
         floors.append(("identifier", legacy.identifier[key] + 1))
+    if rule.scope == "global" and rule.field_id in legacy.recorded:
+        floors.append(("recorded", legacy.recorded[rule.field_id]))
     notes: list[str] = []
     compound: dict[str, int] = {}
     if rule.scope == "per_prefix":
@@ -158,7 +160,8 @@ def plan_seed(
     if snapshot.quarantined:
         bad = "; ".join(f"{fid}: {why}" for fid, why in sorted(snapshot.quarantined.items()))
         raise SetupError(f"autonumber seed: configured rule(s) do not validate: {bad}")
-    legacy = read_legacy(conn)
+    legacy = read_backups(conn, read_legacy(conn))
+    legacy.recorded = {fid: int(v) for fid, v in state.read(conn, state.FLOOR).items() if v.isdigit()}
     seeded = state.read(conn, state.SEEDED)
     have_row = _has_global_row(conn)
     result = SeedResult()
@@ -235,4 +238,17 @@ def seed_counters(
             if rule.field_id in result.scanned:
                 state.put(conn, state.SEEDED + rule.field_id,
                           state.seed_marker(rule.scope, rule.start, rule.format.source))
+        record_floors(conn, result.rows)
     return result
+
+
+def record_floors(conn: Connection, rows: Sequence[CounterRow]) -> None:
+    """Keep each global row's seeded next value in `_System_SetupState` (never lowered): a floor
+    that outlives the legacy tables, their backups and the counter row itself."""
+    recorded = state.read(conn, state.FLOOR)
+    for row in rows:
+        if row.scope_key != "":
+            continue
+        known = recorded.get(row.field_id, "")
+        if not known.isdigit() or int(known) < row.next_value:
+            state.put(conn, state.FLOOR + row.field_id, str(row.next_value))

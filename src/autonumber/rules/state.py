@@ -27,6 +27,8 @@ setup_state = sa.Table(
 
 PHASE = "phase:"
 SEEDED = "seeded:"
+FLOOR = "floor:"
+"""floor:<field id> = the next value the last seed gave a global field (a durable lower bound)."""
 PACK = "pack"
 
 

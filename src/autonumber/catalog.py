@@ -30,6 +30,7 @@ from autonumber.format import (
     validate_format,
 )
 from autonumber.identifiers import check_api_name
+from autonumber.rules.store import DATE_SOURCES, ON_CHANGE
 
 RECORD_TYPE = "RecordType"
 RECORD_TYPE_TABLE = system_record_type.name
@@ -63,6 +64,8 @@ class FieldRow:
     start: int
     scope: str
     token_refs: str | None
+    date_src: str = "assigned_at"
+    on_change: str = "keep_existing"
 
 
 @dataclass
@@ -178,6 +181,8 @@ def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[
                 int(row.auto_number_start),
                 row.auto_number_scope,
                 row.auto_number_token_refs,
+                row.auto_number_date_src,
+                row.auto_number_on_change,
             )
         )
     return objects, fields
@@ -189,7 +194,8 @@ def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[Fiel
     digest.update(repr(sorted(objects.items())).encode())
     for obj in sorted(fields):
         for row in fields[obj]:
-            digest.update(repr((row.id, row.info, row.format, row.start, row.scope, row.token_refs)).encode())
+            digest.update(repr((row.id, row.info, row.format, row.start, row.scope, row.token_refs,
+                                row.date_src, row.on_change)).encode())
     return digest.hexdigest()
 
 
@@ -197,6 +203,7 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
     """Parse and validate one stored rule; raise a FormatError/AutonumberError when it is broken."""
     assert row.format is not None
     fmt = parse_format(row.format)
+    _check_policy(row)
     stored = canonicalize_token_refs(row.token_refs) if row.token_refs else "[]"
     if row.token_refs and stored != row.token_refs:
         raise ValueError("stored auto_number_token_refs is not canonical JSON")
@@ -212,6 +219,15 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
     if row.token_refs and canonicalize_token_refs(refs) != stored:
         raise ValueError("stored auto_number_token_refs differ from the refs derived from the format")
     return Rule(row.id, row.info.object, row.info.name, fmt, row.start, row.scope, tuple(refs))
+
+
+def _check_policy(row: FieldRow) -> None:
+    """The stored date source and on-change policy are known values (a raw UPDATE can set garbage;
+    the rule is then quarantined like a tampered format)."""
+    for value, allowed, column in ((row.date_src, DATE_SOURCES, "auto_number_date_src"),
+                                   (row.on_change, ON_CHANGE, "auto_number_on_change")):
+        if value not in allowed:
+            raise ValueError(f"stored {column} {value!r} is not one of {', '.join(allowed)}")
 
 
 def _overrides(token_refs: str | None) -> list[Mapping[str, Any]] | None:

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 
 from autonumber.db.tables import counter_table, system_field
 from autonumber.platform import Platform
+from autonumber.rules.store import RuleSpec, store_rule
 
 SG_RT = "rt_Contract_Services_Agreement"
 
@@ -256,3 +257,15 @@ def test_health_metrics_and_openapi(client: TestClient) -> None:
                  "/api/autonumber/fields", "/api/autonumber/preview", "/healthz", "/metrics"):
         assert path in spec["paths"]
     assert client.get("/docs").status_code == 200
+
+
+def test_admin_change_refuses_a_start_the_counter_cannot_hold(admin: TestClient, platform: Platform) -> None:
+    with platform.begin() as conn:  # a stored start of 500 (set through the applier's path)
+        store_rule(conn, RuleSpec("Case", "CaseNumber", "{00000000}", start=500))
+    platform.catalog.refresh()
+    body = error(admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "C-{00}"}), 422)
+    assert body["rule"] == 2
+    want = "Case.CaseNumber: start 500 does not fit the counter of 'C-{00}' (width 2, largest 99)"
+    assert want in body["error"]
+    fields = {f["field_id"]: f for f in admin.get("/api/autonumber/fields").json()}
+    assert fields["Case.CaseNumber"]["format"] == "{00000000}"

@@ -97,15 +97,18 @@ class Dialect:
         column: str,
         n: int,
         extra: Mapping[str, Any] | None = None,
+        guard: sa.ColumnElement[bool] | None = None,
     ) -> int | None:
         """Add n to `column` in one statement; return the value after the increment, None if no row.
 
-        The caller reserved [returned - n, returned - 1]. UPDATE … RETURNING here (PostgreSQL,
-        SQLite ≥ 3.35); the MySQL family overrides it with LAST_INSERT_ID(expr).
+        The caller reserved [returned - n, returned - 1]. `guard` is an extra condition on the row
+        (e.g. "the counter still fits"); None when the row is missing or fails it. UPDATE …
+        RETURNING here (PostgreSQL, SQLite ≥ 3.35); the MySQL family overrides it with
+        LAST_INSERT_ID(expr).
         """
         stmt = (
             sa.update(table)
-            .where(where)
+            .where(where if guard is None else sa.and_(where, guard))
             .values({column: table.c[column] + n, **(extra or {})})
             .returning(table.c[column])
         )
@@ -120,12 +123,13 @@ class Dialect:
         column: str,
         n: int,
         clock_column: str,
+        guard: sa.ColumnElement[bool] | None = None,
     ) -> tuple[int, datetime] | None:
         """atomic_increment that also stamps `clock_column` with the database clock and returns that
         one sample: the clock rides on the UPDATE (one round trip fewer). None when no row."""
         stmt = (
             sa.update(table)
-            .where(where)
+            .where(where if guard is None else sa.and_(where, guard))
             .values({column: table.c[column] + n, clock_column: self.utc_now_expr()})
             .returning(table.c[column], table.c[clock_column])
         )

@@ -95,10 +95,11 @@ class MySQLDialect(Dialect):
         column: str,
         n: int,
         extra: Mapping[str, Any] | None = None,
+        guard: sa.ColumnElement[bool] | None = None,
     ) -> int | None:
         stmt = (
             sa.update(table)
-            .where(where)
+            .where(where if guard is None else sa.and_(where, guard))
             .values({column: sa.func.last_insert_id(table.c[column] + n), **(extra or {})})
         )
         if conn.execute(stmt).rowcount == 0:
@@ -113,12 +114,13 @@ class MySQLDialect(Dialect):
         column: str,
         n: int,
         clock_column: str,
+        guard: sa.ColumnElement[bool] | None = None,
     ) -> tuple[int, datetime] | None:
         """No UPDATE … RETURNING here: LAST_INSERT_ID(expr) carries the value, and the stamped clock
         is read back from the row this transaction holds locked."""
         stmt = (
             sa.update(table)
-            .where(where)
+            .where(where if guard is None else sa.and_(where, guard))
             .values(
                 {
                     column: sa.func.last_insert_id(table.c[column] + n),

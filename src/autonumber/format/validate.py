@@ -56,6 +56,18 @@ def validate_scope(fmt: Format, scope: str) -> None:
         )
 
 
+SEEDED_TAXONOMY_FIELD = "RecordTypeCode"
+
+
+def check_seeded_taxonomy(fmt: Format) -> None:
+    """Rule 10, seed-time policy: a format seeded from the data-spec reads record types only
+    through `{RecordType.RecordTypeCode}` (the one column the seed fills, §8.5)."""
+    for ref in fmt.cross_refs:
+        if ref.taxonomy and ref.field != SEEDED_TAXONOMY_FIELD:
+            raise _err(10, fmt, f"token {ref.literal}: seeded formats may use only "
+                       f"{{RecordType.{SEEDED_TAXONOMY_FIELD}}} as record-type token")
+
+
 def _overrides(fmt: Format, overrides: Sequence[Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
     """Index overrides by tokenLiteral; each must name a token of this format and known keys."""
     out: dict[str, dict[str, Any]] = {}

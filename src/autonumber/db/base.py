@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -84,6 +84,24 @@ class Dialect:
         on_update: dict[str, Any] = {column: self.greatest(table.c[column], stmt.excluded[column])}
         on_update.update({k: stmt.excluded[k] for k in extra if k != "created_date"})
         conn.execute(stmt.on_conflict_do_update(index_elements=list(key), set_=on_update))
+
+    def upsert_greatest_many(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        keys: Sequence[str],
+        column: str,
+        rows: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """upsert_greatest for many rows (distinct keys) in one executemany; every row has the same
+        columns. The other columns but `created_date` take the new row's value on a conflict."""
+        if not rows:
+            return
+        stmt = self.insert(table)
+        on_update: dict[str, Any] = {column: self.greatest(table.c[column], stmt.excluded[column])}
+        on_update.update({k: stmt.excluded[k] for k in rows[0]
+                          if k not in keys and k not in (column, "created_date")})
+        conn.execute(stmt.on_conflict_do_update(index_elements=list(keys), set_=on_update), list(rows))
 
     def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
         """Lock the selected rows until the transaction ends."""

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
@@ -86,6 +86,22 @@ class MySQLDialect(Dialect):
         on_update: dict[str, Any] = {column: sa.func.greatest(table.c[column], stmt.inserted[column])}
         on_update.update({k: stmt.inserted[k] for k in extra if k != "created_date"})
         conn.execute(stmt.on_duplicate_key_update(on_update))
+
+    def upsert_greatest_many(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        keys: Sequence[str],
+        column: str,
+        rows: Sequence[Mapping[str, Any]],
+    ) -> None:
+        if not rows:
+            return
+        stmt = mysql_insert(table)
+        on_update: dict[str, Any] = {column: sa.func.greatest(table.c[column], stmt.inserted[column])}
+        on_update.update({k: stmt.inserted[k] for k in rows[0]
+                          if k not in keys and k not in (column, "created_date")})
+        conn.execute(stmt.on_duplicate_key_update(on_update), list(rows))
 
     def atomic_increment(
         self,

@@ -148,10 +148,11 @@ def _store_and_seed(conn: Connection, spec: RuleSpec) -> tuple[str, list[str]]:
     rows, _ = plan_rows(rule, scan.buckets, LegacyState())
     dialect = dialect_for(conn)
     now = dialect.utc_now(conn)
-    for row in rows:
-        key = {"field_id": fid, "scope_key": row.scope_key}
-        stamps = {"created_date": now, "last_modified_date": now}
-        dialect.upsert_greatest(conn, counter_table, key, "next_value", row.next_value, stamps)
+    values = [{"field_id": fid, "scope_key": row.scope_key, "next_value": row.next_value,
+               "created_date": now, "last_modified_date": now} for row in rows]
+    for start in range(0, len(values), 1000):
+        dialect.upsert_greatest_many(conn, counter_table, ("field_id", "scope_key"), "next_value",
+                                     values[start : start + 1000])
     changes.append(f"counter(s) of {fid}: {len(rows)} row(s) at or above "
                    f"{', '.join(str(r.next_value) for r in rows[:5]) or '-'} ({scan.rows} live value(s))")
     violations = [v for v in check(conn) if fid in v]

@@ -188,16 +188,17 @@ def _cutover(engine: Engine, timeout: float) -> Iterator[None]:
 
 
 def write_rows(engine: Engine, rows: Sequence[CounterRow], timeout: float = CUTOVER_TIMEOUT) -> None:
-    """Upsert with GREATEST in batches of 200, re-taking the cutover lock for each batch."""
+    """Upsert with GREATEST in batches of 200 (one executemany each), re-taking the cutover lock
+    for each batch."""
     dialect = dialect_for(engine)
     for start in range(0, len(rows), BATCH):
         with _cutover(engine, timeout), engine.connect() as conn, dialect.begin_write(conn):
             now = dialect.utc_now(conn)
-            for row in rows[start : start + BATCH]:
-                dialect.upsert_greatest(
-                    conn, counter_table, {"field_id": row.field_id, "scope_key": row.scope_key},
-                    "next_value", row.next_value, {"created_date": now, "last_modified_date": now},
-                )
+            dialect.upsert_greatest_many(conn, counter_table, ("field_id", "scope_key"), "next_value", [
+                {"field_id": row.field_id, "scope_key": row.scope_key, "next_value": row.next_value,
+                 "created_date": now, "last_modified_date": now}
+                for row in rows[start : start + BATCH]
+            ])
 
 
 def migrate_keys(engine: Engine) -> list[str]:

@@ -93,6 +93,24 @@ class ScanPattern:
         return ScanMatch(int(m.group("counter")), day, cross, self._plan, self._source,
                          value[:start], suffix)
 
+    @property
+    def date_groups(self) -> tuple[int, ...]:
+        """1-based group numbers of the date tokens, in token order."""
+        return tuple(self.regex.groupindex[name] for name, _ in self._date_groups)
+
+    @property
+    def has_suffix(self) -> bool:
+        """True when tokens follow the counter (the per_prefix key then has `{#}` and a suffix)."""
+        return self._has_suffix
+
+    def day_of(self, m: re.Match[str]) -> str | None:
+        """The date a match shows at the format's precision ('' without date tokens), or None for
+        an impossible or inconsistent date."""
+        if not self._date_groups:
+            return ""
+        ymd = self._read_date(m)
+        return None if ymd is None else date_component(self._plan, *ymd)
+
     def _read_date(self, m: re.Match[str]) -> tuple[int, int, int] | None:
         """(year, month, day) with unshown units as 2000/1/1, or None for an impossible date."""
         found: dict[TokenKind, set[int]] = {}

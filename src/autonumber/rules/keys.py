@@ -22,7 +22,7 @@ from autonumber.db import dialect_for
 from autonumber.db.tables import counter_table
 from autonumber.errors import AutonumberError
 from autonumber.format.model import Format
-from autonumber.format.scope import COUNTER_MARK, DATE_PART, DIGEST_AT, MAX_KEY
+from autonumber.format.scope import COUNTER_MARK, DATE_PART, DIGEST_AT, MAX_KEY, prefix_key
 
 _SPLIT = re.compile(r"(?<!\\)((?:\\\\)*)\|")
 
@@ -42,14 +42,17 @@ def is_current_key(fmt: Format, key: str) -> bool:
         return True
     zeros = "0" * fmt.counter_width
     pattern = fmt.scan_pattern()
-    if fmt.counter_index == len(fmt.tokens) - 1:
+    if not pattern.has_suffix:
         candidates = [key + zeros]
     else:
         candidates = [key[:i] + zeros + key[i + len(COUNTER_MARK):]
                       for i in range(len(key)) if key.startswith(COUNTER_MARK, i)]
     for value in candidates:
-        m = pattern.match(value)
-        if m is not None and m.scope_key("per_prefix") == key:
+        m = pattern.regex.fullmatch(value)
+        if m is None:
+            continue
+        start, end = m.span("counter")
+        if prefix_key(value[:start], value[end:] if pattern.has_suffix else None) == key:
             return True
     return False
 

@@ -16,7 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from autonumber.catalog import Rule
-from autonumber.errors import SeedLimitError, SeedParseError
+from autonumber.errors import FormatError, SeedLimitError, SeedParseError
+from autonumber.format.scope import prefix_key
 from autonumber.progress import Advance
 
 PAGE = 10_000
@@ -52,32 +53,42 @@ def pages(conn: Connection, table: sa.Table, column: str, page: int = PAGE) -> I
 
 
 class _Reader:
-    """Counter and scope key of a value: the compiled regex per row, the full ScanPattern.match
-    (date validity, scope key) once per distinct non-counter part, since only that part decides."""
+    """Counter and scope key of a value: the compiled regex per row; the date check (impossible or
+    disagreeing dates) once per distinct date shown; the key from the text around the counter."""
 
     CACHE = 100_000
 
     def __init__(self, rule: Rule) -> None:
         self.pattern = rule.format.scan_pattern()
         self.scope = rule.scope
-        self.counter_at = self.pattern.regex.groupindex["counter"] - 1
-        self.keys: dict[tuple[str | Any, ...], str | None] = {}
+        self.counter_group = self.pattern.regex.groupindex["counter"]
+        self.date_groups = self.pattern.date_groups
+        self.days: dict[tuple[str | Any, ...], str | None] = {}
+        if rule.scope == "per_day" and not rule.format.key_plan.full_date:
+            raise FormatError(9, f"{rule.name}: scope per_day needs a format that shows the full date",
+                              format=rule.format.source)
 
     def read(self, value: str) -> tuple[int, str] | None:
         m = self.pattern.regex.fullmatch(value)
         if m is None:
             return None
-        groups = m.groups()
-        at = self.counter_at
-        rest = groups[:at] + groups[at + 1 :]
-        key = self.keys.get(rest, "\0")
-        if key == "\0":
-            full = self.pattern.match(value)
-            key = None if full is None else ("" if self.scope == "global" else full.scope_key(self.scope))
-            if len(self.keys) >= self.CACHE:
-                self.keys.clear()
-            self.keys[rest] = key
-        return None if key is None else (int(groups[at]), key)
+        shown = m.group(*self.date_groups) if len(self.date_groups) > 1 else (
+            (m.group(self.date_groups[0]),) if self.date_groups else ())
+        day = self.days.get(shown, "\0")
+        if day == "\0":
+            day = self.pattern.day_of(m)
+            if len(self.days) >= self.CACHE:
+                self.days.clear()
+            self.days[shown] = day
+        if day is None:
+            return None
+        counter = int(m.group(self.counter_group))
+        if self.scope == "global":
+            return counter, ""
+        if self.scope == "per_day":
+            return counter, day
+        start, end = m.span(self.counter_group)
+        return counter, prefix_key(value[:start], value[end:] if self.pattern.has_suffix else None)
 
 
 def scan_rule(

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from engine_support import counter_rows, make_platform, run_threads, store_rules
 
 from autonumber.db.tables import counter_table, system_object, system_record_type
+from autonumber.engine import STRATEGIES
 from autonumber.platform import Platform
 from autonumber.rules.seed import migrate_keys
 from autonumber.rules.store import RuleSpec
@@ -46,8 +47,20 @@ def _account(p: Platform, country: str) -> str:
     return str(p.records.insert("Account", {"Name": "Acme", "BillingCountryCode": country})["Id"])
 
 
-def test_same_text_from_different_values_shares_one_counter(platform: Platform) -> None:
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_same_text_from_different_values_shares_one_counter(
+    db_url: str, strategy: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """SG + TCSA and SGT + CSA both render `SGTCSA-…`: they take turns on one counter."""
+    platform = make_platform(db_url, strategy=strategy)
+    monkeypatch.setattr(platform.dialect, "utc_now", lambda conn: DAY)
+    try:
+        _take_turns(platform)
+    finally:
+        platform.close()
+
+
+def _take_turns(platform: Platform) -> None:
     fmt = "{Account.BillingCountryCode}{RecordType.RecordTypeCode}-{00}"
     store_rules(platform, RuleSpec("Contract", "Contract_Number__c", fmt, scope="per_prefix"))
     _add_record_type(platform, TCSA, "TCSA")

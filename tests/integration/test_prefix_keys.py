@@ -16,6 +16,7 @@ from engine_support import counter_rows, make_platform, run_threads, store_rules
 from autonumber.db.tables import counter_table, system_object, system_record_type
 from autonumber.engine import STRATEGIES
 from autonumber.platform import Platform
+from autonumber.rules import state
 from autonumber.rules.seed import migrate_keys
 from autonumber.rules.store import RuleSpec
 
@@ -91,7 +92,9 @@ def test_invoice_per_prefix_restarts_each_year(platform: Platform) -> None:
 
 
 def _put_rows(p: Platform, rows: dict[str, int]) -> None:
+    """Rows as an older version wrote them (it kept no `keys:` entry in the setup state)."""
     with p.begin() as conn:
+        conn.execute(sa.delete(state.setup_state).where(state.setup_state.c.name.startswith(state.KEYS)))
         for key, value in rows.items():
             conn.execute(sa.insert(counter_table).values(
                 field_id=CONTRACT, scope_key=key, next_value=value, created_date=DAY, last_modified_date=DAY))
@@ -112,6 +115,10 @@ def test_old_token_value_rows_move_to_rendered_keys(platform: Platform) -> None:
     assert len(notes) == 1 and "4 per_prefix counter row(s)" in notes[0]
     want = {"SG-CSA-260417-": 43, "US-CSA-260417-": 9, "SG-NDA-260417-": 30, "DE-a|b-260417-": 7}
     assert counter_rows(platform, CONTRACT) == want
+    assert migrate_keys(platform.db) == []  # recorded as done: skipped
+    assert counter_rows(platform, CONTRACT) == want
+    with platform.begin() as conn:  # and when the record is lost, a second pass changes nothing
+        conn.execute(sa.delete(state.setup_state).where(state.setup_state.c.name.startswith(state.KEYS)))
     assert migrate_keys(platform.db) == []
     assert counter_rows(platform, CONTRACT) == want
     sg = _account(platform, "SG")

@@ -135,16 +135,20 @@ def plan_rows(
     if rule.scope == "per_day" and len(keys) > MAX_BUCKETS:
         raise SeedLimitError(f"autonumber seed: field {rule.name} (field_id={rule.field_id}) would get "
                              f"{len(keys)} counter rows; the limit is {MAX_BUCKETS}")
+    base = max(value for _, value in floors)
+    base_sources = "+".join(name for name, value in floors if value == base)
     rows = []
     for scope_key in sorted(keys):
-        parts = list(floors)
-        if scope_key in live:
-            parts.append(("live", live[scope_key] + 1))
+        extra = [("live", live[scope_key] + 1)] if scope_key in live else []
         if scope_key in compound:
-            parts.append(("compound", compound[scope_key] + 1))
-        best = max(parts, key=lambda p: p[1])
-        sources = "+".join(name for name, value in parts if value == best[1])
-        rows.append(CounterRow(rule.field_id, scope_key, best[1], sources))
+            extra.append(("compound", compound[scope_key] + 1))
+        if not extra or all(value < base for _, value in extra):
+            rows.append(CounterRow(rule.field_id, scope_key, base, base_sources))
+            continue
+        parts = floors + extra
+        best = max(value for _, value in parts)
+        sources = "+".join(name for name, value in parts if value == best)
+        rows.append(CounterRow(rule.field_id, scope_key, best, sources))
     return rows, notes
 
 
@@ -203,14 +207,19 @@ def write_rows(engine: Engine, rows: Sequence[CounterRow], timeout: float = CUTO
 
 def migrate_keys(engine: Engine) -> list[str]:
     """Move every per_prefix field's token-value rows to rendered-text keys (one transaction per
-    field, GREATEST merge); one line per field moved."""
+    field, GREATEST merge); one line per field moved. A field is checked until a pass records it
+    in `_System_SetupState` (`keys:<field id>`); later runs skip it."""
     dialect = dialect_for(engine)
     with engine.connect() as conn:
         rules = [r for r in load_snapshot(conn).rules.values() if r.scope == "per_prefix"]
+        done = state.read(conn, state.KEYS)
     out = []
     for rule in sorted(rules, key=lambda r: r.field_id):
+        if done.get(rule.field_id) == state.KEYS_RENDERED:
+            continue
         with engine.connect() as conn, dialect.begin_write(conn):
             moves = migrate_prefix_keys(conn, rule)
+            state.put(conn, state.KEYS + rule.field_id, state.KEYS_RENDERED)
         if moves:
             out.append(f"{rule.name}: {len(moves)} per_prefix counter row(s) moved to rendered-text "
                        f"keys (e.g. {moves[0].old!r} -> {moves[0].new!r})")

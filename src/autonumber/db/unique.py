@@ -52,13 +52,16 @@ class Duplicate:
 
 def catalog_targets(conn: Connection) -> list[Target]:
     """Every autonumber column the catalog knows (Type autonumber or a rule set); [] before the
-    system tables exist."""
+    system tables exist (and only Type before the rule columns do: a rolled-back database)."""
     f, o = system_field, system_object
-    if not {f.name, o.name} <= set(sa.inspect(conn).get_table_names()):
+    inspector = sa.inspect(conn)
+    if not {f.name, o.name} <= set(inspector.get_table_names()):
         return []
+    autonumber = f.c.Type == "autonumber"
+    if "auto_number_format" in {c["name"] for c in inspector.get_columns(f.name)}:
+        autonumber = sa.or_(autonumber, f.c.auto_number_format.is_not(None))
     stmt = (sa.select(o.c.ApiName, o.c.TableName, f.c.ApiName).join(o, o.c.Id == f.c.ObjectId)
-            .where(sa.or_(f.c.Type == "autonumber", f.c.auto_number_format.is_not(None)))
-            .order_by(o.c.ApiName, f.c.ApiName))
+            .where(autonumber).order_by(o.c.ApiName, f.c.ApiName))
     return [Target(f"{obj}.{name}", table, name) for obj, table, name in conn.execute(stmt)]
 
 

@@ -78,6 +78,7 @@ class CatalogSnapshot:
     rules: dict[str, Rule]
     quarantined: dict[str, str]
     version: str
+    adopted: set[str] = field(default_factory=set)
     _field_index: dict[str, str] = field(default_factory=dict)
     _tables: dict[str, sa.Table] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -124,11 +125,17 @@ class CatalogSnapshot:
             return system_record_type
         with self._lock:
             cached = self._tables.get(object_name)
+            if cached is None and object_name in self.adopted:
+                raise AutonumberError(f"object {object_name}: its adopted table is missing from the database")
             if cached is None:
                 info = self.require_object(object_name)
                 cached = shared_object_table(info.table, tuple(self.fields_of(object_name)))
                 self._tables[object_name] = cached
             return cached
+
+    def is_adopted(self, object_name: str) -> bool:
+        """True for an adopted application table (its own key, no platform `Id`/`CreatedDate`)."""
+        return object_name in self.adopted
 
     def rules_of(self, object_name: str) -> list[Rule]:
         """The autonumber rules of an object, quarantined ones included (they fail on use)."""
@@ -248,15 +255,35 @@ def load_snapshot(conn: Connection) -> CatalogSnapshot:
         col["name"] for col in sa.inspect(conn).get_columns(system_record_type.name)
     )
     snapshot = CatalogSnapshot(objects, fields, rt_cols, {}, {}, version_of(objects, fields))
+    missing = _reflect_adopted(conn, snapshot)
     for rows in fields.values():
         for row in rows:
             if row.format is None:
+                continue
+            if row.info.object in missing:
+                snapshot.quarantined[row.id] = missing[row.info.object]
                 continue
             try:
                 snapshot.rules[row.id] = build_rule(row, snapshot)
             except (AutonumberError, ValueError) as exc:
                 snapshot.quarantined[row.id] = str(exc)
     return snapshot
+
+
+def _reflect_adopted(conn: Connection, snapshot: CatalogSnapshot) -> dict[str, str]:
+    """Read each adopted table as it is in the database (its own key and column types); return the
+    objects whose table is gone, with why: their rules are quarantined, the rest keep working."""
+    o = system_object
+    stmt = sa.select(o.c.ApiName, o.c.TableName).where(o.c.KeyColumn.is_not(None))
+    missing: dict[str, str] = {}
+    for name, table_name in conn.execute(stmt).all():
+        check_api_name(table_name, "table name")
+        snapshot.adopted.add(name)
+        try:
+            snapshot._tables[name] = sa.Table(table_name, sa.MetaData(), autoload_with=conn)
+        except sa.exc.NoSuchTableError:
+            missing[name] = f"adopted table {table_name} of object {name} is missing from the database"
+    return missing
 
 
 class Catalog:

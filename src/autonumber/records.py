@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine as SAEngine
 
 from .catalog import Catalog, CatalogSnapshot
 from .db.base import to_utc
+from .db.objects import key_column
 from .engine import Engine
 from .errors import RecordError, RecordNotFound, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
@@ -76,6 +77,7 @@ class Records:
         if not records:
             return []
         self._refuse_quarantined(snapshot, object_name)
+        adopted = snapshot.is_adopted(object_name)
         with self._txn(conn) as c:
             at = None
             rules = snapshot.rules_of(object_name)
@@ -86,11 +88,15 @@ class Records:
                 at = assigned.assigned_at
                 for record, value in zip(records, assigned.values, strict=True):
                     record[rule.field_name] = value
-            created = at if at is not None else self.engine.dialect.utc_now(c)
-            for record in records:
-                record["CreatedDate"] = created
+            if not adopted:
+                created = at if at is not None else self.engine.dialect.utc_now(c)
+                for record in records:
+                    record["CreatedDate"] = created
             self.events.publish(RecordBeforeCreate(object_name, records, c))
-            c.execute(sa.insert(table), records)
+            if adopted:
+                _insert_adopted(c, table, records)
+            else:
+                c.execute(sa.insert(table), records)
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
 
     def check(self, object_name: str, data: Mapping[str, Any], where: str) -> None:
@@ -116,6 +122,7 @@ class Records:
         if not isinstance(data, Mapping):
             raise RecordError(f"{where}: expected a JSON object of field values, got {type(data).__name__}")
         autonumbers = set(snapshot.autonumber_fields(object_name))
+        adopted = snapshot.is_adopted(object_name)
         record: dict[str, Any] = {}
         for key, value in data.items():
             if key in autonumbers:
@@ -123,12 +130,13 @@ class Records:
                     f"{where}: {object_name}.{key} is an autonumber field; it is assigned on insert "
                     "and cannot be supplied"
                 )
-            if key in SYSTEM_COLUMNS and not (allow_id and key == "Id"):
+            if not adopted and key in SYSTEM_COLUMNS and not (allow_id and key == "Id"):
                 raise RecordError(f"{where}: {key} is set by the platform and cannot be supplied")
             if key not in table.c:
                 raise RecordError(f"{where}: {object_name} has no field {key!r}")
             record[key] = self._value(where, object_name, table.c[key], value)
-        record["Id"] = new_id()
+        if not adopted:
+            record["Id"] = new_id()
         return record
 
     @staticmethod
@@ -147,12 +155,14 @@ class Records:
                 raise RecordError(
                     f"{where}: {object_name}.{column.name} is {len(value)} characters; at most {length} fit"
                 )
+        if isinstance(column.type, sa.DateTime | sa.Date) and isinstance(value, str):
+            return _when(where, object_name, column, value)
         return value
 
     def get(self, object_name: str, record_id: str, conn: Connection | None = None) -> dict[str, Any]:
         """One record by Id, or RecordNotFound."""
         table = self.catalog.current().table(object_name)
-        stmt = sa.select(table).where(table.c.Id == record_id)
+        stmt = sa.select(table).where(_key_equals(table, object_name, record_id))
         if conn is not None:
             row = conn.execute(stmt).mappings().first()
         else:
@@ -165,9 +175,11 @@ class Records:
     def list(self, object_name: str, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         """A page of records, newest first."""
         table = self.catalog.current().table(object_name)
+        key = key_column(table)
+        newest = (table.c.CreatedDate.desc(), key) if "CreatedDate" in table.c else (key.desc(),)
         stmt = (
             sa.select(table)
-            .order_by(table.c.CreatedDate.desc(), table.c.Id)
+            .order_by(*newest)
             .limit(limit)
             .offset(offset)
         )
@@ -191,11 +203,46 @@ class Records:
         snapshot = self.catalog.current()
         table = snapshot.table(object_name)
         checked = self._checked(snapshot, object_name, table, changes, f"{object_name} {record_id!r}")
-        checked.pop("Id")
+        checked.pop("Id", None)
+        checked.pop(key_column(table).name, None)
         if not checked:
             return self.get(object_name, record_id, conn)
         with self._txn(conn) as c:
-            result = c.execute(sa.update(table).where(table.c.Id == record_id).values(checked))
+            where = _key_equals(table, object_name, record_id)
+            result = c.execute(sa.update(table).where(where).values(checked))
             if result.rowcount == 0:
                 raise RecordNotFound(object_name, record_id)
             return self.get(object_name, record_id, c)
+
+
+def _key_equals(table: sa.Table, object_name: str, record_id: str) -> sa.ColumnElement[bool]:
+    """`key = record_id`, the Id given as text converted to an integer key (adopted tables)."""
+    key = key_column(table)
+    value: Any = record_id
+    if isinstance(key.type, sa.Integer):
+        try:
+            value = int(record_id)
+        except ValueError:
+            raise RecordNotFound(object_name, record_id) from None
+    condition: sa.ColumnElement[bool] = key == value
+    return condition
+
+
+def _insert_adopted(conn: Connection, table: sa.Table, records: list[dict[str, Any]]) -> None:
+    """Insert into an application's own table row by row, keeping the key its database generated."""
+    key = key_column(table).name
+    for record in records:
+        result = conn.execute(sa.insert(table), record)
+        if record.get(key) is None and result.inserted_primary_key is not None:
+            record[key] = result.inserted_primary_key[0]
+
+
+def _when(where: str, object_name: str, column: sa.Column[Any], text: str) -> datetime | date:
+    """An ISO 8601 date or date-time given as text, as the column's Python type."""
+    try:
+        value = datetime.fromisoformat(text)
+    except ValueError:
+        raise RecordError(f"{where}: {object_name}.{column.name} must be an ISO 8601 date or date-time, "
+                          f"got {text!r}") from None
+    plain_date = isinstance(column.type, sa.Date) and not isinstance(column.type, sa.DateTime)
+    return value.date() if plain_date else value

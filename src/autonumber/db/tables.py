@@ -76,7 +76,9 @@ system_object = sa.Table(
     sa.Column("ApiName", sa.String(64), nullable=False, unique=True),
     sa.Column("TableName", sa.String(64), nullable=False),
     sa.Column("Label", sa.String(255), nullable=True),
+    sa.Column("KeyColumn", sa.String(64), nullable=True),
 )
+"""KeyColumn NULL: the platform's own table (`Id`, `CreatedDate`); else an adopted table's primary key."""
 
 system_field = sa.Table(
     "_System_Field",

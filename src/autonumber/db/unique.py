@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection
 from autonumber.errors import DuplicateValues, SetupError
 from autonumber.identifiers import check_api_name
 
+from .objects import key_column
 from .tables import system_field, system_object
 
 INDEX_NAME_LIMIT = 60
@@ -102,7 +103,10 @@ class _Columns:
         check_api_name(target.table.lstrip("_"), "table name")
         check_api_name(target.column, "field name")
         kind = self.columns(target.table)[target.column]
-        return sa.Table(target.table, sa.MetaData(), sa.Column("Id", sa.String(64), primary_key=True),
+        pk = self.inspector.get_pk_constraint(target.table).get("constrained_columns") or ["Id"]
+        key = pk[0] if len(pk) == 1 else "Id"
+        check_api_name(key, "key column")
+        return sa.Table(target.table, sa.MetaData(), sa.Column(key, sa.String(64), primary_key=True),
                         sa.Column(target.column, kind))
 
 
@@ -115,7 +119,8 @@ def find_duplicates(conn: Connection, table: sa.Table, column: str, field: str,
             .having(sa.func.count() > 1).order_by(col).limit(limit))
     out = []
     for value, n in conn.execute(stmt).all():
-        ids = conn.execute(sa.select(table.c.Id).where(col == value).order_by(table.c.Id)
+        key = key_column(table)
+        ids = conn.execute(sa.select(key).where(col == value).order_by(key)
                            .limit(SHOWN_IDS)).scalars().all()
         out.append(Duplicate(field, str(value), int(n), tuple(str(i) for i in ids)))
     return out

@@ -24,6 +24,7 @@ from autonumber.db.tables import counter_table, system_field, system_object
 from autonumber.errors import AutonumberError, SeedParseError, UnknownField, UnknownObject, VerifyError
 from autonumber.format import FieldInfo, MemoryCatalog, ObjectInfo
 from autonumber.identifiers import check_api_name
+from autonumber.objects.adopt import adopt_column, ensure_unique_index, is_adopted
 from autonumber.rules.keys import migrate_prefix_keys
 from autonumber.rules.legacy import LegacyState
 from autonumber.rules.scan import scan_rule
@@ -81,6 +82,10 @@ def add_field(conn: Connection, rule: RuleSpec, length: int | None = None) -> tu
     if existing is not None and existing.format is not None and not _same_rule(conn, rule, existing):
         raise RuleChangeRefused(f"{rule.name} already has an autonumber rule ({existing.format!r}); change "
                                 "it with `autonumber field set` or a set_rule operation")
+    if is_adopted(conn, rule.object):  # an application's table: its column must exist, nothing altered
+        changes = adopt_column(conn, rule, table)
+        fid, more = _store_and_seed(conn, rule)
+        return fid, changes + more + ensure_unique_index(conn, table, rule.field)
     width = length or (existing.max_length if existing else None) or rule.length or DEFAULT_LENGTH
     if existing is None:  # validate before the DDL, which MariaDB commits at once
         catalog, _ = metadata_view(conn)

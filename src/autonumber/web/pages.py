@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from autonumber.errors import AutonumberError
+from autonumber.objects.custom import create_object
 from autonumber.setup.standard import CORE_OBJECTS
 
 from .api import ConsoleDep, console
@@ -167,6 +168,20 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
     except AutonumberError as exc:
         return redirect(f"/rules#{field_id}", f"error: {exc}")
     return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")
+
+
+@pages.post("/rules/objects/new", response_class=HTMLResponse)
+async def save_object(request: Request, c: ConsoleDep) -> Response:
+    """Create a custom object (`Name:type` field specs, one per line) like `autonumber object add`."""
+    form = await request.form()
+    name = str(form.get("object", "")).strip()
+    specs = [line.strip() for line in str(form.get("fields", "")).splitlines() if line.strip()]
+    try:
+        c.admin.require(request)
+        await run_in_threadpool(create_object, c.platform, name, specs)
+    except AutonumberError as exc:
+        return redirect("/rules#new-object", f"error: {exc}")
+    return redirect(f"/o/{quote(name)}", f"object {name} created")
 
 
 @pages.get("/login", response_class=HTMLResponse)

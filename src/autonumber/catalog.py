@@ -33,6 +33,7 @@ from autonumber.format import (
 )
 from autonumber.format.zones import zone_of
 from autonumber.identifiers import check_api_name
+from autonumber.rules.store import DATE_SOURCES, ON_CHANGE
 
 RECORD_TYPE = "RecordType"
 NUMBERING = ("standard", "gapless")
@@ -87,6 +88,8 @@ class FieldRow:
     token_refs: str | None
     numbering: str = "standard"
     time_zone: str = "UTC"
+    date_src: str = "assigned_at"
+    on_change: str = "keep_existing"
 
 
 @dataclass
@@ -211,6 +214,8 @@ def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[
                 row.auto_number_token_refs,
                 row.auto_number_numbering,
                 row.auto_number_time_zone,
+                row.auto_number_date_src,
+                row.auto_number_on_change,
             )
         )
     return objects, fields
@@ -223,7 +228,7 @@ def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[Fiel
     for obj in sorted(fields):
         for row in fields[obj]:
             digest.update(repr((row.id, row.info, row.format, row.start, row.scope, row.token_refs,
-                                row.numbering, row.time_zone)).encode())
+                                row.numbering, row.time_zone, row.date_src, row.on_change)).encode())
     return digest.hexdigest()
 
 
@@ -231,6 +236,7 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
     """Parse and validate one stored rule; raise a FormatError/AutonumberError when it is broken."""
     assert row.format is not None
     fmt = parse_format(row.format)
+    _check_policy(row)
     stored = canonicalize_token_refs(row.token_refs) if row.token_refs else "[]"
     if row.token_refs and stored != row.token_refs:
         raise ValueError("stored auto_number_token_refs is not canonical JSON")
@@ -250,6 +256,15 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
     zone_of(row.time_zone)
     return Rule(row.id, row.info.object, row.info.name, fmt, row.start, row.scope, tuple(refs),
                 row.numbering, row.time_zone)
+
+
+def _check_policy(row: FieldRow) -> None:
+    """The stored date source and on-change policy are known values (a raw UPDATE can set garbage;
+    the rule is then quarantined like a tampered format)."""
+    for value, allowed, column in ((row.date_src, DATE_SOURCES, "auto_number_date_src"),
+                                   (row.on_change, ON_CHANGE, "auto_number_on_change")):
+        if value not in allowed:
+            raise ValueError(f"stored {column} {value!r} is not one of {', '.join(allowed)}")
 
 
 def _overrides(token_refs: str | None) -> list[Mapping[str, Any]] | None:

@@ -247,3 +247,16 @@ class RuleChangeRefused(AutonumberError):
         self.field_id = field
         self.reason = reason
         super().__init__(f"{field}: change refused: {reason}")
+
+
+class DuplicateValues(SetupError):
+    """An autonumber column already holds a value twice: its UNIQUE index cannot be created."""
+
+    exit_code = 2
+
+    def __init__(self, duplicates: Sequence[str]) -> None:
+        self.duplicates = list(duplicates)
+        super().__init__(
+            "autonumber column(s) hold duplicate values, so no UNIQUE index was created; fix the "
+            "rows, then re-run: " + "; ".join(self.duplicates)
+        )

@@ -106,11 +106,11 @@ def test_field_set_keeps_counters_and_refuses_a_width_that_cannot_hold_them(
                      "--db", db_url], capsys)
     assert code == 0, out
     code, out = run(["field", "set", "Case", "Ref__c", "--format", "R-{00}", "--db", db_url], capsys)
-    assert code == 2 and "start 500 is beyond the counter width 2" in out, out  # the stored start
-    code, out = run(["field", "set", "Case", "Ref__c", "--format", "R-{00}", "--start", "1", "--db", db_url],
-                    capsys)
-    assert code == 2 and "cannot hold the next value 500" in out, out
+    assert code == 2 and "start 500 does not fit the counter of 'R-{00}' (width 2, largest 99)" in out, out
     assert counters(engine, "Case.Ref__c") == {"": 500}
+    code, out = run(["field", "set", "Case", "Ref__c", "--format", "R-{00}", "--start", "5", "--db", db_url],
+                    capsys)
+    assert code == 2 and "cannot hold the next value 500" in out, out  # the counter is past the width too
     code, out = run(["field", "set", "Case", "Ref__c", "--format", "REF-{0000}", "--start", "1",
                      "--db", db_url], capsys)
     assert code == 0, out

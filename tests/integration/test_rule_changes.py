@@ -189,9 +189,11 @@ def test_a_scope_change_moves_the_counters(
 
 REFUSALS = {
     "grammar": (("C-{0000",), "rule "),
-    "start-beyond-width": (("C-{000}", None, 1000), "start 1000 is beyond the counter width 3"),
+    "start-beyond-width": (("C-{000}", None, 1000),
+                           "start 1000 does not fit the counter of 'C-{000}' (width 3, largest 999)"),
     "narrowing": (("{00}", None, 1), "cannot hold the next value 150"),
-    "huge-start": (("H-{000000000000000000}", None, 99999999999999999999999), "beyond the counter width 18"),
+    "huge-start": (("H-{000000000000000000}", None, 99999999999999999999999),
+                   "(width 18, largest 999999999999999999)"),
     "unknown-scope": (("C-{0000}", "per_week"), "auto_number_scope"),
 }
 

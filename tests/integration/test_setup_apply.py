@@ -63,7 +63,7 @@ def test_fresh_apply_configures_every_field_and_verify_passes(
     with pytest.raises(SystemExit) as info:
         main(["setup", "verify", "--db", db_url])
     assert info.value.code == 0
-    assert capsys.readouterr().out == "verify: V1–V6 hold\n"
+    assert capsys.readouterr().out == "verify: V1–V7 hold\n"
 
 
 def test_apply_twice_changes_nothing(engine: Engine) -> None:
@@ -86,7 +86,7 @@ def test_populated_legacy_database_is_cut_over(engine: Engine) -> None:
         assert backup_name(legacy.name, day) in present
     got = dict(((f, k), n) for f, k, n in state(engine)["counters"])
     assert got[("Account.Account_ID__c", "")] == 3968
-    assert got[("Contract.Contract_Number__c", "SG|CSA|20260417")] == 43
+    assert got[("Contract.Contract_Number__c", "SG-CSA-260417-")] == 43
     assert got[("Case.CaseNumber", "")] == 300 + 25 + 1  # the legacy counter ran ahead
     again = apply(engine, SPEC)  # state (c): cut over already
     assert all(not r.changes for r in again)

@@ -88,6 +88,12 @@ def _mutate(text: str, old: str, new: str) -> str:
     ("| Contract | Services Agreement | CSA |", "| Contract | Services Agreement | CSA_TOO_LONG_CODE_X |",
      "RecordTypeCode 1..16"),
     ("  - Solution\n", "", "missing: Solution"),
+    ("| Case | CaseNumber | `{00000000}` | 1 |", "| Case | CaseNumber | `{00000000}` | 100000000 |",
+     "start 100000000 does not fit the counter of '{00000000}' (width 8, largest 99999999)"),
+    ("-{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}` | 1 | per_prefix",
+     "-{RecordType.Name}-{YY}{MM}{DD}-{00}` | 1 | per_prefix",
+     "rule 10: format \"{Account.BillingCountryCode}-{RecordType.Name}-{YY}{MM}{DD}-{00}\": token "
+     "{RecordType.Name}: seeded formats may use only {RecordType.RecordTypeCode}"),
 ])
 def test_bad_specs_are_refused_with_their_place(text: str, old: str, new: str, expected: str) -> None:
     with pytest.raises(SpecError) as info:

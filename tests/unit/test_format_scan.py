@@ -29,22 +29,25 @@ def test_scope_keys_examples() -> None:
     f = parse_format("{Account.BillingCountryCode}-{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}")
     assert f.scope_key("global", AT, CROSS) == ""
     assert f.scope_key("per_day", AT, CROSS) == "20260417"
-    assert f.scope_key("per_prefix", AT, CROSS) == "SG|CSA|20260417"
-    # the key is built from values, not text: editing a literal keeps the counter (DESIGN §7)
+    assert f.scope_key("per_prefix", AT, CROSS) == "SG-CSA-260417-"
+    # the key is the text around the counter: a different literal is a different counter
     g = parse_format("{Account.BillingCountryCode}/{RecordType.RecordTypeCode}/{YY}{MM}{DD}/{00}")
-    assert g.scope_key("per_prefix", AT, CROSS) == "SG|CSA|20260417"
+    assert g.scope_key("per_prefix", AT, CROSS) == "SG/CSA/260417/"
 
 
 @pytest.mark.parametrize(
     ("fmt", "key"),
     [
-        ("{YYYY}-{0000}", "2026"),
-        ("{YY}{MM}-{0000}", "202604"),
-        ("{DD}{MM}{YYYY}-{0000}", "20260417"),
-        ("{MM}{DD}-{0000}", "0417"),  # no year shown: values repeat yearly, so does the key
+        ("{YYYY}-{0000}", "2026-"),
+        ("INV-{YYYY}-{0000}", "INV-2026-"),
+        ("{YY}{MM}-{0000}", "2604-"),
+        ("{DD}{MM}{YYYY}-{0000}", "17042026-"),
+        ("{MM}{DD}-{0000}", "0417-"),  # no year shown: values repeat yearly, so does the key
         ("{0000}", ""),
-        ("{YYYY}-{Account.BillingCountryCode}-{MM}-{Account.BillingCountryCode}{0}", "202604|SG"),
-        ("{Account.BillingCountryCode}{YYYY}{RecordType.RecordTypeCode}{0}", "SG|2026|CSA"),
+        ("{0000}-{YYYY}", "{#}-2026"),
+        ("Q{0000}/{Account.BillingCountryCode}", "Q{#}/SG"),
+        ("{YYYY}-{Account.BillingCountryCode}-{MM}-{Account.BillingCountryCode}{0}", "2026-SG-04-SG"),
+        ("{Account.BillingCountryCode}{YYYY}{RecordType.RecordTypeCode}{0}", "SG2026CSA"),
     ],
 )
 def test_per_prefix_key_precision_and_order(fmt: str, key: str) -> None:
@@ -56,14 +59,41 @@ def test_per_prefix_key_precision_and_order(fmt: str, key: str) -> None:
     assert m.scope_key("per_prefix") == key
 
 
-def test_per_prefix_key_escapes_separator() -> None:
-    f = parse_format("{A.X}-{B.Y}-{0}")
-    k1 = f.scope_key("per_prefix", AT, {"A.X": "a|b", "B.Y": "c"})
-    k2 = f.scope_key("per_prefix", AT, {"A.X": "a", "B.Y": "b|c"})
-    assert k1 != k2
-    assert k1 == "a\\|b|c"
+def test_per_prefix_values_rendering_the_same_text_share_a_key() -> None:
+    """Issue #13: SG + TCSA and SGT + CSA render SGTCSA-01: one counter, not two."""
+    f = parse_format("{Account.BillingCountryCode}{RecordType.RecordTypeCode}-{00}")
+    bcc, rtc = "Account.BillingCountryCode", "RecordType.RecordTypeCode"
+    k1 = f.scope_key("per_prefix", AT, {bcc: "SG", rtc: "TCSA"})
+    k2 = f.scope_key("per_prefix", AT, {bcc: "SGT", rtc: "CSA"})
+    assert k1 == k2 == "SGTCSA-"
+    g = parse_format("{A.X}-{B.Y}-{0}")
+    assert g.scope_key("per_prefix", AT, {"A.X": "SG-X", "B.Y": "Y"}) == g.scope_key(
+        "per_prefix", AT, {"A.X": "SG", "B.Y": "X-Y"})
     with pytest.raises(TokenResolveError):
-        f.scope_key("per_prefix", AT, {"A.X": "a"})
+        g.scope_key("per_prefix", AT, {"A.X": "a"})
+
+
+def test_long_per_prefix_key_becomes_a_digest() -> None:
+    f = parse_format("{A.X}-{0}")
+    short = f.scope_key("per_prefix", AT, {"A.X": "x" * 61})
+    assert short == "x" * 61 + "-" and len(short) == 62
+    long1 = f.scope_key("per_prefix", AT, {"A.X": "y" * 62})  # 63 characters: still kept
+    assert long1 == "y" * 62 + "-"
+    k1 = f.scope_key("per_prefix", AT, {"A.X": "z" * 63})
+    k2 = f.scope_key("per_prefix", AT, {"A.X": "z" * 64})
+    assert len(k1) == len(k2) == 64 and k1 != k2
+    assert k1[:48] == "z" * 47 + "#"
+    value = f.render(5, AT, {"A.X": "z" * 63})
+    m = f.scan_pattern().match(value)
+    assert m is not None and m.scope_key("per_prefix") == k1
+
+
+def test_counter_between_cross_values_is_ambiguous() -> None:
+    assert parse_format("{A.X}-{0}-{B.Y}").counter_position_varies
+    assert parse_format("{A.X}{0}{B.Y}").counter_position_varies
+    assert not parse_format("{A.X}-{0}-{A.X}").counter_position_varies
+    assert not parse_format("{A.X}{B.Y}-{0}-{YYYY}").counter_position_varies
+    assert not parse_format("{0}-{A.X}{B.Y}").counter_position_varies
 
 
 def test_unknown_scope_is_rule_9() -> None:

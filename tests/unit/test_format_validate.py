@@ -205,9 +205,12 @@ def test_rule_9_scope() -> None:
     assert rule_of("{0000}", "Account", scope="weekly") == 9
     validate_format("{YY}{MM}{DD}-{0000}", source_object="Account", catalog=CAT, scope="per_day")
     validate_format("{0000}", source_object="Account", catalog=CAT, scope="per_prefix")
-    long_key = "{Account.Name}-{0000}"  # a 255-character value cannot fit scope_key VARCHAR(64)
-    assert rule_of(long_key, "Order", scope="per_prefix") == 9
+    long_key = "{Account.Name}-{0000}"  # a key past scope_key VARCHAR(64) is kept as a digest
+    validate_format(long_key, source_object="Order", catalog=CAT, scope="per_prefix")
     validate_format(long_key, source_object="Order", catalog=CAT, scope="global")
+    both_sides = "{Account.Name}-{0000}-{Account.BillingCountryCode}"  # counter place depends on data
+    for scope in ("global", "per_day", "per_prefix"):
+        assert rule_of(both_sides, "Order", scope=scope) == 9
 
 
 def test_depth_2_fallback_matches_the_spec_json() -> None:

@@ -12,6 +12,7 @@ from fastapi.testclient import TestClient
 from autonumber.db.tables import counter_table, system_field
 from autonumber.platform import Platform
 from autonumber.rules import verify
+from autonumber.rules.store import RuleSpec, store_rule
 
 SG_RT = "rt_Contract_Services_Agreement"
 
@@ -138,7 +139,7 @@ def test_fields_show_rules_counters_and_status(client: TestClient) -> None:
     assert account["counters"] == [{"scope_key": "", "next_value": 3}] and account["status"] == "ok"
     contract = fields["Contract.Contract_Number__c"]
     assert contract["scope"] == "per_prefix" and contract["counter_width"] == 2
-    assert contract["counters"] == [{"scope_key": f"SG|CSA|{today('%Y%m%d')}", "next_value": 2}]
+    assert contract["counters"] == [{"scope_key": f"SG-CSA-{today('%y%m%d')}-", "next_value": 2}]
 
 
 def test_quarantined_rule_is_listed_and_inserts_are_409(client: TestClient, platform: Platform) -> None:
@@ -158,7 +159,7 @@ def test_preview_renders_without_consuming_a_number(client: TestClient) -> None:
            "values": {"Account.BillingCountryCode": "SG"}, "object": "Contract", "scope": "per_prefix"}
     r = client.post("/api/autonumber/preview", json=req)
     assert r.status_code == 200, r.text
-    assert r.json()["value"] == "SG-CSA-260417-07" and r.json()["scope_key"] == "SG|20260417"
+    assert r.json()["value"] == "SG-CSA-260417-07" and r.json()["scope_key"] == "SG-CSA-260417-"
     for _ in range(3):
         client.post("/api/autonumber/preview", json={"format": "X-{000}", "field": "Case.CaseNumber"})
     assert post(client, "Case", {"Subject": "s"})["CaseNumber"] == "00000001"
@@ -263,3 +264,15 @@ def test_health_metrics_and_openapi(client: TestClient) -> None:
                  "/api/autonumber/fields", "/api/autonumber/preview", "/healthz", "/metrics"):
         assert path in spec["paths"]
     assert client.get("/docs").status_code == 200
+
+
+def test_admin_change_refuses_a_start_the_counter_cannot_hold(admin: TestClient, platform: Platform) -> None:
+    with platform.begin() as conn:  # a stored start of 500 (set through the applier's path)
+        store_rule(conn, RuleSpec("Case", "CaseNumber", "{00000000}", start=500))
+    platform.catalog.refresh()
+    body = error(admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "C-{00}"}), 422)
+    assert body["rule"] == 2
+    want = "Case.CaseNumber: start 500 does not fit the counter of 'C-{00}' (width 2, largest 99)"
+    assert want in body["error"]
+    fields = {f["field_id"]: f for f in admin.get("/api/autonumber/fields").json()}
+    assert fields["Case.CaseNumber"]["format"] == "{00000000}"

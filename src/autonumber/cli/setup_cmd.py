@@ -92,7 +92,7 @@ def plan_cmd() -> None:
 
 @app.command("verify")
 def verify_cmd(db: DbOption = "sqlite:///autonumber.db") -> None:
-    """Check V1–V6 (§5.3.3); exit 1 with one line per violation, each starting with its code.
+    """Check V1–V7 (§5.3.3); exit 1 with one line per violation, each starting with its code.
 
     Example: autonumber setup verify --db postgresql+psycopg://postgres@127.0.0.1/autonumber
     """
@@ -106,7 +106,7 @@ def verify_cmd(db: DbOption = "sqlite:///autonumber.db") -> None:
         for line in violations:
             typer.echo(str(line))
         raise typer.Exit(1)
-    typer.echo("verify: V1–V6 hold")
+    typer.echo("verify: V1–V7 hold")
 
 
 @app.command("report")

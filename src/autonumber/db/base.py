@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -85,6 +85,24 @@ class Dialect:
         on_update.update({k: stmt.excluded[k] for k in extra if k != "created_date"})
         conn.execute(stmt.on_conflict_do_update(index_elements=list(key), set_=on_update))
 
+    def upsert_greatest_many(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        keys: Sequence[str],
+        column: str,
+        rows: Sequence[Mapping[str, Any]],
+    ) -> None:
+        """upsert_greatest for many rows (distinct keys) in one executemany; every row has the same
+        columns. The other columns but `created_date` take the new row's value on a conflict."""
+        if not rows:
+            return
+        stmt = self.insert(table)
+        on_update: dict[str, Any] = {column: self.greatest(table.c[column], stmt.excluded[column])}
+        on_update.update({k: stmt.excluded[k] for k in rows[0]
+                          if k not in keys and k not in (column, "created_date")})
+        conn.execute(stmt.on_conflict_do_update(index_elements=list(keys), set_=on_update), list(rows))
+
     def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
         """Lock the selected rows until the transaction ends."""
         return stmt.with_for_update()
@@ -97,15 +115,18 @@ class Dialect:
         column: str,
         n: int,
         extra: Mapping[str, Any] | None = None,
+        guard: sa.ColumnElement[bool] | None = None,
     ) -> int | None:
         """Add n to `column` in one statement; return the value after the increment, None if no row.
 
-        The caller reserved [returned - n, returned - 1]. UPDATE … RETURNING here (PostgreSQL,
-        SQLite ≥ 3.35); the MySQL family overrides it with LAST_INSERT_ID(expr).
+        The caller reserved [returned - n, returned - 1]. `guard` is an extra condition on the row
+        (e.g. "the counter still fits"); None when the row is missing or fails it. UPDATE …
+        RETURNING here (PostgreSQL, SQLite ≥ 3.35); the MySQL family overrides it with
+        LAST_INSERT_ID(expr).
         """
         stmt = (
             sa.update(table)
-            .where(where)
+            .where(where if guard is None else sa.and_(where, guard))
             .values({column: table.c[column] + n, **(extra or {})})
             .returning(table.c[column])
         )
@@ -120,12 +141,13 @@ class Dialect:
         column: str,
         n: int,
         clock_column: str,
+        guard: sa.ColumnElement[bool] | None = None,
     ) -> tuple[int, datetime] | None:
         """atomic_increment that also stamps `clock_column` with the database clock and returns that
         one sample: the clock rides on the UPDATE (one round trip fewer). None when no row."""
         stmt = (
             sa.update(table)
-            .where(where)
+            .where(where if guard is None else sa.and_(where, guard))
             .values({column: table.c[column] + n, clock_column: self.utc_now_expr()})
             .returning(table.c[column], table.c[clock_column])
         )

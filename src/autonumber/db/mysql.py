@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
@@ -87,6 +87,22 @@ class MySQLDialect(Dialect):
         on_update.update({k: stmt.inserted[k] for k in extra if k != "created_date"})
         conn.execute(stmt.on_duplicate_key_update(on_update))
 
+    def upsert_greatest_many(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        keys: Sequence[str],
+        column: str,
+        rows: Sequence[Mapping[str, Any]],
+    ) -> None:
+        if not rows:
+            return
+        stmt = mysql_insert(table)
+        on_update: dict[str, Any] = {column: sa.func.greatest(table.c[column], stmt.inserted[column])}
+        on_update.update({k: stmt.inserted[k] for k in rows[0]
+                          if k not in keys and k not in (column, "created_date")})
+        conn.execute(stmt.on_duplicate_key_update(on_update), list(rows))
+
     def atomic_increment(
         self,
         conn: Connection,
@@ -95,10 +111,11 @@ class MySQLDialect(Dialect):
         column: str,
         n: int,
         extra: Mapping[str, Any] | None = None,
+        guard: sa.ColumnElement[bool] | None = None,
     ) -> int | None:
         stmt = (
             sa.update(table)
-            .where(where)
+            .where(where if guard is None else sa.and_(where, guard))
             .values({column: sa.func.last_insert_id(table.c[column] + n), **(extra or {})})
         )
         if conn.execute(stmt).rowcount == 0:
@@ -113,12 +130,13 @@ class MySQLDialect(Dialect):
         column: str,
         n: int,
         clock_column: str,
+        guard: sa.ColumnElement[bool] | None = None,
     ) -> tuple[int, datetime] | None:
         """No UPDATE … RETURNING here: LAST_INSERT_ID(expr) carries the value, and the stamped clock
         is read back from the row this transaction holds locked."""
         stmt = (
             sa.update(table)
-            .where(where)
+            .where(where if guard is None else sa.and_(where, guard))
             .values(
                 {
                     column: sa.func.last_insert_id(table.c[column] + n),

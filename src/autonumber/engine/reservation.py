@@ -23,7 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.catalog import Rule
 from autonumber.db import Dialect
 from autonumber.db.tables import counter_table
-from autonumber.errors import CounterMissing, ReservationFailed
+from autonumber.errors import CounterMissing, CounterOverflow, ReservationFailed
 
 from . import metrics
 from .journal import Journal, Range
@@ -58,6 +58,26 @@ LiveMax = Callable[[Rule, str, datetime, Mapping[str, str]], int]
 
 def _key(rule: Rule, scope_key: str) -> sa.ColumnElement[bool]:
     return sa.and_(T.c.field_id == rule.field_id, T.c.scope_key == scope_key)
+
+
+def _fits(rule: Rule, n: int) -> sa.ColumnElement[bool]:
+    """The row can hand out n more values without passing the counter width."""
+    fits: sa.ColumnElement[bool] = T.c.next_value <= 10**rule.format.counter_width - n
+    return fits
+
+
+def _check_fits(rule: Rule, key: str, current: int, n: int) -> None:
+    """CounterOverflow, before anything is written, when [current, current+n) does not fit."""
+    limit = 10**rule.format.counter_width
+    if current + n > limit:
+        raise CounterOverflow(rule.field_id, key, max(current, limit), rule.format.counter_width)
+
+
+def _overflow_or_missing(c: Connection, rule: Rule, key: str, n: int) -> None:
+    """After a guarded increment changed no row: CounterOverflow if the row exists (it is full)."""
+    current = c.execute(sa.select(T.c.next_value).where(_key(rule, key))).scalar()
+    if current is not None:
+        _check_fits(rule, key, int(current), n)
 
 
 @dataclass
@@ -187,6 +207,7 @@ class Reserver:
             current = c.execute(sa.select(T.c.next_value).where(_key(rule, key))).scalar()
             if current is None:
                 return _Missing(now, key)
+            _check_fits(rule, key, int(current), n)
             if self.hooks.before_cas is not None:
                 self.hooks.before_cas(c, rule, key, int(current))
             stmt = (
@@ -240,6 +261,7 @@ class Reserver:
             ).scalar()
             if current is None:
                 return _Missing(now, key)
+            _check_fits(rule, key, int(current), n)
             if self.hooks.in_fallback is not None:
                 self.hooks.in_fallback(rule, key)
             c.execute(
@@ -313,18 +335,20 @@ class Reserver:
             if rule.scope == "global" and at is None and self.hooks.clock is None:
                 # the scope key does not depend on the clock: sample it on the UPDATE itself
                 clocked = self.dialect.atomic_increment_clocked(
-                    c, T, _key(rule, ""), "next_value", n, "last_modified_date"
+                    c, T, _key(rule, ""), "next_value", n, "last_modified_date", guard=_fits(rule, n)
                 )
                 if clocked is None:
+                    _overflow_or_missing(c, rule, "", n)
                     return _Missing(self.dialect.utc_now(c), "")
                 last, stamped = clocked
                 return self._journaled(c, rule, Reservation(stamped, "", last - n, n))
             now = self._clock(c, at)
             key = rule.scope_key(now, cross)
             after = self.dialect.atomic_increment(
-                c, T, _key(rule, key), "next_value", n, {"last_modified_date": now}
+                c, T, _key(rule, key), "next_value", n, {"last_modified_date": now}, guard=_fits(rule, n)
             )
             if after is None:
+                _overflow_or_missing(c, rule, key, n)
                 return _Missing(now, key)
             return self._journaled(c, rule, Reservation(now, key, after - n, n))
 

@@ -12,6 +12,7 @@ from .report import FormatReport as FormatReport
 from .report import check_format as check_format
 from .scan import ScanMatch as ScanMatch
 from .scan import ScanPattern as ScanPattern
+from .scope import MAX_KEY as MAX_SCOPE_KEY
 from .token_refs import ChainStep as ChainStep
 from .token_refs import TokenRef as TokenRef
 from .token_refs import canonicalize_token_refs as canonicalize_token_refs
@@ -21,7 +22,6 @@ from .tokens import SCOPES as SCOPES
 from .tokens import CrossRef as CrossRef
 from .tokens import Token as Token
 from .tokens import TokenKind as TokenKind
-from .validate import MAX_SCOPE_KEY as MAX_SCOPE_KEY
 from .validate import derive_token_refs as derive_token_refs
 from .validate import validate_format as validate_format
 from .validate import validate_scope as validate_scope

@@ -11,9 +11,10 @@ from autonumber.errors import TokenResolveError
 
 from .render import compile_renderer
 from .scan import ScanPattern
-from .scope import DATE_PART, KeyPlan, check_scope_name, date_component, join_key, key_plan
+from .scope import KeyPlan, check_scope_name, key_plan, prefix_key
 from .scope import per_day_key as _per_day_key
 from .tokens import CrossRef, Token, TokenKind
+from .zones import local_time
 
 _DATE_LEN = {TokenKind.YEAR4: 4, TokenKind.YEAR2: 2, TokenKind.MONTH: 2, TokenKind.DAY: 2}
 
@@ -76,21 +77,51 @@ class Format:
         *,
         zone: tzinfo = UTC,
     ) -> str:
-        """The counter's scope key: '' (global), YYYYMMDD (per_day) or token values (per_prefix);
-        the day is `assigned_at`'s day on the clock of `zone`."""
+        """The counter's scope key: '' (global), YYYYMMDD (per_day) or, for per_prefix, the text the
+        value shows around its counter (see `prefix_key`); dates are `assigned_at` on the clock of `zone`."""
         check_scope_name(scope, self.source)
         if scope == "global":
             return ""
-        day = _per_day_key(assigned_at, zone)
         if scope == "per_day":
-            return day
-        plan = self.key_plan
+            return _per_day_key(assigned_at, zone)
         values = cross or {}
         for ref in self.cross_refs:
             if not values.get(ref.key):
                 raise TokenResolveError("", ref.literal, "target null")
-        date = date_component(plan, int(day[:4]), int(day[4:6]), int(day[6:]))
-        return join_key([date if p == DATE_PART else values[p] for p in plan.parts])
+        prefix, suffix = self.around_counter(assigned_at, values, zone)
+        return prefix_key(prefix, suffix)
+
+    @property
+    def counter_index(self) -> int:
+        """Position of the counter token in `tokens`."""
+        return next(i for i, t in enumerate(self.tokens) if t.kind is TokenKind.COUNTER)
+
+    def around_counter(
+        self, assigned_at: datetime, cross: Mapping[str, str], zone: tzinfo = UTC
+    ) -> tuple[str, str | None]:
+        """The rendered text before the counter and after it (None when no token follows it)."""
+        at = local_time(assigned_at, zone)
+        at_ = self.counter_index
+        before = "".join(_text(t, at, cross) for t in self.tokens[:at_])
+        after = self.tokens[at_ + 1 :]
+        return before, ("".join(_text(t, at, cross) for t in after) if after else None)
+
+    @property
+    def counter_position_varies(self) -> bool:
+        """True when the value's text does not fix where the counter sits: cross-record values on
+        both sides of the counter whose lengths can vary independently (`{A}-{0}-{B}`)."""
+        before: dict[str, int] = {}
+        total: dict[str, int] = {}
+        at = self.counter_index
+        for i, tok in enumerate(self.tokens):
+            if tok.ref is not None:
+                total[tok.ref.key] = total.get(tok.ref.key, 0) + 1
+                if i < at:
+                    before[tok.ref.key] = before.get(tok.ref.key, 0) + 1
+        b, t = sum(before.values()), sum(total.values())
+        if b in (0, t):
+            return False
+        return any(before.get(k, 0) * t != b * n for k, n in total.items())
 
     @property
     def fixed_length(self) -> int:
@@ -127,3 +158,18 @@ class Format:
             object.__setattr__(self, "_scan", cached)
         pattern: ScanPattern = cached
         return pattern
+
+
+def _text(tok: Token, at: datetime, cross: Mapping[str, str]) -> str:
+    """What one non-counter token renders (the same text the compiled renderer produces)."""
+    if tok.kind is TokenKind.LITERAL:
+        return tok.text
+    if tok.ref is not None:
+        return cross[tok.ref.key]
+    if tok.kind is TokenKind.YEAR4:
+        return f"{at.year:04d}"
+    if tok.kind is TokenKind.YEAR2:
+        return f"{at.year % 100:02d}"
+    if tok.kind is TokenKind.MONTH:
+        return f"{at.month:02d}"
+    return f"{at.day:02d}"

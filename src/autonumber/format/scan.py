@@ -9,7 +9,7 @@ from datetime import date
 
 from autonumber.errors import FormatError
 
-from .scope import DATE_PART, KeyPlan, check_scope_name, date_component, join_key
+from .scope import KeyPlan, check_scope_name, date_component, prefix_key
 from .tokens import Token, TokenKind, quote_format
 
 _DATE_DIGITS = {TokenKind.YEAR4: 4, TokenKind.YEAR2: 2, TokenKind.MONTH: 2, TokenKind.DAY: 2}
@@ -24,6 +24,9 @@ class ScanMatch:
     cross: dict[str, str]
     _plan: KeyPlan = field(repr=False, compare=False)
     _source: str = field(default="", repr=False, compare=False)
+    prefix: str = field(default="", compare=False)
+    suffix: str | None = field(default=None, compare=False)
+    """The value's text before and after its counter (suffix None: nothing follows the counter)."""
 
     def scope_key(self, scope: str) -> str:
         """The key Format.scope_key would have produced when this value was rendered."""
@@ -39,8 +42,7 @@ class ScanMatch:
                     format=self._source,
                 )
             return self.date
-        values = [self.date or "" if p == DATE_PART else self.cross[p] for p in self._plan.parts]
-        return join_key(values)
+        return prefix_key(self.prefix, self.suffix)
 
 
 class ScanPattern:
@@ -52,6 +54,7 @@ class ScanPattern:
         self._date_groups: list[tuple[str, TokenKind]] = []
         self._cross_groups: dict[str, str] = {}  # cross key -> group name
         self.pattern = "^" + "".join(self._piece(t) for t in tokens) + "$"
+        self._has_suffix = tokens[-1].kind is not TokenKind.COUNTER
         self.regex = re.compile(self.pattern, re.DOTALL)  # a value may hold a newline
 
     def _piece(self, tok: Token) -> str:
@@ -85,7 +88,28 @@ class ScanPattern:
                 return None
             day = date_component(self._plan, *ymd)
         cross = {key: m.group(name) for key, name in self._cross_groups.items()}
-        return ScanMatch(int(m.group("counter")), day, cross, self._plan, self._source)
+        start, end = m.span("counter")
+        suffix = value[end:] if self._has_suffix else None
+        return ScanMatch(int(m.group("counter")), day, cross, self._plan, self._source,
+                         value[:start], suffix)
+
+    @property
+    def date_groups(self) -> tuple[int, ...]:
+        """1-based group numbers of the date tokens, in token order."""
+        return tuple(self.regex.groupindex[name] for name, _ in self._date_groups)
+
+    @property
+    def has_suffix(self) -> bool:
+        """True when tokens follow the counter (the per_prefix key then has `{#}` and a suffix)."""
+        return self._has_suffix
+
+    def day_of(self, m: re.Match[str]) -> str | None:
+        """The date a match shows at the format's precision ('' without date tokens), or None for
+        an impossible or inconsistent date."""
+        if not self._date_groups:
+            return ""
+        ymd = self._read_date(m)
+        return None if ymd is None else date_component(self._plan, *ymd)
 
     def _read_date(self, m: re.Match[str]) -> tuple[int, int, int] | None:
         """(year, month, day) with unshown units as 2000/1/1, or None for an impossible date."""

@@ -1,7 +1,9 @@
-"""Scope keys (§2, DESIGN.md §7): built from token values, never from rendered text."""
+"""Scope keys: '' (global), the UTC day (per_day), or the text a value shows around its counter
+(per_prefix), so two values that would render the same text always share one counter."""
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
@@ -60,6 +62,30 @@ def date_component(plan: KeyPlan, year: int, month: int, day: int) -> str:
 def join_key(values: Sequence[str]) -> str:
     """Join key parts with `|`; `\\` and `|` inside a value are escaped so the join is injective."""
     return "|".join(v.replace("\\", "\\\\").replace("|", "\\|") for v in values)
+
+
+MAX_KEY = 64
+"""`_System_AutoNumberCounter.scope_key` is VARCHAR(64)."""
+
+COUNTER_MARK = "{#}"
+"""Stands for the counter in a per_prefix key of a format with text after the counter."""
+
+DIGEST_AT = MAX_KEY - 17
+
+
+def prefix_key(prefix: str, suffix: str | None) -> str:
+    """The per_prefix key: the text before the counter, then `{#}` and the text after it when the
+    format has tokens after the counter (`suffix` None: it has none).
+
+    A key of 64 characters or more becomes its first 47 characters, `#` and a 16-hex BLAKE2b
+    digest of the whole key (exactly 64): keys that fit are kept as they are (≤ 63), so a shortened
+    key never equals a kept one.
+    """
+    raw = prefix if suffix is None else prefix + COUNTER_MARK + suffix
+    if len(raw) < MAX_KEY:
+        return raw
+    digest = hashlib.blake2b(raw.encode(), digest_size=8).hexdigest()
+    return f"{raw[:DIGEST_AT]}#{digest}"
 
 
 def per_day_key(at: datetime, zone: tzinfo = UTC) -> str:

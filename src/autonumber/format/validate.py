@@ -17,8 +17,6 @@ from .token_refs import ChainStep, TokenRef
 from .tokens import RECORD_TYPE_FK, TAXONOMY_OBJECT, CrossRef, quote_format
 
 MAX_CHAIN_DEPTH = 2
-MAX_SCOPE_KEY = 64
-"""`scope_key` is VARCHAR(64) (DESIGN.md §7); a per_prefix key that may not fit is rejected."""
 
 RECORD_TYPE_DEFAULT_LENGTHS = {"RecordTypeCode": 16}
 """Used when the catalog gives no MaxLength for a RecordType column (§4.5: VARCHAR(16))."""
@@ -43,12 +41,31 @@ def validate_scope(fmt: Format, scope: str) -> None:
     format without the full date (e.g. only {YYYY}) would render the same value on two days.
     """
     check_scope_name(scope, fmt.source)
+    if fmt.counter_position_varies:
+        raise _err(
+            9, fmt, "cross-record tokens on both sides of the counter make the counter's place in "
+            "a value depend on the data ({A}-{00}-{B} renders 'X-12-3-45-6' for X/12/3-45-6 and "
+            "X-12-3/45/6), so two records could get the same text; keep every cross-record token "
+            "on one side of the counter",
+        )
     if scope == "per_day" and not fmt.key_plan.full_date:
         shown = " ".join("{" + k + "}" for k in fmt.date_kinds) or "no date token"
         raise _err(
             9, fmt, f"scope per_day needs the full date in the value ({{YYYY}} or {{YY}}, {{MM}} "
             f"and {{DD}}) but the format shows {shown}; add them or use scope global/per_prefix",
         )
+
+
+SEEDED_TAXONOMY_FIELD = "RecordTypeCode"
+
+
+def check_seeded_taxonomy(fmt: Format) -> None:
+    """Rule 10, seed-time policy: a format seeded from the data-spec reads record types only
+    through `{RecordType.RecordTypeCode}` (the one column the seed fills, §8.5)."""
+    for ref in fmt.cross_refs:
+        if ref.taxonomy and ref.field != SEEDED_TAXONOMY_FIELD:
+            raise _err(10, fmt, f"token {ref.literal}: seeded formats may use only "
+                       f"{{RecordType.{SEEDED_TAXONOMY_FIELD}}} as record-type token")
 
 
 def _overrides(fmt: Format, overrides: Sequence[Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
@@ -242,20 +259,6 @@ def _check_length(
                    "shorten the format")
 
 
-def _check_key_length(
-    fmt: Format, refs: Sequence[TokenRef], source: str, catalog: CatalogView
-) -> None:
-    """Rule 9 (scope): a per_prefix key must fit scope_key VARCHAR(64)."""
-    lengths = cross_max_lengths(fmt, refs, source, catalog, 9)
-    plan = fmt.key_plan
-    date_len = 4 * plan.year + 2 * plan.month + 2 * plan.day
-    longest = sum(lengths.values()) + (date_len if fmt.has_date else 0)
-    longest += max(len(plan.parts) - 1, 0)
-    if longest > MAX_SCOPE_KEY:
-        raise _err(9, fmt, f"a per_prefix scope key can be {longest} characters long; the limit "
-                   f"is {MAX_SCOPE_KEY}; use fewer or shorter cross-record tokens")
-
-
 def validate_format(
     fmt: Format | str,
     *,
@@ -275,6 +278,4 @@ def validate_format(
             raise _err(4, parsed, f"target field {source_object}.{target_field} is not in "
                        "_System_Field")
         _check_length(parsed, refs, source_object, target, catalog)
-    if scope == "per_prefix":
-        _check_key_length(parsed, refs, source_object, catalog)
     return refs

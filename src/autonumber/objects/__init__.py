@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .adopt import adopt_column, adopt_table, ensure_unique_index, is_adopted
+from .adopt import adopt_column, adopt_table, is_adopted
 from .custom import ObjectDefinitionError, add_object, parse_field
 
 __all__ = [
@@ -10,7 +10,6 @@ __all__ = [
     "add_object",
     "adopt_column",
     "adopt_table",
-    "ensure_unique_index",
     "is_adopted",
     "parse_field",
 ]

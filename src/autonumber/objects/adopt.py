@@ -7,7 +7,6 @@ created last, after every check and the seed have passed.
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 import sqlalchemy as sa
@@ -19,8 +18,6 @@ from autonumber.rules.store import RuleSpec
 from autonumber.setup.pack import field_id, object_id
 
 from .custom import ObjectDefinitionError
-
-INDEX_NAME_LENGTH = 60
 
 
 def is_adopted(conn: Connection, object_name: str) -> bool:
@@ -110,26 +107,3 @@ def adopt_column(conn: Connection, rule: RuleSpec, table_name: str) -> list[str]
         return []
     conn.execute(sa.insert(f).values(_field_row(rule.object, column)))
     return [f"field {rule.name} registered"]
-
-
-def _index_name(table_name: str, column: str) -> str:
-    name = f"uq_{table_name}_{column}"
-    if len(name) <= INDEX_NAME_LENGTH:
-        return name
-    digest = hashlib.blake2b(name.encode(), digest_size=4).hexdigest()
-    return f"{name[: INDEX_NAME_LENGTH - 9]}_{digest}"
-
-
-def ensure_unique_index(conn: Connection, table_name: str, column: str) -> list[str]:
-    """A UNIQUE index on one column, unless a unique index or constraint already covers exactly it."""
-    inspector = sa.inspect(conn)
-    for index in inspector.get_indexes(table_name):
-        if index.get("unique") and list(index["column_names"]) == [column]:
-            return []
-    for constraint in inspector.get_unique_constraints(table_name):
-        if list(constraint["column_names"]) == [column]:
-            return []
-    table = sa.Table(table_name, sa.MetaData(), autoload_with=conn)
-    name = _index_name(table_name, column)
-    sa.Index(name, table.c[column], unique=True).create(conn)
-    return [f"unique index {name} on {table_name}.{column}"]

@@ -32,6 +32,7 @@ from autonumber.db import dialect_for
 from autonumber.db.objects import object_table
 from autonumber.db.schema import reconcile_tables, table_names
 from autonumber.db.tables import counter_table, field_format_history, system_field, system_object
+from autonumber.db.unique import Target, ensure_unique_indexes
 from autonumber.errors import (
     RuleChangeRefused,
     SeedLimitError,
@@ -43,6 +44,7 @@ from autonumber.errors import (
 from autonumber.format import FieldInfo, MemoryCatalog, ObjectInfo, parse_format
 from autonumber.identifiers import check_api_name, field_id, fit_id
 from autonumber.rules import history
+from autonumber.rules.keys import migrate_field_keys
 from autonumber.rules.legacy import LegacyState
 from autonumber.rules.scan import ColumnScan, scan_rule
 from autonumber.rules.seed import CounterRow, plan_rows
@@ -246,11 +248,8 @@ def _finish(batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any] | 
             previous: tuple[str, str] | None) -> None:
     """Checks and counter rows shared by add and set (values None: the rule stays, counters left
     behind the stored values are raised); records the outcome in the batch."""
-    fmt = parse_format(rule.format)
+    fmt = parse_format(rule.format)  # the start already fits it: rules.store.check_start_fits
     largest = 10 ** fmt.counter_width - 1
-    if rule.start > largest:
-        raise RuleChangeRefused(rule.name, f"start {rule.start} is beyond the counter width "
-                                f"{fmt.counter_width} (at most {largest}); widen the counter or lower start")
     fid = plan.field_id
     known = [*batch.history.get(fid, []), *([previous[0]] if previous else [])]
     target = Rule(fid, rule.object, rule.field, fmt, rule.start, rule.scope, ())
@@ -351,6 +350,7 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
                 if plan.adopted:
                     plan.lines += _adopt(conn, plan)
                 _write(conn, plan)
+                plan.lines += _move_prefix_keys(conn, plan)
             touched = {p.field_id for p in plans if p.writes}
             findings = check(conn, touched) if touched and verify else []
             if findings:
@@ -360,8 +360,8 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
             _drop_columns(conn, added)
         raise
     for plan in plans:  # DDL last: on MariaDB it commits what came before
-        if plan.adopted:
-            plan.lines += ensure_unique_index(conn, plan.table, plan.request.rule.field)
+        if plan.adopted or plan.new_column is not None:
+            plan.lines += ensure_unique_index(conn, plan)
     return [FieldChange(p.field_id, list(p.lines)) for p in plans]
 
 
@@ -370,6 +370,14 @@ def _adopt(conn: Connection, plan: Plan) -> list[str]:
     from autonumber.objects.adopt import adopt_column  # objects builds on rules: imported when used
 
     return adopt_column(conn, plan.request.rule, plan.table)
+
+
+def _move_prefix_keys(conn: Connection, plan: Plan) -> list[str]:
+    """Old token-value per_prefix rows of the field merged into rendered-text keys (rules/keys.py)."""
+    if plan.values is None or plan.request.rule.scope != "per_prefix":
+        return []
+    moves = migrate_field_keys(conn, plan.field_id, parse_format(plan.request.rule.format))
+    return [f"counter rows of {plan.field_id}: {len(moves)} token-value key(s) moved"] if moves else []
 
 
 def _write(conn: Connection, plan: Plan) -> None:
@@ -392,11 +400,10 @@ def _write(conn: Connection, plan: Plan) -> None:
         dialect.upsert_greatest(conn, t, key, "next_value", row.next_value, stamps)
 
 
-def ensure_unique_index(conn: Connection, table: str, column: str) -> list[str]:
-    """The UNIQUE index an adopted autonumber column gets (objects/adopt.py)."""
-    from autonumber.objects.adopt import ensure_unique_index as ensure
-
-    return ensure(conn, table, column)
+def ensure_unique_index(conn: Connection, plan: Plan) -> list[str]:
+    """The UNIQUE index on the plan's column when it is missing (new and adopted columns alike)."""
+    rule = plan.request.rule
+    return ensure_unique_indexes(conn, [Target(rule.name, plan.table, rule.field)])
 
 
 def _drop_columns(conn: Connection, added: Sequence[tuple[str, str]]) -> None:

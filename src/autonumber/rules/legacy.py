@@ -6,6 +6,7 @@ with INSERT … SELECT. A legacy table is dropped only when its backup holds the
 
 from __future__ import annotations
 
+import re
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -39,6 +40,10 @@ class LegacyState:
     """_System_CompoundAutoNumber (Prefix, CurrentNumber) rows by ObjectApiName."""
     identifier: dict[tuple[str, str], int] = field(default_factory=dict)
     """Largest _System_IdentifierSeq.CurrentValue of the rule for (ObjectApiName, FieldApiName)."""
+    backups: tuple[str, ...] = ()
+    """The backup tables read as well (after the legacy drop)."""
+    recorded: dict[str, int] = field(default_factory=dict)
+    """Next values a seed recorded for global fields (`_System_SetupState` floor:<field id>)."""
 
     def compound_max(self, obj: str) -> int | None:
         """The largest compound CurrentNumber of an object (None when it has no rows)."""
@@ -50,27 +55,56 @@ def read_legacy(conn: Connection) -> LegacyState:
     """Read every legacy table that exists (small tables: one query each)."""
     present = table_names(conn)
     state = LegacyState(present=tuple(n for n in LEGACY_NAMES if n in present))
-    if legacy_autonumber.name in present:
-        t = legacy_autonumber
+    _read_into(conn, state, {t.name: t for t in LEGACY_TABLES if t.name in present})
+    return state
+
+
+def _read_into(conn: Connection, state: LegacyState, tables: dict[str, sa.Table]) -> None:
+    """Merge what one set of legacy-shaped tables says into `state` (the largest value wins)."""
+    if (t := tables.get(legacy_autonumber.name)) is not None:
         stmt = sa.select(t.c.ObjectApiName, t.c.FieldApiName, sa.func.max(t.c.CurrentNumber)).group_by(
             t.c.ObjectApiName, t.c.FieldApiName
         )
-        state.numbers = {(o, f): int(n) for o, f, n in conn.execute(stmt) if n is not None}
-    if legacy_compound.name in present:
-        t = legacy_compound
-        compound: dict[str, list[tuple[str, int]]] = defaultdict(list)
+        for o, f, n in conn.execute(stmt):
+            if n is not None:
+                state.numbers[(o, f)] = max(state.numbers.get((o, f), int(n)), int(n))
+    if (t := tables.get(legacy_compound.name)) is not None:
+        compound: dict[str, list[tuple[str, int]]] = defaultdict(list, state.compound)
         for obj, prefix, n in conn.execute(sa.select(t.c.ObjectApiName, t.c.Prefix, t.c.CurrentNumber)):
-            compound[obj].append((prefix, int(n)))
+            if n is not None:
+                compound[obj].append((prefix, int(n)))
         state.compound = dict(compound)
-    if {legacy_identifier_rule.name, legacy_identifier_seq.name} <= present:
-        r, s = legacy_identifier_rule, legacy_identifier_seq
+    r, s = tables.get(legacy_identifier_rule.name), tables.get(legacy_identifier_seq.name)
+    if r is not None and s is not None:
         stmt = (
             sa.select(r.c.ObjectApiName, r.c.FieldApiName, sa.func.max(s.c.CurrentValue))
             .join(s, s.c.RuleId == r.c.Id)
             .group_by(r.c.ObjectApiName, r.c.FieldApiName)
         )
-        state.identifier = {(o, f): int(n) for o, f, n in conn.execute(stmt) if n is not None}
-    return state
+        for o, f, n in conn.execute(stmt):
+            if n is not None:
+                state.identifier[(o, f)] = max(state.identifier.get((o, f), int(n)), int(n))
+
+
+_BACKUP = re.compile(r"(?P<name>.+)__bak_(?P<day>[0-9]{8})")
+
+
+def read_backups(conn: Connection, state: LegacyState | None = None) -> LegacyState:
+    """Add the counter floors kept in the backup tables (`<name>__bak_<YYYYMMDD>`, every day
+    found) to `state`: after the legacy drop they are what still knows the legacy counters."""
+    out = state or LegacyState()
+    by_day: dict[str, dict[str, sa.Table]] = defaultdict(dict)
+    for table in sorted(table_names(conn)):
+        m = _BACKUP.fullmatch(table)
+        if m is None or m["name"] not in LEGACY_NAMES:
+            continue
+        source = next(t for t in LEGACY_TABLES if t.name == m["name"])
+        copy = source.to_metadata(sa.MetaData(), name=backup_name(source.name, m["day"]))
+        by_day[m["day"]][source.name] = copy
+    for day in sorted(by_day):
+        _read_into(conn, out, by_day[day])
+        out.backups += tuple(t.name for t in by_day[day].values())
+    return out
 
 
 def backup_name(table: str, day: str) -> str:

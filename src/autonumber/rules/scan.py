@@ -17,13 +17,20 @@ from sqlalchemy.engine import Connection
 
 from autonumber.catalog import Rule
 from autonumber.db.objects import key_column
-from autonumber.errors import SeedLimitError, SeedParseError
+from autonumber.errors import FormatError, SeedLimitError, SeedParseError
 from autonumber.format.scan import ScanPattern
+from autonumber.format.scope import prefix_key
 from autonumber.progress import Advance
 
 PAGE = 10_000
 MAX_BUCKETS = 3_650
-"""At most ten years of per-day buckets per field (§8.2 P2-R3); more means pathological data."""
+"""At most ten years of days for a per_day field; more means pathological data. per_prefix fields
+have no cap: their keys multiply days by cross values (4 countries × 9 types × 3,650 days)."""
+
+
+def bucket_cap(rule: Rule, max_buckets: int = MAX_BUCKETS) -> int | None:
+    """The distinct-key limit of a field: `max_buckets` for per_day, none for other scopes."""
+    return max_buckets if rule.scope == "per_day" else None
 
 
 @dataclass
@@ -51,32 +58,42 @@ def pages(conn: Connection, table: sa.Table, column: str, page: int = PAGE) -> I
 
 
 class _Reader:
-    """Counter and scope key of a value: the compiled regex per row, the full ScanPattern.match
-    (date validity, scope key) once per distinct non-counter part, since only that part decides."""
+    """Counter and scope key of a value: the compiled regex per row; the date check (impossible or
+    disagreeing dates) once per distinct date shown; the key from the text around the counter."""
 
     CACHE = 100_000
 
     def __init__(self, rule: Rule) -> None:
         self.pattern = rule.format.scan_pattern()
         self.scope = rule.scope
-        self.counter_at = self.pattern.regex.groupindex["counter"] - 1
-        self.keys: dict[tuple[str | Any, ...], str | None] = {}
+        self.counter_group = self.pattern.regex.groupindex["counter"]
+        self.date_groups = self.pattern.date_groups
+        self.days: dict[tuple[str | Any, ...], str | None] = {}
+        if rule.scope == "per_day" and not rule.format.key_plan.full_date:
+            raise FormatError(9, f"{rule.name}: scope per_day needs a format that shows the full date",
+                              format=rule.format.source)
 
     def read(self, value: str) -> tuple[int, str] | None:
         m = self.pattern.regex.fullmatch(value)
         if m is None:
             return None
-        groups = m.groups()
-        at = self.counter_at
-        rest = groups[:at] + groups[at + 1 :]
-        key = self.keys.get(rest, "\0")
-        if key == "\0":
-            full = self.pattern.match(value)
-            key = None if full is None else ("" if self.scope == "global" else full.scope_key(self.scope))
-            if len(self.keys) >= self.CACHE:
-                self.keys.clear()
-            self.keys[rest] = key
-        return None if key is None else (int(groups[at]), key)
+        shown = m.group(*self.date_groups) if len(self.date_groups) > 1 else (
+            (m.group(self.date_groups[0]),) if self.date_groups else ())
+        day = self.days.get(shown, "\0")
+        if day == "\0":
+            day = self.pattern.day_of(m)
+            if len(self.days) >= self.CACHE:
+                self.days.clear()
+            self.days[shown] = day
+        if day is None:
+            return None
+        counter = int(m.group(self.counter_group))
+        if self.scope == "global":
+            return counter, ""
+        if self.scope == "per_day":
+            return counter, day
+        start, end = m.span(self.counter_group)
+        return counter, prefix_key(value[:start], value[end:] if self.pattern.has_suffix else None)
 
 
 class _Older:
@@ -123,6 +140,7 @@ def scan_rule(
     older_counter = _Older(older).counter
     out = ColumnScan()
     buckets = out.buckets
+    cap = bucket_cap(rule, max_buckets)
     for rows in pages(conn, table, rule.field_name):
         for row_id, value in rows:
             found = read(value)
@@ -136,10 +154,10 @@ def scan_rule(
             counter, key = found
             best = buckets.get(key)
             if best is None:
-                if len(buckets) >= max_buckets:
+                if cap is not None and len(buckets) >= cap:
                     raise SeedLimitError(
                         f"autonumber seed: field {rule.name} (field_id={rule.field_id}) spans more "
-                        f"than {max_buckets} {rule.scope} buckets (row Id={row_id}, value {value!r}); "
+                        f"than {cap} {rule.scope} buckets (row Id={row_id}, value {value!r}); "
                         "fix the data or the scope and re-run"
                     )
                 buckets[key] = counter

@@ -4,7 +4,8 @@ next_value = GREATEST(max parsed + 1, legacy CurrentNumber + 1, compound Current
 IdentifierSeq CurrentValue + 1, auto_number_start), per row written:
 
 - `global`: one row per field, always (Approach X), even with no data;
-- `per_day` / `per_prefix`: one row per observed bucket (≤ 3,650 per field);
+- `per_day` / `per_prefix`: one row per observed bucket (≤ 3,650 days for per_day; per_prefix
+  has no cap);
 - `per_prefix` reads the compound row whose Prefix is the bucket's rendered prefix (the value up to
   the counter), which is exactly what the legacy listener counted; a compound Prefix the format cannot
   have produced can never collide with a future value and is reported, not applied. Other scopes
@@ -32,7 +33,8 @@ from autonumber.progress import NullReporter, Reporter
 
 from . import state
 from .history import older_by_field
-from .legacy import LegacyState, read_legacy
+from .keys import migrate_prefix_keys
+from .legacy import LegacyState, read_backups, read_legacy
 from .scan import MAX_BUCKETS, scan_rule
 
 CUTOVER_LOCK = "autonumber_cutover"
@@ -117,6 +119,8 @@ def plan_rows(
         floors.append(("legacy", legacy.numbers[key] + 1))
     if key in legacy.identifier:
         floors.append(("identifier", legacy.identifier[key] + 1))
+    if rule.scope == "global" and rule.field_id in legacy.recorded:
+        floors.append(("recorded", legacy.recorded[rule.field_id]))
     notes: list[str] = []
     compound: dict[str, int] = {}
     if rule.scope == "per_prefix":
@@ -129,19 +133,23 @@ def plan_rows(
     keys = set(live) | set(compound)
     if rule.scope == "global":
         keys.add("")
-    if len(keys) > MAX_BUCKETS:
+    if rule.scope == "per_day" and len(keys) > MAX_BUCKETS:
         raise SeedLimitError(f"autonumber seed: field {rule.name} (field_id={rule.field_id}) would get "
                              f"{len(keys)} counter rows; the limit is {MAX_BUCKETS}")
+    base = max(value for _, value in floors)
+    base_sources = "+".join(name for name, value in floors if value == base)
     rows = []
     for scope_key in sorted(keys):
-        parts = list(floors)
-        if scope_key in live:
-            parts.append(("live", live[scope_key] + 1))
+        extra = [("live", live[scope_key] + 1)] if scope_key in live else []
         if scope_key in compound:
-            parts.append(("compound", compound[scope_key] + 1))
-        best = max(parts, key=lambda p: p[1])
-        sources = "+".join(name for name, value in parts if value == best[1])
-        rows.append(CounterRow(rule.field_id, scope_key, best[1], sources))
+            extra.append(("compound", compound[scope_key] + 1))
+        if not extra or all(value < base for _, value in extra):
+            rows.append(CounterRow(rule.field_id, scope_key, base, base_sources))
+            continue
+        parts = floors + extra
+        best = max(value for _, value in parts)
+        sources = "+".join(name for name, value in parts if value == best)
+        rows.append(CounterRow(rule.field_id, scope_key, best, sources))
     return rows, notes
 
 
@@ -157,7 +165,8 @@ def plan_seed(
     if snapshot.quarantined:
         bad = "; ".join(f"{fid}: {why}" for fid, why in sorted(snapshot.quarantined.items()))
         raise SetupError(f"autonumber seed: configured rule(s) do not validate: {bad}")
-    legacy = read_legacy(conn)
+    legacy = read_backups(conn, read_legacy(conn))
+    legacy.recorded = {fid: int(v) for fid, v in state.read(conn, state.FLOOR).items() if v.isdigit()}
     seeded = state.read(conn, state.SEEDED)
     have_row = _has_global_row(conn)
     older = older_by_field(conn, {r.field_id: r.format.source for r in snapshot.rules.values()})
@@ -185,16 +194,38 @@ def _cutover(engine: Engine, timeout: float) -> Iterator[None]:
 
 
 def write_rows(engine: Engine, rows: Sequence[CounterRow], timeout: float = CUTOVER_TIMEOUT) -> None:
-    """Upsert with GREATEST in batches of 200, re-taking the cutover lock for each batch."""
+    """Upsert with GREATEST in batches of 200 (one executemany each), re-taking the cutover lock
+    for each batch."""
     dialect = dialect_for(engine)
     for start in range(0, len(rows), BATCH):
         with _cutover(engine, timeout), engine.connect() as conn, dialect.begin_write(conn):
             now = dialect.utc_now(conn)
-            for row in rows[start : start + BATCH]:
-                dialect.upsert_greatest(
-                    conn, counter_table, {"field_id": row.field_id, "scope_key": row.scope_key},
-                    "next_value", row.next_value, {"created_date": now, "last_modified_date": now},
-                )
+            dialect.upsert_greatest_many(conn, counter_table, ("field_id", "scope_key"), "next_value", [
+                {"field_id": row.field_id, "scope_key": row.scope_key, "next_value": row.next_value,
+                 "created_date": now, "last_modified_date": now}
+                for row in rows[start : start + BATCH]
+            ])
+
+
+def migrate_keys(engine: Engine) -> list[str]:
+    """Move every per_prefix field's token-value rows to rendered-text keys (one transaction per
+    field, GREATEST merge); one line per field moved. A field is checked until a pass records it
+    in `_System_SetupState` (`keys:<field id>`); later runs skip it."""
+    dialect = dialect_for(engine)
+    with engine.connect() as conn:
+        rules = [r for r in load_snapshot(conn).rules.values() if r.scope == "per_prefix"]
+        done = state.read(conn, state.KEYS)
+    out = []
+    for rule in sorted(rules, key=lambda r: r.field_id):
+        if done.get(rule.field_id) == state.KEYS_RENDERED:
+            continue
+        with engine.connect() as conn, dialect.begin_write(conn):
+            moves = migrate_prefix_keys(conn, rule)
+            state.put(conn, state.KEYS + rule.field_id, state.KEYS_RENDERED)
+        if moves:
+            out.append(f"{rule.name}: {len(moves)} per_prefix counter row(s) moved to rendered-text "
+                       f"keys (e.g. {moves[0].old!r} -> {moves[0].new!r})")
+    return out
 
 
 def seed_counters(
@@ -206,9 +237,12 @@ def seed_counters(
 ) -> SeedResult:
     """Seed `_System_AutoNumberCounter` for every configured field (idempotent, never lowers)."""
     rep = reporter or NullReporter()
-    with _cutover(engine, timeout), engine.connect() as conn:
-        snapshot = load_snapshot(conn)
-        result = plan_seed(conn, snapshot, force=force, reporter=rep)
+    with _cutover(engine, timeout):
+        moved = migrate_keys(engine)
+        with engine.connect() as conn:
+            snapshot = load_snapshot(conn)
+            result = plan_seed(conn, snapshot, force=force, reporter=rep)
+    result.notes.extend(moved)
     write_rows(engine, result.rows, timeout)
     dialect = dialect_for(engine)
     with engine.connect() as conn, dialect.begin_write(conn):
@@ -216,4 +250,17 @@ def seed_counters(
             if rule.field_id in result.scanned:
                 state.put(conn, state.SEEDED + rule.field_id,
                           state.seed_marker(rule.scope, rule.start, rule.format.source))
+        record_floors(conn, result.rows)
     return result
+
+
+def record_floors(conn: Connection, rows: Sequence[CounterRow]) -> None:
+    """Keep each global row's seeded next value in `_System_SetupState` (never lowered): a floor
+    that outlives the legacy tables, their backups and the counter row itself."""
+    recorded = state.read(conn, state.FLOOR)
+    for row in rows:
+        if row.scope_key != "":
+            continue
+        known = recorded.get(row.field_id, "")
+        if not known.isdigit() or int(known) < row.next_value:
+            state.put(conn, state.FLOOR + row.field_id, str(row.next_value))

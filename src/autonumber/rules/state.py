@@ -27,6 +27,11 @@ setup_state = sa.Table(
 
 PHASE = "phase:"
 SEEDED = "seeded:"
+FLOOR = "floor:"
+KEYS = "keys:"
+KEYS_RENDERED = "rendered"
+"""keys:<field id> = rendered: the field's per_prefix rows were moved to rendered-text keys."""
+"""floor:<field id> = the next value the last seed gave a global field (a durable lower bound)."""
 PACK = "pack"
 
 

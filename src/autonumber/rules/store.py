@@ -17,6 +17,7 @@ from autonumber.errors import FormatError, UnknownField
 from autonumber.format import (
     SCOPES,
     FieldInfo,
+    Format,
     MemoryCatalog,
     ObjectInfo,
     canonicalize_token_refs,
@@ -76,6 +77,22 @@ def check_enums(spec: RuleSpec) -> None:
         zone_of(spec.time_zone)
     except UnknownTimeZone as exc:
         raise UnknownTimeZone(f"{spec.name}: {exc}") from None
+    try:
+        fmt = parse_format(spec.format)
+    except FormatError:
+        return  # reported by rule_values with its own rule number
+    check_start_fits(spec, fmt)
+
+
+def check_start_fits(spec: RuleSpec, fmt: Format) -> None:
+    """Rule 2: the start value fits the counter, else every insert would fail with CounterOverflow."""
+    largest = 10**fmt.counter_width - 1
+    if spec.start > largest:
+        raise FormatError(
+            2, f"{spec.name}: start {spec.start} does not fit the counter of {fmt.source!r} (width "
+            f"{fmt.counter_width}, largest {largest}); widen the counter or lower the start",
+            format=spec.format,
+        )
 
 
 def metadata_view(conn: Connection) -> tuple[MemoryCatalog, dict[str, str]]:
@@ -105,8 +122,10 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
     check_enums(spec)
     if catalog.get_field(spec.object, spec.field) is None:
         raise UnknownField(spec.name)
+    fmt = parse_format(spec.format)
+    check_start_fits(spec, fmt)
     refs = validate_format(
-        parse_format(spec.format),
+        fmt,
         source_object=spec.object,
         catalog=catalog,
         target_field=spec.field,

@@ -1,4 +1,4 @@
-"""`setup verify` (§5.3.3), BINDING: V1–V6 as structured findings, one line each when printed.
+"""`setup verify` (§5.3.3), BINDING: V1–V7 as structured findings, one line each when printed.
 
 Adapted to `per_prefix`, which is lazy like `per_day`: only `global` fields need a row up front.
 V1 also fails a bucket whose `next_value` is not above the largest live value of that bucket
@@ -17,6 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.catalog import CatalogSnapshot, FieldRow, Rule, build_rule, load_snapshot
 from autonumber.db.tables import counter_table, system_object, system_record_type
+from autonumber.db.unique import find_duplicates
 from autonumber.errors import AutonumberError, FormatError, SeedLimitError, SeedParseError, VerifyError
 from autonumber.format import parse_format
 from autonumber.format.scan import ScanPattern
@@ -31,7 +32,7 @@ METADATA_RULES = frozenset({4, 6, 7, 8, 10})
 
 @dataclass(frozen=True)
 class Finding:
-    """One violation: its code (V1..V6), the field and row it is about (when it is about one), the
+    """One violation: its code (V1..V7), the field and row it is about (when it is about one), the
     offending value, and the one-line message `setup verify` prints (it starts with the code)."""
 
     code: str
@@ -50,7 +51,7 @@ def _finding(message: str, field_id: str | None, row_id: str | None = None,
 
 
 def verify(engine: Engine) -> list[Finding]:
-    """Every violation of V1–V6 ([] when the database is sound)."""
+    """Every violation of V1–V7 ([] when the database is sound)."""
     with engine.connect() as conn:
         return check(conn)
 
@@ -63,7 +64,7 @@ def verify_or_raise(engine: Engine) -> None:
 
 
 def check(conn: Connection, field_ids: Collection[str] | None = None) -> list[Finding]:
-    """V1–V6 against one connection's view of the database; only `field_ids` when given."""
+    """V1–V7 against one connection's view of the database; only `field_ids` when given."""
     snapshot = load_snapshot(conn)
     configured = [row for rows in snapshot.fields.values() for row in rows if row.format is not None
                   and (field_ids is None or row.id in field_ids)]
@@ -83,6 +84,7 @@ def check(conn: Connection, field_ids: Collection[str] | None = None) -> list[Fi
     for rule in rules:
         out += _v1(conn, snapshot, rule, counters, older.get(rule.field_id, ()))
     out += _v6(conn, rules)
+    out += v7_duplicates(conn, snapshot, rules)
     return out
 
 
@@ -176,4 +178,15 @@ def _v6(conn: Connection, rules: Iterable[Rule]) -> list[Finding]:
                 out.append(_finding(f"V6 RecordType id={rt_id} ({name!r}) has NULL {ref.field}; consumed "
                                     f"by field_id={rule.field_id} format {rule.format.source!r}",
                                     rule.field_id, str(rt_id)))
+    return out
+
+
+def v7_duplicates(conn: Connection, snapshot: CatalogSnapshot, rules: Iterable[Rule]) -> list[Finding]:
+    """V7: no autonumber value is stored twice (the UNIQUE index makes this hold from cut-over on)."""
+    out = []
+    for rule in rules:
+        table = snapshot.table(rule.object_name)
+        for dup in find_duplicates(conn, table, rule.field_name, rule.name):
+            out.append(_finding(f"V7 field_id={rule.field_id}: {dup.describe()}", rule.field_id,
+                                dup.ids[0] if dup.ids else None, dup.value))
     return out

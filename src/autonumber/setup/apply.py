@@ -18,6 +18,7 @@ from sqlalchemy.engine import Engine
 from autonumber.db import dialect_for
 from autonumber.db.schema import reconcile_system_schema, reconcile_tables, table_names
 from autonumber.db.tables import lock_table, system_record_type
+from autonumber.db.unique import Target, catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.errors import SetupError, VerifyError
 from autonumber.progress import NullReporter, Reporter
 from autonumber.rules import state, sync_rules
@@ -26,7 +27,7 @@ from autonumber.rules.seed import seed_counters
 from autonumber.rules.verify import verify
 
 from .dataspec import DataSpec
-from .pack import install_objects, install_record_types, seed_record_type_codes
+from .pack import autonumber_targets, install_objects, install_record_types, seed_record_type_codes
 
 BOOTSTRAP_LOCK = "autonumber_bootstrap"
 BOOTSTRAP_TIMEOUT = 600.0
@@ -59,6 +60,25 @@ class PhaseResult:
     name: str
     changes: list[str]
     seconds: float
+
+
+def _targets(ctx: Context, conn: sa.Connection) -> list[Target]:
+    found = {t.field: t for t in autonumber_targets(ctx.spec.objects)}
+    found.update({t.field: t for t in catalog_targets(conn)})
+    return [found[k] for k in sorted(found)]
+
+
+def _check_duplicates(ctx: Context) -> list[str]:
+    """Fail closed, before anything is written, when an autonumber column holds a value twice."""
+    with ctx.engine.connect() as conn:
+        check_no_duplicates(conn, _targets(ctx, conn))
+    return []
+
+
+def _unique_indexes(ctx: Context) -> list[str]:
+    """A UNIQUE index on every autonumber column (existing databases included; idempotent)."""
+    with ctx.engine.begin() as conn:
+        return ensure_unique_indexes(conn, _targets(ctx, conn))
 
 
 def _schema(ctx: Context) -> list[str]:
@@ -145,11 +165,15 @@ def _verify(ctx: Context) -> list[str]:
 
 
 PHASES: tuple[Phase, ...] = (
+    Phase("check_duplicates", "refuse to start when an autonumber column holds a value twice "
+          "(names field, value, row Ids)", _check_duplicates),
     Phase("schema", "create or reconcile the system tables (§7.2 a)", _schema),
     Phase("standard_pack", "objects, fields, record types and object tables (DESIGN.md §5b)",
           _standard_pack),
     Phase("formats", "parse, validate and store every autonumber rule with canonical token refs "
           "(§7.2 b)", _formats),
+    Phase("unique_indexes", "a UNIQUE index on every autonumber column (created when missing)",
+          _unique_indexes),
     Phase("record_type_codes", "set RecordTypeCode where NULL; assert record types exist (§7.2 b.5)",
           _record_type_codes),
     Phase("backup_legacy", "copy each legacy table to <name>__bak_<YYYYMMDD> and compare row counts "
@@ -157,7 +181,7 @@ PHASES: tuple[Phase, ...] = (
     Phase("seed_counters", "counter rows from live values and legacy tables under "
           "'autonumber_cutover' (§8.2)", _seed),
     Phase("drop_legacy", "drop the legacy tables whose backup matches (§8.3)", _drop),
-    Phase("verify", "V1–V6; any violation fails the apply (§5.3.3)", _verify),
+    Phase("verify", "V1–V7; any violation fails the apply (§5.3.3)", _verify),
 )
 
 
@@ -218,7 +242,7 @@ def apply(
     reseed: bool = False,
     lock_timeout: float = BOOTSTRAP_TIMEOUT,
 ) -> list[PhaseResult]:
-    """The whole cut-over; VerifyError (binding) when the result breaks V1–V6."""
+    """The whole cut-over; VerifyError (binding) when the result breaks V1–V7."""
     return run_phases(engine, spec, PHASES, reporter=reporter, reseed=reseed, lock_timeout=lock_timeout)
 
 

@@ -20,6 +20,8 @@ from markdown_it.token import Token
 
 from autonumber.db.tables import LEGACY_TABLES
 from autonumber.errors import AutonumberError, SpecError
+from autonumber.format import parse_format
+from autonumber.format.validate import check_seeded_taxonomy
 from autonumber.identifiers import check_api_name
 from autonumber.rules.store import RuleSpec, check_enums
 
@@ -282,6 +284,7 @@ def _rule(row: _Row, where: _Where) -> RuleSpec:
     )
     try:
         check_enums(spec)
+        check_seeded_taxonomy(parse_format(spec.format))
     except AutonumberError as exc:
         raise where.error(str(exc), sec, row.line) from None
     return spec

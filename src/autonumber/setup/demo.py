@@ -115,7 +115,7 @@ def fill_legacy(
     reconcile_system_schema(engine)
     dialect = dialect_for(engine)
     with engine.connect() as conn, dialect.begin_write(conn):
-        install_objects(conn, spec.objects)
+        install_objects(conn, spec.objects, unique=False)  # legacy databases had none
         install_record_types(conn, spec.record_types)
     create_legacy_tables(engine)
     objects = {o.name: o for o in spec.objects}

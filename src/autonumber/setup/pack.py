@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from autonumber.db.objects import object_table
 from autonumber.db.schema import reconcile_tables
 from autonumber.db.tables import system_field, system_object, system_record_type
+from autonumber.db.unique import Target, ensure_unique_indexes
 from autonumber.format import FieldInfo
 from autonumber.identifiers import ID_LENGTH as ID_LENGTH
 from autonumber.identifiers import check_api_name, fit_id
@@ -96,8 +97,9 @@ def tables_needing_change(conn: Connection, tables: Sequence[sa.Table]) -> list[
     return [t for t in tables if t.name not in have or set(t.columns.keys()) - have[t.name]]
 
 
-def install_objects(conn: Connection, objects: Sequence[ObjectSpec]) -> list[str]:
-    """Register objects and fields (new rows only) and create or reconcile their tables."""
+def install_objects(conn: Connection, objects: Sequence[ObjectSpec], *, unique: bool = True) -> list[str]:
+    """Register objects and fields (new rows only) and create or reconcile their tables; with
+    `unique`, a UNIQUE index on each autonumber column (refused when it already holds a duplicate)."""
     metadata = sa.MetaData()
     object_rows: list[dict[str, object]] = []
     field_rows: list[dict[str, object]] = []
@@ -123,7 +125,15 @@ def install_objects(conn: Connection, objects: Sequence[ObjectSpec]) -> list[str
     changes += [f"field {row['Id']}"
                 for row in _new_rows(conn, system_field, field_rows, ("ObjectId", "ApiName"))]
     changes.extend(reconcile_tables(conn, tables_needing_change(conn, tables)))
+    if unique:
+        changes.extend(ensure_unique_indexes(conn, autonumber_targets(objects)))
     return changes
+
+
+def autonumber_targets(objects: Iterable[ObjectSpec]) -> list[Target]:
+    """The autonumber columns of some objects (each gets a UNIQUE index)."""
+    return [Target(f"{spec.name}.{f.name}", spec.table_name, f.name)
+            for spec in objects for f in spec.fields if f.type == "autonumber"]
 
 
 def install_record_types(conn: Connection, record_types: Sequence[RecordTypeSpec]) -> list[str]:

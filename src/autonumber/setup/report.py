@@ -178,7 +178,7 @@ def multi_state(engine: Engine, url: str, spec: DataSpec, rows: int) -> list[Row
     counters = {(f, k): n for f, k, n in snapshot(engine)["counters"]}
     value = _engine_works(url)
     legacy_left = [t.name for t in LEGACY_TABLES if t.name in table_names(engine)]
-    hot = counters.get(("Contract.Contract_Number__c", "SG|CSA|20260417"))
+    hot = counters.get(("Contract.Contract_Number__c", "SG-CSA-260417-"))
     out.append(Row("(b) legacy tables + live values", f"demo legacy --rows {rows}, apply, insert",
                    f"{took:.2f} s; next Account {value}; SG-CSA-260417 next {hot}; legacy tables "
                    f"{'dropped' if not legacy_left else 'LEFT: ' + ', '.join(legacy_left)}",

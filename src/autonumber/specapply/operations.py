@@ -13,7 +13,7 @@ Rollback (§7.3):
   with that prefix, rows added for prefixes first used after the cut-over;
 - `drop_autonumber_schema`: the guard trigger, `_System_AutoNumberCounter`, the format history, the
   six rule columns of `_System_Field` and `_System_RecordType.RecordTypeCode`.
-Cleanup (§11 Phase 2): `verify` (V1–V6 must hold) and `drop_backups`.
+Cleanup (§11 Phase 2): `verify` (V1–V7 must hold) and `drop_backups`.
 Rules: `add_autonumber_field` and `set_rule`, thin over `autonumber.rules` (the runner plans and
 applies consecutive rule operations as one batch). Objects: `add_object` (a custom object)
 and `adopt_object` (an existing application table), see autonumber.objects.
@@ -313,7 +313,7 @@ def run_verify(conn: Connection, args: Mapping[str, Any]) -> list[str]:
     violations = check(conn)
     if violations:
         raise VerifyError(violations)
-    return ["verify: V1–V6 hold"]
+    return ["verify: V1–V7 hold"]
 
 
 def _backup_tables(conn: Connection, args: Mapping[str, Any]) -> list[str]:
@@ -436,7 +436,7 @@ OPERATIONS: dict[str, OperationType] = {op.name: op for op in (
                   "drop the guard trigger, the counter and format-history tables, the six rule columns "
                   "and RecordTypeCode",
                   plan_drop_schema, run_drop_schema),
-    OperationType("verify", "V1–V6 must hold", plan_nothing, run_verify),
+    OperationType("verify", "V1–V7 must hold", plan_nothing, run_verify),
     OperationType("drop_backups", "drop the legacy backup tables", plan_drop_backups, run_drop_backups),
     OperationType("add_autonumber_field", "column + validated rule + counter rows",
                   plan_rule("add_autonumber_field"), run_rule("add_autonumber_field")),

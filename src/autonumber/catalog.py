@@ -31,14 +31,11 @@ from autonumber.format import (
     parse_format,
     validate_format,
 )
+from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
 from autonumber.format.zones import zone_of
 from autonumber.identifiers import check_api_name
-from autonumber.rules.store import DATE_SOURCES, ON_CHANGE
 
 RECORD_TYPE = "RecordType"
-NUMBERING = ("standard", "gapless")
-"""Numbering policies: `standard` reserves off the caller's transaction (a rollback leaves a gap);
-`gapless` takes the number inside it, with the counter row locked until it ends."""
 RECORD_TYPE_TABLE = system_record_type.name
 
 
@@ -251,18 +248,17 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
     )
     if row.token_refs and canonicalize_token_refs(refs) != stored:
         raise ValueError("stored auto_number_token_refs differ from the refs derived from the format")
-    if row.numbering not in NUMBERING:
-        raise ValueError(f"auto_number_numbering {row.numbering!r} is not one of {', '.join(NUMBERING)}")
     zone_of(row.time_zone)
     return Rule(row.id, row.info.object, row.info.name, fmt, row.start, row.scope, tuple(refs),
                 row.numbering, row.time_zone)
 
 
 def _check_policy(row: FieldRow) -> None:
-    """The stored date source and on-change policy are known values (a raw UPDATE can set garbage;
-    the rule is then quarantined like a tampered format)."""
+    """The stored date source, on-change and numbering policies are known values (a raw UPDATE can
+    set garbage; the rule is then quarantined like a tampered format)."""
     for value, allowed, column in ((row.date_src, DATE_SOURCES, "auto_number_date_src"),
-                                   (row.on_change, ON_CHANGE, "auto_number_on_change")):
+                                   (row.on_change, ON_CHANGE, "auto_number_on_change"),
+                                   (row.numbering, NUMBERING, "auto_number_numbering")):
         if value not in allowed:
             raise ValueError(f"stored {column} {value!r} is not one of {', '.join(allowed)}")
 

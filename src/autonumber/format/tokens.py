@@ -8,7 +8,15 @@ import re
 from dataclasses import dataclass
 
 SCOPES: tuple[str, ...] = ("global", "per_day", "per_prefix")
-"""Counter scopes: one counter per field, per UTC day, or per (cross values, shown date)."""
+"""Counter scopes: one counter per field, per day of the field's time zone, or per text shown around
+the counter."""
+DATE_SOURCES: tuple[str, ...] = ("assigned_at",)
+"""Where a rule's date tokens take their date from (the one database clock sample)."""
+ON_CHANGE: tuple[str, ...] = ("keep_existing", "regenerate_all")
+"""What a format change does to stored values (kept: old values stay as they are)."""
+NUMBERING: tuple[str, ...] = ("standard", "gapless")
+"""Numbering policies: `standard` reserves off the caller's transaction (a rollback leaves a gap);
+`gapless` takes the number inside it, with the counter row locked until it ends."""
 
 MAX_WIDTH = 18
 """Widest counter token: BIGINT holds 19 digits, one is kept as overflow headroom (§6.2 rule 2)."""

@@ -24,11 +24,8 @@ from autonumber.format import (
     parse_format,
     validate_format,
 )
+from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
 from autonumber.format.zones import UnknownTimeZone, zone_of
-
-DATE_SOURCES = ("assigned_at",)
-ON_CHANGE = ("keep_existing", "regenerate_all")
-NUMBERING = ("standard", "gapless")
 
 
 @dataclass(frozen=True)

@@ -101,7 +101,7 @@ def _stored(
     pattern = rule.format.scan_pattern()
     out: dict[str, set[int]] = {}
     stmt = sa.select(column).where(column.is_not(None))
-    result = conn.execution_options(stream_results=True, yield_per=PAGE).execute(stmt)
+    result = conn.execute(stmt.execution_options(stream_results=True, yield_per=PAGE))
     for (value,) in result:
         match = pattern.match(str(value))
         if match is None:

@@ -22,7 +22,7 @@ from autonumber.engine import STRATEGIES
 from autonumber.errors import CounterOverflow, FormatError, RuleQuarantined
 from autonumber.rules.store import RuleSpec
 from autonumber.setup.bootstrap import bootstrap
-from autonumber.specapply.operations import run_add_field, run_set_rule
+from autonumber.specapply.operations import run_rule
 
 CASE = "Case.CaseNumber"
 
@@ -72,9 +72,11 @@ def test_cli_refuses_a_start_the_counter_cannot_hold(
 def test_data_spec_operations_refuse_it_too(engine: Engine) -> None:
     before = rules(engine)
     with pytest.raises(FormatError, match=r"width 1, largest 9"), engine.begin() as conn:
-        run_add_field(conn, {"object": "Case", "field": "W__c", "format": "W-{0}", "start": 10})
+        run_rule("add_autonumber_field")(
+            conn, {"object": "Case", "field": "W__c", "format": "W-{0}", "start": 10})
     with pytest.raises(FormatError, match=r"start 5000 does not fit .* \(width 2"), engine.begin() as conn:
-        run_set_rule(conn, {"object": "Order", "field": "OrderNumber", "format": "{00}", "start": 5000})
+        run_rule("set_rule")(
+            conn, {"object": "Order", "field": "OrderNumber", "format": "{00}", "start": 5000})
     assert rules(engine) == before
 
 

@@ -94,7 +94,7 @@ def test_apply_adds_missing_indexes_to_an_existing_database(engine: Engine) -> N
         conn.execute(sa.insert(_case()), [{"Id": "c1", "Subject": "s", "CaseNumber": "00000009"},
                                           {"Id": "c2", "Subject": "s", "CaseNumber": "00000009"}])
     violations = verify(engine)
-    assert any(v.startswith("V7 field_id=Case.CaseNumber: Case.CaseNumber value '00000009' is stored 2 "
+    assert any(str(v).startswith("V7 field_id=Case.CaseNumber: Case.CaseNumber value '00000009' is stored 2 "
                             "times (row Ids c1, c2)") for v in violations), violations
     with pytest.raises(DuplicateValues):
         apply(engine, SPEC)

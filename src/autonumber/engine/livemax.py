@@ -57,7 +57,7 @@ def live_max_reader(db: Engine, snapshot: Callable[[], CatalogSnapshot]) -> Call
         best = 0
         stmt = sa.select(column).where(column.like(like_pattern(rule, at, cross), escape="\\"))
         with db.connect() as conn:
-            result = conn.execution_options(stream_results=True, yield_per=PAGE).execute(stmt)
+            result = conn.execute(stmt.execution_options(stream_results=True, yield_per=PAGE))
             for (value,) in result:
                 match = pattern.match(value)
                 if match is not None and match.scope_key(rule.scope) == scope_key:

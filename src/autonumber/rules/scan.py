@@ -53,7 +53,8 @@ def pages(conn: Connection, table: sa.Table, column: str, page: int = PAGE) -> I
         if first:
             yield first
         return
-    with conn.execution_options(stream_results=True, yield_per=page).execute(stmt) as result:
+    # options on the statement, not the connection: a Connection keeps its options for later writes
+    with conn.execute(stmt.execution_options(stream_results=True, yield_per=page)) as result:
         yield from result.partitions()  # leaving early (a parse error) closes the cursor
 
 

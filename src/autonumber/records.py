@@ -14,14 +14,18 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine import Engine as SAEngine
 
+from . import idempotency
 from .catalog import Catalog, CatalogSnapshot
 from .db.base import to_utc
 from .engine import Engine
-from .errors import RecordError, RecordNotFound, RuleQuarantined
+from .errors import CommitOutcomeUnknown, RecordError, RecordNotFound, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
+from .values import checked_value, text_problem
 
 SYSTEM_COLUMNS = ("Id", "CreatedDate")
-SCALARS = (str, int, float, bool, Decimal)
+MAX_LIMIT = 10_000
+MAX_OFFSET = 1_000_000_000
+"""Paging bounds every backend accepts (a larger offset is refused, not sent to the database)."""
 
 
 def new_id() -> str:
@@ -38,6 +42,12 @@ def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
             value = float(value)
         out[key] = value
     return out
+
+
+def _first_line(exc: sa.exc.DBAPIError) -> str:
+    cause = exc.orig if exc.orig is not None else exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
 
 
 class Records:
@@ -58,15 +68,33 @@ class Records:
             yield own
 
     def insert(
-        self, object_name: str, data: Mapping[str, Any], conn: Connection | None = None
+        self,
+        object_name: str,
+        data: Mapping[str, Any],
+        conn: Connection | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
-        """Insert one record; return it as stored, autonumbers included."""
-        return self.insert_many(object_name, [data], conn)[0]
+        """Insert one record; return it as stored, autonumbers included.
+
+        With `idempotency_key`, a repeat of the same request returns the record stored the first
+        time (IdempotencyConflict when the key came with different values).
+        """
+        return self.insert_many(object_name, [data], conn, idempotency_key=idempotency_key)[0]
 
     def insert_many(
-        self, object_name: str, rows: Sequence[Mapping[str, Any]], conn: Connection | None = None
+        self,
+        object_name: str,
+        rows: Sequence[Mapping[str, Any]],
+        conn: Connection | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Insert many records of one object; each autonumber field is assigned with one batch."""
+        """Insert many records of one object; each autonumber field is assigned with one batch.
+
+        Every value is checked before any number is reserved. When our own COMMIT fails with the
+        outcome unknown, CommitOutcomeUnknown names the Ids to look up.
+        """
         snapshot = self.catalog.current()
         table = snapshot.table(object_name)
         records = [
@@ -76,22 +104,60 @@ class Records:
         if not records:
             return []
         self._refuse_quarantined(snapshot, object_name)
-        with self._txn(conn) as c:
-            at = None
-            rules = snapshot.rules_of(object_name)
-            # Every token resolves before any reservation: one that fails closed consumes no number.
-            crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
-            for rule, cross in zip(rules, crosses, strict=True):
-                assigned = self.engine.assign(rule.field_id, records, c, cross=cross)
-                at = assigned.assigned_at
-                for record, value in zip(records, assigned.values, strict=True):
-                    record[rule.field_name] = value
-            created = at if at is not None else self.engine.dialect.utc_now(c)
-            for record in records:
-                record["CreatedDate"] = created
-            self.events.publish(RecordBeforeCreate(object_name, records, c))
-            c.execute(sa.insert(table), records)
+        key = idempotency.check_key(idempotency_key) if idempotency_key is not None else None
+        request = idempotency.digest(object_name, rows) if key is not None else ""
+        if key is not None:
+            idempotency.ensure_table(self._db)
+        committing = False
+        try:
+            with self._txn(conn) as c:
+                earlier = (
+                    idempotency.claim(c, key, object_name, request, [r["Id"] for r in records])
+                    if key is not None else None
+                )
+                if earlier is not None:
+                    return self._by_ids(c, object_name, table, earlier)
+                self._write(snapshot, object_name, table, records, c)
+                committing = conn is None
+        except sa.exc.DBAPIError as exc:
+            if committing:
+                raise CommitOutcomeUnknown(object_name, [r["Id"] for r in records], _first_line(exc)) from exc
+            raise
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
+
+    def _write(
+        self,
+        snapshot: CatalogSnapshot,
+        object_name: str,
+        table: sa.Table,
+        records: list[dict[str, Any]],
+        c: Connection,
+    ) -> None:
+        at = None
+        rules = snapshot.rules_of(object_name)
+        # Every token resolves before any reservation: one that fails closed consumes no number.
+        crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
+        for rule, cross in zip(rules, crosses, strict=True):
+            assigned = self.engine.assign(rule.field_id, records, c, cross=cross)
+            at = assigned.assigned_at
+            for record, value in zip(records, assigned.values, strict=True):
+                record[rule.field_name] = value
+        created = at if at is not None else self.engine.dialect.utc_now(c)
+        for record in records:
+            record["CreatedDate"] = created
+        self.events.publish(RecordBeforeCreate(object_name, records, c))
+        c.execute(sa.insert(table), records)
+
+    def _by_ids(
+        self, c: Connection, object_name: str, table: sa.Table, ids: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """The records an earlier request with the same idempotency key stored, in its order."""
+        rows = c.execute(sa.select(table).where(table.c.Id.in_(ids))).mappings()
+        found = {str(r["Id"]): _plain(r) for r in rows}
+        missing = [i for i in ids if i not in found]
+        if missing:
+            raise RecordNotFound(object_name, missing[0])
+        return [found[i] for i in ids]
 
     def check(self, object_name: str, data: Mapping[str, Any], where: str) -> None:
         """Validate one record without writing; a RecordError names `where` (e.g. `file.jsonl:3`)."""
@@ -133,25 +199,13 @@ class Records:
 
     @staticmethod
     def _value(where: str, object_name: str, column: sa.Column[Any], value: Any) -> Any:
-        if value is None:
-            return None
-        if not isinstance(value, SCALARS):
-            raise RecordError(
-                f"{where}: {object_name}.{column.name} must be a scalar, got {type(value).__name__}"
-            )
-        length = getattr(column.type, "length", None)
-        if isinstance(column.type, sa.String):
-            if not isinstance(value, str):
-                raise RecordError(f"{where}: {object_name}.{column.name} must be text, got {value!r}")
-            if length is not None and len(value) > length:
-                raise RecordError(
-                    f"{where}: {object_name}.{column.name} is {len(value)} characters; at most {length} fit"
-                )
-        return value
+        return checked_value(where, object_name, column, value)
 
     def get(self, object_name: str, record_id: str, conn: Connection | None = None) -> dict[str, Any]:
         """One record by Id, or RecordNotFound."""
         table = self.catalog.current().table(object_name)
+        if text_problem(record_id):
+            raise RecordNotFound(object_name, record_id)
         stmt = sa.select(table).where(table.c.Id == record_id)
         if conn is not None:
             row = conn.execute(stmt).mappings().first()
@@ -165,6 +219,11 @@ class Records:
     def list(self, object_name: str, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         """A page of records, newest first."""
         table = self.catalog.current().table(object_name)
+        if not (0 < limit <= MAX_LIMIT and 0 <= offset <= MAX_OFFSET):
+            raise RecordError(
+                f"paging out of range: limit must be 1..{MAX_LIMIT} and offset 0..{MAX_OFFSET}, "
+                f"got limit={limit}, offset={offset}"
+            )
         stmt = (
             sa.select(table)
             .order_by(table.c.CreatedDate.desc(), table.c.Id)
@@ -192,6 +251,8 @@ class Records:
         table = snapshot.table(object_name)
         checked = self._checked(snapshot, object_name, table, changes, f"{object_name} {record_id!r}")
         checked.pop("Id")
+        if text_problem(record_id):
+            raise RecordNotFound(object_name, record_id)
         if not checked:
             return self.get(object_name, record_id, conn)
         with self._txn(conn) as c:

@@ -155,7 +155,23 @@ spec_apply_log = sa.Table(
 )
 """Every `autonumber spec apply` attempt (§7.2 l): applied, skipped, refused or failed."""
 
-SYSTEM_TABLES = (system_object, system_field, system_record_type, counter_table, lock_table, spec_apply_log)
+SYSTEM_TABLES: tuple[sa.Table, ...] = (
+    system_object, system_field, system_record_type, counter_table, lock_table, spec_apply_log
+)
+
+idempotency_table = sa.Table(
+    "_System_IdempotencyKey",
+    metadata,
+    sa.Column("idempotency_key", sa.String(255), primary_key=True),
+    sa.Column("object_name", sa.String(64), nullable=False),
+    sa.Column("request_digest", sa.String(64), nullable=False),
+    sa.Column("record_ids", sa.Text, nullable=False),
+    sa.Column("created_date", Timestamp6, nullable=False, server_default=utc_now6()),
+)
+"""One row per idempotent create: the key, a digest of its request and the Ids it stored (kept
+at least 24 h; `autonumber.idempotency.purge` removes older rows)."""
+
+SYSTEM_TABLES = (*SYSTEM_TABLES, idempotency_table)
 
 legacy_metadata = sa.MetaData()
 
@@ -206,6 +222,7 @@ __all__ = [
     "CanonicalJSON",
     "Timestamp6",
     "counter_table",
+    "idempotency_table",
     "legacy_autonumber",
     "legacy_compound",
     "legacy_identifier_rule",

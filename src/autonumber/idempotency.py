@@ -1,0 +1,103 @@
+"""Idempotency keys: a create sent twice with the same key stores its records once.
+
+The key row is written first in the create's own transaction, so a concurrent duplicate waits on
+its primary key and then finds the first one's records instead of reserving numbers of its own.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections.abc import Mapping, Sequence
+from datetime import timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection, Engine
+
+from .db.tables import idempotency_table
+from .errors import IdempotencyConflict, RecordError
+from .values import check_text
+
+MAX_KEY_LENGTH = 255
+KEEP_AT_LEAST = timedelta(hours=24)
+
+_ensured: set[str] = set()
+_ensure_lock = threading.Lock()
+
+
+def check_key(key: str) -> str:
+    """The key, or a RecordError when it is empty, too long or not storable text."""
+    if not isinstance(key, str) or not key.strip():
+        raise RecordError("an idempotency key must be non-empty text")
+    if len(key) > MAX_KEY_LENGTH:
+        raise RecordError(f"an idempotency key is at most {MAX_KEY_LENGTH} characters, got {len(key)}")
+    return check_text(key, "the idempotency key")
+
+
+def digest(object_name: str, rows: Sequence[Mapping[str, Any]]) -> str:
+    """A digest of the request: object and field values, key order ignored."""
+    text = json.dumps([object_name, list(rows)], sort_keys=True, default=str, ensure_ascii=True)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def ensure_table(engine: Engine) -> None:
+    """Create the key table on a database set up before it existed (once per process and URL)."""
+    name = str(engine.url)
+    if name in _ensured:
+        return
+    with _ensure_lock:
+        if name in _ensured:
+            return
+        try:
+            idempotency_table.create(engine, checkfirst=True)
+        except sa.exc.DBAPIError:  # another process created it between the check and the create
+            if not sa.inspect(engine).has_table(idempotency_table.name):
+                raise
+        _ensured.add(name)
+
+
+def claim(conn: Connection, key: str, object_name: str, request: str, ids: Sequence[str]) -> list[str] | None:
+    """Record `key` for these Ids; None when claimed, else the Ids an earlier request stored.
+
+    IdempotencyConflict when the key was used for a different request.
+    """
+    earlier = _stored(conn, key)
+    if earlier is None:
+        try:
+            with conn.begin_nested():
+                conn.execute(sa.insert(idempotency_table).values(
+                    idempotency_key=key, object_name=object_name, request_digest=request,
+                    record_ids=json.dumps(list(ids)),
+                ))
+            return None
+        except sa.exc.IntegrityError:  # a concurrent request with this key committed first
+            earlier = _stored(conn, key)
+            if earlier is None:
+                raise
+    stored_object, stored_request, stored_ids = earlier
+    if stored_object != object_name or stored_request != request:
+        raise IdempotencyConflict(key)
+    return stored_ids
+
+
+def _stored(conn: Connection, key: str) -> tuple[str, str, list[str]] | None:
+    t = idempotency_table
+    row = conn.execute(
+        sa.select(t.c.object_name, t.c.request_digest, t.c.record_ids).where(t.c.idempotency_key == key)
+    ).first()
+    if row is None:
+        return None
+    return str(row.object_name), str(row.request_digest), [str(i) for i in json.loads(row.record_ids)]
+
+
+def purge(engine: Engine, older_than: timedelta = timedelta(days=7)) -> int:
+    """Delete keys older than `older_than` (never less than 24 h); return how many were removed."""
+    from .db import dialect_for
+
+    age = max(older_than, KEEP_AT_LEAST)
+    with engine.begin() as conn:
+        cutoff = dialect_for(conn).utc_now(conn).replace(tzinfo=None) - age
+        t = idempotency_table
+        return int(conn.execute(sa.delete(t).where(t.c.created_date < cutoff)).rowcount or 0)

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import threading
 from collections.abc import Mapping, Sequence
 from datetime import timedelta
 from typing import Any
@@ -16,15 +15,13 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from .db import schema
 from .db.tables import idempotency_table
 from .errors import IdempotencyConflict, RecordError
 from .values import check_text
 
 MAX_KEY_LENGTH = 255
 KEEP_AT_LEAST = timedelta(hours=24)
-
-_ensured: set[str] = set()
-_ensure_lock = threading.Lock()
 
 
 def check_key(key: str) -> str:
@@ -43,19 +40,8 @@ def digest(object_name: str, rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def ensure_table(engine: Engine) -> None:
-    """Create the key table on a database set up before it existed (once per process and URL)."""
-    name = str(engine.url)
-    if name in _ensured:
-        return
-    with _ensure_lock:
-        if name in _ensured:
-            return
-        try:
-            idempotency_table.create(engine, checkfirst=True)
-        except sa.exc.DBAPIError:  # another process created it between the check and the create
-            if not sa.inspect(engine).has_table(idempotency_table.name):
-                raise
-        _ensured.add(name)
+    """Create the key table on a database set up before it existed."""
+    schema.ensure_table(engine, idempotency_table)
 
 
 def claim(conn: Connection, key: str, object_name: str, request: str, ids: Sequence[str]) -> list[str] | None:

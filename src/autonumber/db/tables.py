@@ -171,7 +171,16 @@ idempotency_table = sa.Table(
 """One row per idempotent create: the key, a digest of its request and the Ids it stored (kept
 at least 24 h; `autonumber.idempotency.purge` removes older rows)."""
 
-SYSTEM_TABLES = (*SYSTEM_TABLES, idempotency_table)
+web_session_table = sa.Table(
+    "_System_WebSession",
+    metadata,
+    sa.Column("session_digest", sa.String(64), primary_key=True),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("expires_at", Timestamp6, nullable=False),
+)
+"""Console logins: a row per live session (logout deletes it), so every worker sees a logout."""
+
+SYSTEM_TABLES = (*SYSTEM_TABLES, idempotency_table, web_session_table)
 
 legacy_metadata = sa.MetaData()
 
@@ -234,4 +243,5 @@ __all__ = [
     "system_object",
     "system_record_type",
     "utc_now6",
+    "web_session_table",
 ]

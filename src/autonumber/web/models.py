@@ -78,13 +78,24 @@ class PreviewIn(BaseModel):
     format: str = Field(max_length=255, examples=["{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00}"])
     scope: str | None = Field(None, description="global, per_day or per_prefix (default: the field's)")
     counter: int = Field(1, ge=0)
-    date: dt.date | None = Field(None, description="assigned-at day (UTC); default today")
+    at: dt.date | None = Field(
+        None, description="assigned-at day (UTC), like the CLI's `format preview --at`; default today"
+    )
+    date: dt.date | None = Field(
+        None, description="deprecated alias of `at`", json_schema_extra={"deprecated": True}
+    )
     values: dict[str, str] = Field(
         default_factory=dict,
         description="sample values of cross tokens, e.g. {'Account.BillingCountryCode': 'SG'}",
     )
     object: str | None = Field(None, description="check the metadata rules against this object")
     field: str | None = Field(None, description="the autonumber field being edited (Object.Field)")
+
+
+    @property
+    def day(self) -> dt.date | None:
+        """The assigned-at day: `at`, else the deprecated `date`."""
+        return self.at or self.date
 
 
 class PreviewOut(BaseModel):
@@ -116,3 +127,12 @@ class HealthOut(BaseModel):
     status: Literal["ok"]
     backend: str
     database_clock: str
+    worker_pid: int
+
+
+class ReadyOut(BaseModel):
+    """The worker can take traffic: database reachable, catalog loaded."""
+
+    status: Literal["ready"]
+    objects: int
+    worker_pid: int

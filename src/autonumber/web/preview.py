@@ -33,7 +33,7 @@ def preview(snapshot: CatalogSnapshot, req: PreviewIn) -> PreviewOut:
 
 def _render(report: FormatReport, req: PreviewIn, obj: str | None) -> PreviewOut:
     fmt = report.format
-    day = req.date or datetime.now(UTC).date()
+    day = req.day or datetime.now(UTC).date()
     at = datetime(day.year, day.month, day.day, tzinfo=UTC)
     values = {k: v for k, v in req.values.items() if v}
     defaulted = []

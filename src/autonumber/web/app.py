@@ -14,6 +14,7 @@ from autonumber.platform import Platform, connect
 from . import errors
 from .api import api, ops
 from .auth import AdminAuth, cross_origin
+from .openapi import install_docs
 from .pages import pages
 from .service import Console
 
@@ -39,6 +40,8 @@ def create_app(
         title="autonumber",
         summary="Salesforce-grade auto-numbers for CRM records: records API, rules and preview.",
         version="0.1.0",
+        docs_url=None,
+        redoc_url=None,
     )
     auth = AdminAuth(admin_token, api_token=api_token, engine=platform.db, secret=secret)
     app.state.console = Console(platform, auth)
@@ -48,6 +51,7 @@ def create_app(
     app.include_router(ops)
     app.include_router(pages)
     errors.install(app)
+    install_docs(app)
     app.middleware("http")(same_origin_only)
     return app
 

@@ -21,6 +21,7 @@ from .auth import AdminDisabled, AdminRequired, ForbiddenRequest, TooManyLogins,
 from .rule_edit import RuleChangeRefused
 
 log = logging.getLogger("autonumber.web")
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 STATUS: list[tuple[type[e.AutonumberError], int]] = [
     (AdminRequired, 401),
@@ -140,14 +141,12 @@ async def on_http_error(request: Request, exc: Exception) -> Response:
 
 
 def allowed_methods(request: Request) -> list[str]:
-    """The methods the routes matching this path accept."""
-    methods: set[str] = set()
-    for route in request.app.router.routes:
-        match, _ = route.matches({**request.scope, "method": "GET"})
-        route_methods = getattr(route, "methods", None)
-        if match is not Match.NONE and route_methods:
-            methods |= set(route_methods)
-    return sorted(methods)
+    """The methods some route of this path accepts."""
+    routes = request.app.router.routes
+    return [
+        method for method in METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
 
 
 async def on_database_error(request: Request, exc: Exception) -> Response:

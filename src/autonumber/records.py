@@ -17,7 +17,7 @@ from sqlalchemy.engine import Engine as SAEngine
 from . import idempotency
 from .catalog import Catalog, CatalogSnapshot
 from .db.base import to_utc
-from .engine import Engine
+from .engine import Engine, metrics
 from .errors import CommitOutcomeUnknown, RecordError, RecordNotFound, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
 from .values import checked_value, text_problem
@@ -123,6 +123,7 @@ class Records:
             if committing:
                 raise CommitOutcomeUnknown(object_name, [r["Id"] for r in records], _first_line(exc)) from exc
             raise
+        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
 
     def _write(

@@ -39,3 +39,8 @@ LAZY_ROWS = Counter(
     "autonumber_lazy_counter_rows",
     "Counter rows created at runtime for a new per_day/per_prefix scope.",
 )
+RECORDS_CREATED = Counter(
+    "autonumber_records_created",
+    "Records inserted (committed or handed to the caller's transaction), by object.",
+    ["object"],
+)

@@ -332,8 +332,10 @@ def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
         raise SpecError(f"{op}: arguments are object, field, format, scope, start, length; "
                         f"unknown {unknown or '-'}, missing {missing or '-'}")
     for key in ("start", "length"):
-        if key in args and not isinstance(args[key], int):
+        if key in args and (isinstance(args[key], bool) or not isinstance(args[key], int)):
             raise SpecError(f"{op}: {key} must be an integer, got {args[key]!r}")
+        if key in args and not 0 <= args[key] < 2**63:
+            raise SpecError(f"{op}: {key} {args[key]} is out of range (0 to {2**63 - 1})")
     obj = check_api_name(args["object"], "object name")
     fld = check_api_name(args["field"], "field name")
     return RuleSpec(obj, fld, str(args["format"]), scope=str(args.get("scope", "global")),

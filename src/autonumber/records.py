@@ -147,7 +147,8 @@ class Records:
         for record in records:
             record["CreatedDate"] = created
         self.events.publish(RecordBeforeCreate(object_name, records, c))
-        c.execute(sa.insert(table), records)
+        keys = {key for record in records for key in record}  # one statement: every row, every key
+        c.execute(sa.insert(table), [{key: record.get(key) for key in keys} for record in records])
 
     def _by_ids(
         self, c: Connection, object_name: str, table: sa.Table, ids: Sequence[str]

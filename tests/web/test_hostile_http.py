@@ -104,3 +104,11 @@ def test_wrong_types_and_huge_numbers_are_422(client: TestClient, platform: Plat
         r = raw_json(client, "POST", "/api/records/Account", body)
         assert r.status_code == 422, (body, r.text)
     nothing_written(platform, before)
+
+
+def test_bulk_rows_with_different_fields_are_stored(client: TestClient, platform: Platform) -> None:
+    body = {"records": [{"Name": "A", "BillingCountryCode": "SG"}, {"Name": "B"}, {}]}
+    r = client.post("/api/records/Account/bulk", json=body)
+    assert r.status_code == 201, r.text
+    stored = [platform.records.get("Account", rec["Id"]) for rec in r.json()["records"]]
+    assert [(s["Name"], s["BillingCountryCode"]) for s in stored] == [("A", "SG"), ("B", None), (None, None)]

@@ -2,7 +2,8 @@
 
 The routes take `{object}` as a path parameter; the document spells each object's paths out
 (`/api/records/Account`, …) with the types and lengths of its fields, autonumber fields read-only.
-The docs pages load Swagger UI and ReDoc from a package's files, never from a CDN.
+The docs page loads Swagger UI from a package's files, never from a CDN (ReDoc is not offered: its
+page fetches a logo from the internet).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 import fastapi_offline
 import sqlalchemy as sa
 from fastapi import FastAPI
-from fastapi.openapi.docs import get_redoc_html, get_swagger_ui_html
+from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse
 from fastapi.staticfiles import StaticFiles
@@ -125,7 +126,7 @@ def _response(operation: str, method: str, name: str) -> dict[str, Any]:
 
 
 def install_docs(app: FastAPI) -> None:
-    """Serve /openapi.json from the live catalog and /docs, /redoc from local assets."""
+    """Serve /openapi.json from the live catalog and /docs (Swagger UI) from local assets."""
 
     def openapi() -> dict[str, Any]:
         snapshot: CatalogSnapshot = app.state.console.snapshot
@@ -143,12 +144,4 @@ def install_docs(app: FastAPI) -> None:
             openapi_url="/openapi.json", title=f"{app.title} · API",
             swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
             swagger_css_url=f"{ASSETS_URL}/swagger-ui.css", swagger_favicon_url=f"{ASSETS_URL}/favicon.png",
-        )
-
-    @app.get("/redoc", include_in_schema=False)
-    def redoc() -> HTMLResponse:
-        return get_redoc_html(
-            openapi_url="/openapi.json", title=f"{app.title} · API",
-            redoc_js_url=f"{ASSETS_URL}/redoc.standalone.js", redoc_favicon_url=f"{ASSETS_URL}/favicon.png",
-            with_google_fonts=False,
         )

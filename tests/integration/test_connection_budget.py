@@ -146,10 +146,9 @@ def test_the_budget_comes_from_the_environment(sqlite_url: str, monkeypatch: pyt
 @pytest.mark.postgresql
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_8_processes_x_25_threads_stay_within_the_default_budget() -> None:
-    from conftest import server_url
-
-    url = server_url("postgresql")
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_8_processes_x_25_threads_stay_within_the_default_budget(db_url: str) -> None:
+    url = db_url
     make_platform(url).close()
     # the load must fit the PostgreSQL default (100, 3 kept for superusers) whatever this server has
     assert PROCESSES * DEFAULT_MAX_CONNECTIONS <= PG_DEFAULT_MAX_CONNECTIONS - 3

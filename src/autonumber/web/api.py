@@ -6,7 +6,7 @@ import os
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, generate_latest, multiprocess
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest, multiprocess
 
 from autonumber.records import MAX_OFFSET
 
@@ -33,6 +33,10 @@ def console(request: Request) -> Console:
 
 
 ConsoleDep = Annotated[Console, Depends(console)]
+WORKER = Gauge(
+    "autonumber_worker", "1 per serving process; under --workers one series per worker pid.",
+    multiprocess_mode="all",
+)
 
 
 def writer(request: Request) -> None:

@@ -12,7 +12,7 @@ from fastapi.templating import Jinja2Templates
 from autonumber.platform import Platform, connect
 
 from . import errors
-from .api import api, ops
+from .api import WORKER, api, ops
 from .auth import AdminAuth, cross_origin
 from .openapi import install_docs
 from .pages import pages
@@ -52,6 +52,7 @@ def create_app(
     app.include_router(pages)
     errors.install(app)
     install_docs(app)
+    WORKER.set(1)
     app.middleware("http")(same_origin_only)
     return app
 

@@ -12,6 +12,8 @@ import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime, tzinfo
+from functools import cached_property
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,9 +31,13 @@ from autonumber.format import (
     parse_format,
     validate_format,
 )
+from autonumber.format.zones import zone_of
 from autonumber.identifiers import check_api_name
 
 RECORD_TYPE = "RecordType"
+NUMBERING = ("standard", "gapless")
+"""Numbering policies: `standard` reserves off the caller's transaction (a rollback leaves a gap);
+`gapless` takes the number inside it, with the counter row locked until it ends."""
 RECORD_TYPE_TABLE = system_record_type.name
 
 
@@ -46,11 +52,27 @@ class Rule:
     start: int
     scope: str
     token_refs: tuple[TokenRef, ...]
+    numbering: str = "standard"
+    time_zone: str = "UTC"
 
     @property
     def name(self) -> str:
         """`Object.Field`."""
         return f"{self.object_name}.{self.field_name}"
+
+    @property
+    def gapless(self) -> bool:
+        """Numbers are taken in the caller's transaction, so a rollback gives them back."""
+        return self.numbering == "gapless"
+
+    @cached_property
+    def zone(self) -> tzinfo:
+        """The zone whose calendar dates this field's numbers (UTC unless the rule says otherwise)."""
+        return zone_of(self.time_zone)
+
+    def scope_key(self, at: datetime, cross: Mapping[str, str] | None = None) -> str:
+        """The counter scope key for a clock sample, on this field's calendar."""
+        return self.format.scope_key(self.scope, at, cross, zone=self.zone)
 
 
 @dataclass(frozen=True)
@@ -63,6 +85,8 @@ class FieldRow:
     start: int
     scope: str
     token_refs: str | None
+    numbering: str = "standard"
+    time_zone: str = "UTC"
 
 
 @dataclass
@@ -75,6 +99,7 @@ class CatalogSnapshot:
     rules: dict[str, Rule]
     quarantined: dict[str, str]
     version: str
+    adopted: set[str] = field(default_factory=set)
     _field_index: dict[str, str] = field(default_factory=dict)
     _tables: dict[str, sa.Table] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
@@ -121,11 +146,17 @@ class CatalogSnapshot:
             return system_record_type
         with self._lock:
             cached = self._tables.get(object_name)
+            if cached is None and object_name in self.adopted:
+                raise AutonumberError(f"object {object_name}: its adopted table is missing from the database")
             if cached is None:
                 info = self.require_object(object_name)
                 cached = shared_object_table(info.table, tuple(self.fields_of(object_name)))
                 self._tables[object_name] = cached
             return cached
+
+    def is_adopted(self, object_name: str) -> bool:
+        """True for an adopted application table (its own key, no platform `Id`/`CreatedDate`)."""
+        return object_name in self.adopted
 
     def rules_of(self, object_name: str) -> list[Rule]:
         """The autonumber rules of an object, quarantined ones included (they fail on use)."""
@@ -178,6 +209,8 @@ def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[
                 int(row.auto_number_start),
                 row.auto_number_scope,
                 row.auto_number_token_refs,
+                row.auto_number_numbering,
+                row.auto_number_time_zone,
             )
         )
     return objects, fields
@@ -189,7 +222,8 @@ def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[Fiel
     digest.update(repr(sorted(objects.items())).encode())
     for obj in sorted(fields):
         for row in fields[obj]:
-            digest.update(repr((row.id, row.info, row.format, row.start, row.scope, row.token_refs)).encode())
+            digest.update(repr((row.id, row.info, row.format, row.start, row.scope, row.token_refs,
+                                row.numbering, row.time_zone)).encode())
     return digest.hexdigest()
 
 
@@ -211,7 +245,11 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
     )
     if row.token_refs and canonicalize_token_refs(refs) != stored:
         raise ValueError("stored auto_number_token_refs differ from the refs derived from the format")
-    return Rule(row.id, row.info.object, row.info.name, fmt, row.start, row.scope, tuple(refs))
+    if row.numbering not in NUMBERING:
+        raise ValueError(f"auto_number_numbering {row.numbering!r} is not one of {', '.join(NUMBERING)}")
+    zone_of(row.time_zone)
+    return Rule(row.id, row.info.object, row.info.name, fmt, row.start, row.scope, tuple(refs),
+                row.numbering, row.time_zone)
 
 
 def _overrides(token_refs: str | None) -> list[Mapping[str, Any]] | None:
@@ -232,15 +270,35 @@ def load_snapshot(conn: Connection) -> CatalogSnapshot:
         col["name"] for col in sa.inspect(conn).get_columns(system_record_type.name)
     )
     snapshot = CatalogSnapshot(objects, fields, rt_cols, {}, {}, version_of(objects, fields))
+    missing = _reflect_adopted(conn, snapshot)
     for rows in fields.values():
         for row in rows:
             if row.format is None:
+                continue
+            if row.info.object in missing:
+                snapshot.quarantined[row.id] = missing[row.info.object]
                 continue
             try:
                 snapshot.rules[row.id] = build_rule(row, snapshot)
             except (AutonumberError, ValueError) as exc:
                 snapshot.quarantined[row.id] = str(exc)
     return snapshot
+
+
+def _reflect_adopted(conn: Connection, snapshot: CatalogSnapshot) -> dict[str, str]:
+    """Read each adopted table as it is in the database (its own key and column types); return the
+    objects whose table is gone, with why: their rules are quarantined, the rest keep working."""
+    o = system_object
+    stmt = sa.select(o.c.ApiName, o.c.TableName).where(o.c.KeyColumn.is_not(None))
+    missing: dict[str, str] = {}
+    for name, table_name in conn.execute(stmt).all():
+        check_api_name(table_name, "table name")
+        snapshot.adopted.add(name)
+        try:
+            snapshot._tables[name] = sa.Table(table_name, sa.MetaData(), autoload_with=conn)
+        except sa.exc.NoSuchTableError:
+            missing[name] = f"adopted table {table_name} of object {name} is missing from the database"
+    return missing
 
 
 class Catalog:

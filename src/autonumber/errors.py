@@ -256,3 +256,16 @@ class IdempotencyConflict(AutonumberError):
         super().__init__(
             f"idempotency key {key!r} was already used with a different request; use a new key"
         )
+
+
+class GaplessNeedsTransaction(AutonumberError):
+    """A `gapless` field asked for a number with no caller transaction to take it in."""
+
+    exit_code = 2
+
+    def __init__(self, field_id: str) -> None:
+        self.field_id = field_id
+        super().__init__(
+            f"{field_id} is a gapless field: its numbers are taken inside the caller's transaction; "
+            "pass the connection of that transaction (Records.insert does)"
+        )

@@ -44,18 +44,18 @@ def ensure_table(engine: Engine) -> None:
     schema.ensure_table(engine, idempotency_table)
 
 
-def claim(conn: Connection, key: str, object_name: str, request: str, ids: Sequence[str]) -> list[str] | None:
-    """Record `key` for these Ids; None when claimed, else the Ids an earlier request stored.
+def claim(conn: Connection, key: str, object_name: str, request: str) -> list[str] | None:
+    """Take `key` in this transaction: None when taken, else the Ids an earlier request stored.
 
-    IdempotencyConflict when the key was used for a different request.
+    IdempotencyConflict when the key was used for a different request. The caller then inserts
+    its records and calls `remember` with their Ids, in the same transaction.
     """
     earlier = _stored(conn, key)
     if earlier is None:
         try:
             with conn.begin_nested():
                 conn.execute(sa.insert(idempotency_table).values(
-                    idempotency_key=key, object_name=object_name, request_digest=request,
-                    record_ids=json.dumps(list(ids)),
+                    idempotency_key=key, object_name=object_name, request_digest=request, record_ids="[]",
                 ))
             return None
         except sa.exc.IntegrityError:  # a concurrent request with this key committed first
@@ -66,6 +66,12 @@ def claim(conn: Connection, key: str, object_name: str, request: str, ids: Seque
     if stored_object != object_name or stored_request != request:
         raise IdempotencyConflict(key)
     return stored_ids
+
+
+def remember(conn: Connection, key: str, ids: Sequence[str]) -> None:
+    """Store the Ids a claimed key's request inserted (known only after the insert on adopted tables)."""
+    t = idempotency_table
+    conn.execute(sa.update(t).where(t.c.idempotency_key == key).values(record_ids=json.dumps(list(ids))))
 
 
 def _stored(conn: Connection, key: str) -> tuple[str, str, list[str]] | None:

@@ -35,6 +35,7 @@ class Platform:
         pool_size: int | None = None,
         reservation_pool_size: int | None = None,
         poll_interval: float = 1.0,
+        journal: bool = True,
     ) -> None:
         split = Budget.split(max_connections_from(max_connections))
         records = pool_size or split.records
@@ -66,6 +67,8 @@ class Platform:
             strategy=strategy,
             max_retries=max_retries,
         )
+        # The reservation journal behind `autonumber audit gaps` (off: reasons unknown, cost saved).
+        self.engine.reserver.journal.enabled = journal
         self.records = Records(self.db, self.catalog, self.engine, self.events)
 
     @contextmanager

@@ -17,7 +17,9 @@ from sqlalchemy.engine import Engine as SAEngine
 from . import idempotency
 from .catalog import Catalog, CatalogSnapshot
 from .db.base import to_utc
+from .db.objects import key_column
 from .engine import Engine, metrics
+from .engine.journal import FAILED, Pending, Range, track, watch
 from .errors import CommitOutcomeUnknown, RecordError, RecordNotFound, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
 from .values import checked_value, text_problem
@@ -58,6 +60,8 @@ class Records:
         self.catalog = catalog
         self.engine = engine
         self.events = events
+        if not engine.dialect.reserve_on_caller_when_written:
+            watch(db)  # SQLite reserves in the caller's transaction: nothing is detached there
 
     @contextmanager
     def _txn(self, conn: Connection | None) -> Iterator[Connection]:
@@ -111,17 +115,17 @@ class Records:
         committing = False
         try:
             with self._txn(conn) as c:
-                earlier = (
-                    idempotency.claim(c, key, object_name, request, [r["Id"] for r in records])
-                    if key is not None else None
-                )
+                earlier = idempotency.claim(c, key, object_name, request) if key is not None else None
                 if earlier is not None:
                     return self._by_ids(c, object_name, table, earlier)
                 self._write(snapshot, object_name, table, records, c)
+                if key is not None:
+                    idempotency.remember(c, key, [str(r.get(key_column(table).name)) for r in records])
                 committing = conn is None
         except sa.exc.DBAPIError as exc:
             if committing:
-                raise CommitOutcomeUnknown(object_name, [r["Id"] for r in records], _first_line(exc)) from exc
+                ids = [str(r.get(key_column(table).name)) for r in records]
+                raise CommitOutcomeUnknown(object_name, ids, _first_line(exc)) from exc
             raise
         metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
@@ -134,32 +138,53 @@ class Records:
         records: list[dict[str, Any]],
         c: Connection,
     ) -> None:
+        """Assign the numbers, publish RecordBeforeCreate, insert the rows (the caller's txn)."""
+        adopted = snapshot.is_adopted(object_name)
         at = None
         rules = snapshot.rules_of(object_name)
         # Every token resolves before any reservation: one that fails closed consumes no number.
         crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
+        held: list[Pending] = []
         for rule, cross in zip(rules, crosses, strict=True):
             assigned = self.engine.assign(rule.field_id, records, c, cross=cross)
+            held.append(self._hold(c, assigned.detached))
             at = assigned.assigned_at
             for record, value in zip(records, assigned.values, strict=True):
                 record[rule.field_name] = value
-        created = at if at is not None else self.engine.dialect.utc_now(c)
-        for record in records:
-            record["CreatedDate"] = created
+        if not adopted:
+            created = at if at is not None else self.engine.dialect.utc_now(c)
+            for record in records:
+                record["CreatedDate"] = created
         self.events.publish(RecordBeforeCreate(object_name, records, c))
-        keys = {key for record in records for key in record}  # one statement: every row, every key
-        c.execute(sa.insert(table), [{key: record.get(key) for key in keys} for record in records])
+        try:
+            if adopted:
+                _insert_adopted(c, table, records)
+            else:
+                keys = {k for record in records for k in record}  # one statement: every row, every key
+                c.execute(sa.insert(table), [{k: record.get(k) for k in keys} for record in records])
+        except sa.exc.DBAPIError as exc:
+            for pending in held:  # the gap's reason, once the transaction rolls back
+                pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
+            raise
 
     def _by_ids(
         self, c: Connection, object_name: str, table: sa.Table, ids: Sequence[str]
     ) -> list[dict[str, Any]]:
         """The records an earlier request with the same idempotency key stored, in its order."""
-        rows = c.execute(sa.select(table).where(table.c.Id.in_(ids))).mappings()
-        found = {str(r["Id"]): _plain(r) for r in rows}
-        missing = [i for i in ids if i not in found]
-        if missing:
-            raise RecordNotFound(object_name, missing[0])
+        found = {}
+        for record_id in ids:
+            stmt = sa.select(table).where(_key_equals(table, object_name, record_id))
+            row = c.execute(stmt).mappings().first()
+            if row is None:
+                raise RecordNotFound(object_name, record_id)
+            found[record_id] = _plain(row)
         return [found[i] for i in ids]
+
+    def _hold(self, conn: Connection, ranges: list[Range]) -> Pending:
+        """Journal these values as given back if the caller's transaction rolls back."""
+        pending = Pending(self.engine.reserver.journal, self.engine.reserver.db, ranges)
+        track(conn, pending)
+        return pending
 
     def check(self, object_name: str, data: Mapping[str, Any], where: str) -> None:
         """Validate one record without writing; a RecordError names `where` (e.g. `file.jsonl:3`)."""
@@ -184,6 +209,7 @@ class Records:
         if not isinstance(data, Mapping):
             raise RecordError(f"{where}: expected a JSON object of field values, got {type(data).__name__}")
         autonumbers = set(snapshot.autonumber_fields(object_name))
+        adopted = snapshot.is_adopted(object_name)
         record: dict[str, Any] = {}
         for key, value in data.items():
             if key in autonumbers:
@@ -191,12 +217,13 @@ class Records:
                     f"{where}: {object_name}.{key} is an autonumber field; it is assigned on insert "
                     "and cannot be supplied"
                 )
-            if key in SYSTEM_COLUMNS and not (allow_id and key == "Id"):
+            if not adopted and key in SYSTEM_COLUMNS and not (allow_id and key == "Id"):
                 raise RecordError(f"{where}: {key} is set by the platform and cannot be supplied")
             if key not in table.c:
                 raise RecordError(f"{where}: {object_name} has no field {key!r}")
             record[key] = self._value(where, object_name, table.c[key], value)
-        record["Id"] = new_id()
+        if not adopted:
+            record["Id"] = new_id()
         return record
 
     @staticmethod
@@ -208,7 +235,7 @@ class Records:
         table = self.catalog.current().table(object_name)
         if text_problem(record_id):
             raise RecordNotFound(object_name, record_id)
-        stmt = sa.select(table).where(table.c.Id == record_id)
+        stmt = sa.select(table).where(_key_equals(table, object_name, record_id))
         if conn is not None:
             row = conn.execute(stmt).mappings().first()
         else:
@@ -226,9 +253,11 @@ class Records:
                 f"paging out of range: limit must be 1..{MAX_LIMIT} and offset 0..{MAX_OFFSET}, "
                 f"got limit={limit}, offset={offset}"
             )
+        key = key_column(table)
+        newest = (table.c.CreatedDate.desc(), key) if "CreatedDate" in table.c else (key.desc(),)
         stmt = (
             sa.select(table)
-            .order_by(table.c.CreatedDate.desc(), table.c.Id)
+            .order_by(*newest)
             .limit(limit)
             .offset(offset)
         )
@@ -252,13 +281,37 @@ class Records:
         snapshot = self.catalog.current()
         table = snapshot.table(object_name)
         checked = self._checked(snapshot, object_name, table, changes, f"{object_name} {record_id!r}")
-        checked.pop("Id")
+        checked.pop("Id", None)
+        checked.pop(key_column(table).name, None)
         if text_problem(record_id):
             raise RecordNotFound(object_name, record_id)
         if not checked:
             return self.get(object_name, record_id, conn)
         with self._txn(conn) as c:
-            result = c.execute(sa.update(table).where(table.c.Id == record_id).values(checked))
+            where = _key_equals(table, object_name, record_id)
+            result = c.execute(sa.update(table).where(where).values(checked))
             if result.rowcount == 0:
                 raise RecordNotFound(object_name, record_id)
             return self.get(object_name, record_id, c)
+
+
+def _key_equals(table: sa.Table, object_name: str, record_id: str) -> sa.ColumnElement[bool]:
+    """`key = record_id`, the Id given as text converted to an integer key (adopted tables)."""
+    key = key_column(table)
+    value: Any = record_id
+    if isinstance(key.type, sa.Integer):
+        try:
+            value = int(record_id)
+        except ValueError:
+            raise RecordNotFound(object_name, record_id) from None
+    condition: sa.ColumnElement[bool] = key == value
+    return condition
+
+
+def _insert_adopted(conn: Connection, table: sa.Table, records: list[dict[str, Any]]) -> None:
+    """Insert into an application's own table row by row, keeping the key its database generated."""
+    key = key_column(table).name
+    for record in records:
+        result = conn.execute(sa.insert(table), record)
+        if record.get(key) is None and result.inserted_primary_key is not None:
+            record[key] = result.inserted_primary_key[0]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from datetime import UTC, datetime
+from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -19,8 +19,9 @@ from .errors import RecordError
 
 SCALARS = (str, int, float, bool, Decimal)
 BIGINT_MAX = 2**63 - 1
-NUMERIC_MAX = Decimal(10) ** 14
-"""Numeric(18, 4): 14 digits before the point."""
+INTEGER_MAX: dict[type[Any], int] = {
+    sa.SmallInteger: 2**15 - 1, sa.Integer: 2**31 - 1, sa.BigInteger: BIGINT_MAX,
+}
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
 NUMBER_TEXT = re.compile(r"[+-]?[0-9]{1,18}(\.[0-9]{1,18})?")
 BOOLEAN_WORDS = {"true": True, "false": False, "1": True, "0": False}
@@ -58,12 +59,15 @@ def checked_value(where: str, object_name: str, column: sa.Column[Any], value: A
         return _text(name, kind, value)
     if isinstance(kind, sa.Boolean):
         return _boolean(name, value)
-    if isinstance(kind, sa.BigInteger):
-        return _integer(name, value)
+    if isinstance(kind, sa.Integer):
+        return _integer(name, value, INTEGER_MAX.get(type(kind), BIGINT_MAX))
+    if isinstance(kind, sa.Float):
+        return _float(name, value)
     if isinstance(kind, sa.Numeric):
-        return _number(name, value)
-    if isinstance(kind, sa.DateTime):
-        return _timestamp(name, value)
+        digits = (kind.precision - (kind.scale or 0)) if kind.precision else None
+        return _number(name, value, Decimal(10) ** digits if digits else None)
+    if isinstance(kind, sa.DateTime | sa.Date):
+        return _when(name, kind, value)
     return value
 
 
@@ -88,19 +92,28 @@ def _boolean(name: str, value: Any) -> bool:
     raise RecordError(f"{name} must be true or false, got {_shown(value)}")
 
 
-def _integer(name: str, value: Any) -> int:
+def _integer(name: str, value: Any, limit: int) -> int:
     if isinstance(value, str) and INTEGER_TEXT.fullmatch(value.strip()):
         value = int(value)  # a console form posts text
     if isinstance(value, float) and value.is_integer():
         value = int(value)
     if isinstance(value, bool) or not isinstance(value, int):
         raise RecordError(f"{name} must be a whole number, got {_shown(value)}")
-    if abs(value) > BIGINT_MAX:
-        raise RecordError(f"{name} is out of range: at most {BIGINT_MAX} in absolute value")
+    if abs(value) > limit:
+        raise RecordError(f"{name} is out of range: at most {limit} in absolute value")
     return int(value)
 
 
-def _number(name: str, value: Any) -> Decimal:
+def _float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise RecordError(f"{name} must be a number, got {_shown(value)}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise RecordError(f"{name} must be a finite number, got {value}")
+    return number
+
+
+def _number(name: str, value: Any, limit: Decimal | None) -> Decimal:
     if isinstance(value, bool) or (isinstance(value, str) and not NUMBER_TEXT.fullmatch(value.strip())):
         raise RecordError(f"{name} must be a number, got {_shown(value)}")
     if isinstance(value, str):
@@ -111,19 +124,21 @@ def _number(name: str, value: Any) -> Decimal:
         number = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
     except InvalidOperation:
         raise RecordError(f"{name} must be a number, got {_shown(value)}") from None
-    if not number.is_finite() or abs(number) >= NUMERIC_MAX:
-        raise RecordError(f"{name} is out of range: less than {NUMERIC_MAX} in absolute value")
+    if not number.is_finite() or (limit is not None and abs(number) >= limit):
+        raise RecordError(f"{name} is out of range: less than {limit} in absolute value")
     return number
 
 
-def _timestamp(name: str, value: Any) -> datetime:
+def _when(name: str, kind: sa.types.TypeEngine[Any], value: Any) -> datetime | date:
+    """An ISO 8601 date or date-time given as text, as the column's Python type."""
+    if isinstance(value, datetime | date):
+        return value
     if not isinstance(value, str):
-        raise RecordError(f"{name} must be an ISO 8601 date or timestamp, got {_shown(value)}")
+        raise RecordError(f"{name} must be an ISO 8601 date or date-time, got {_shown(value)}")
     check_text(value, name)
     try:
         parsed = datetime.fromisoformat(value)
     except ValueError:
-        raise RecordError(f"{name} must be an ISO 8601 date or timestamp, got {_shown(value)}") from None
-    if parsed.tzinfo is not None:
-        parsed = parsed.astimezone(UTC).replace(tzinfo=None)
-    return parsed
+        raise RecordError(f"{name} must be an ISO 8601 date or date-time, got {_shown(value)}") from None
+    plain_date = isinstance(kind, sa.Date) and not isinstance(kind, sa.DateTime)
+    return parsed.date() if plain_date else parsed

@@ -20,6 +20,8 @@ AUTONUMBER_DEFAULTS = {
     "auto_number_date_src": "assigned_at",
     "auto_number_on_change": "keep_existing",
     "auto_number_token_refs": None,
+    "auto_number_numbering": "standard",
+    "auto_number_time_zone": "UTC",
 }
 
 

@@ -107,3 +107,32 @@ def test_a_row_error_names_its_line(text: str) -> None:
 def test_a_missing_file_is_one_clear_error(tmp_path: Path) -> None:
     with pytest.raises(SpecError, match="cannot read data-spec"):
         parse_spec_file(tmp_path / "nope.md")
+
+
+def _with_policy_columns(text: str, case_cells: str) -> str:
+    """The spec with `numbering | time zone` columns, Case.CaseNumber's row filled with `case_cells`."""
+    out = []
+    for line in text.splitlines(keepends=True):
+        if line.startswith("| object | field | format |"):
+            line = line.rstrip("\n") + " numbering | time zone |\n"
+        elif line.startswith("|---|---|---|---|---|---|---|---|") and "numbering" in out[-1]:
+            line = line.rstrip("\n") + "---|---|\n"
+        elif line.startswith("| Case | CaseNumber |"):
+            line = line.rstrip("\n") + f" {case_cells} |\n"
+        elif line.startswith("| ") and out and "numbering | time zone" in "".join(out[-200:]) and \
+                line.count("|") == 9:
+            line = line.rstrip("\n") + "  |  |\n"
+        out.append(line)
+    return "".join(out)
+
+
+def test_numbering_and_time_zone_columns(text: str) -> None:
+    spec = parse_spec(_with_policy_columns(text, "gapless | Asia/Tokyo"), "copy.md")
+    case = spec.rule("Case.CaseNumber")
+    assert (case.numbering, case.time_zone) == ("gapless", "Asia/Tokyo")
+    assert (spec.rule("Account.Account_ID__c").numbering, spec.rule("Account.Account_ID__c").time_zone) == (
+        "standard", "UTC")
+    for cells, needle in (("sometimes | UTC", "auto_number_numbering 'sometimes'"),
+                          ("gapless | Mars/Base", "time zone 'Mars/Base'")):
+        with pytest.raises(SpecError, match=needle):
+            parse_spec(_with_policy_columns(text, cells), "copy.md")

@@ -97,3 +97,21 @@ def test_every_command_has_an_example(
     for cmd in ("check", "preview"):
         code, out, _ = run(capsys, cmd, "--help")
         assert code == 0 and "Example: autonumber format " + cmd in out
+
+
+def test_preview_in_a_time_zone(capsys: pytest.CaptureFixture[str]) -> None:
+    """20:00 UTC on 17 April is already 18 April in Tokyo (issue 18)."""
+    argv = ["D-{YYYY}{MM}{DD}-{00}", "--counter", "1", "--at", "2026-04-17T20:00:00+00:00"]
+    assert run(capsys, "preview", *argv, "--time-zone", "Asia/Tokyo")[:2] == (0, "D-20260418-01\n")
+    assert run(capsys, "preview", *argv)[:2] == (0, "D-20260417-01\n")
+    assert run(capsys, "preview", "D-{YYYY}{MM}{DD}-{0}", "--at", "2026-03-08T04:59:59Z",
+               "--time-zone", "America/New_York")[:2] == (0, "D-20260307-1\n")
+    assert run(capsys, "preview", "D-{MM}{DD}-{0}", "--at", "2026-04-18",
+               "--time-zone", "Asia/Tokyo")[:2] == (0, "D-0418-1\n")
+
+
+@pytest.mark.parametrize("zone", ["Mars/Base", "../../etc/passwd", "", "Asia/Tokyo/"])
+def test_preview_unknown_zone_is_one_line(capsys: pytest.CaptureFixture[str], zone: str) -> None:
+    code, out, err = run(capsys, "preview", "{0}", "--time-zone", zone)
+    assert code == 2 and out == ""
+    assert err.startswith("error: time zone") and err.count("\n") == 1

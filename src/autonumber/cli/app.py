@@ -5,11 +5,13 @@ from __future__ import annotations
 import typer
 
 from . import (
+    audit_cmd,
     bench_cmd,
     db_cmd,
     demo_cmd,
     field_cmd,
     format_cmd,
+    object_cmd,
     records_cmd,
     run_cmd,
     serve_cmd,
@@ -33,4 +35,6 @@ app.add_typer(setup_cmd.app, name="setup")
 app.add_typer(spec_cmd.app, name="spec")
 app.add_typer(field_cmd.app, name="field")
 app.add_typer(demo_cmd.app, name="demo")
+app.add_typer(object_cmd.app, name="object")
 app.command("bench")(bench_cmd.bench)
+app.add_typer(audit_cmd.app, name="audit")

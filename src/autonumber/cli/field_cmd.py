@@ -26,6 +26,13 @@ FieldArg = Annotated[str, typer.Argument(metavar="FIELD", help="Field API name, 
                                          show_default=False)]
 FormatOption = Annotated[str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.",
                                            show_default=False)]
+NumberingOption = Annotated[str | None, typer.Option(
+    "--numbering", help="standard (reserved off the caller's transaction; a rollback leaves a gap) or "
+    "gapless (taken inside it, the counter row locked until it ends). Default: standard, or the "
+    "stored policy for `set`.", show_default=False)]
+TimeZoneOption = Annotated[str | None, typer.Option(
+    "--time-zone", help="IANA zone whose calendar dates the numbers and bounds per_day/per_prefix "
+    "counters, e.g. Asia/Tokyo. Default: UTC, or the stored zone for `set`.", show_default=False)]
 
 
 def _run(db: str, work: str, rule: RuleSpec, length: int | None) -> None:
@@ -39,7 +46,8 @@ def _run(db: str, work: str, rule: RuleSpec, length: int | None) -> None:
         engine.dispose()
     for line in changes:
         typer.echo(f"  {line}")
-    typer.echo(f"{rule.name} ({fid}): {rule.format} ({rule.scope}, start {rule.start}); verify passed")
+    extra = "".join(f", {v}" for v in (rule.numbering, rule.time_zone) if v not in ("standard", "UTC"))
+    typer.echo(f"{rule.name} ({fid}): {rule.format} ({rule.scope}, start {rule.start}{extra}); verify passed")
 
 
 @app.command("add")
@@ -51,13 +59,16 @@ def add_cmd(
     start: Annotated[int, typer.Option("--start", min=0, help="First number when no value exists.")] = 1,
     length: Annotated[int | None, typer.Option("--length", min=1, max=255,
                                                help="Column length (default 30).")] = None,
+    numbering: NumberingOption = None,
+    time_zone: TimeZoneOption = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Create the column if missing, store the validated rule and seed its counter; existing rows keep NULL.
 
     Example: autonumber field add Account Member_No__c --format 'MB-{000000}' --start 100
     """
-    _run(db, "add", RuleSpec(object_name, field, fmt, scope=scope, start=start, length=length), length)
+    _run(db, "add", RuleSpec(object_name, field, fmt, scope=scope, start=start, length=length,
+                             numbering=numbering or "standard", time_zone=time_zone or "UTC"), length)
 
 
 @app.command("set")
@@ -69,6 +80,8 @@ def set_cmd(
                                               show_default=False)] = None,
     start: Annotated[int | None, typer.Option("--start", min=0, help="Default: the stored start.",
                                               show_default=False)] = None,
+    numbering: NumberingOption = None,
+    time_zone: TimeZoneOption = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Change an autonumber field's rule (also repairs a quarantined one); counters are never lowered.
@@ -86,5 +99,6 @@ def set_cmd(
         raise UnknownField(f"{object_name}.{field}",
                            "field has no autonumber rule (add it with `autonumber field add`)")
     rule = RuleSpec(object_name, field, fmt, scope=scope or stored.scope,
-                    start=stored.start if start is None else start)
+                    start=stored.start if start is None else start,
+                    numbering=numbering or stored.numbering, time_zone=time_zone or stored.time_zone)
     _run(db, "set", rule, None)

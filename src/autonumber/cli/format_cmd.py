@@ -7,7 +7,7 @@ it as `catalog=` and `source_object=` to the same function to add the metadata r
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Annotated
 
 import typer
@@ -17,6 +17,7 @@ from autonumber.db import check_reachable, create_engine, mask
 from autonumber.db.schema import table_names
 from autonumber.errors import ConfigError
 from autonumber.format import FormatReport, check_format, parse_format
+from autonumber.format.zones import zone_of
 
 from .common import DEFAULT_URL, DbOption
 
@@ -93,18 +94,23 @@ def catalog_snapshot(url: str) -> CatalogSnapshot:
         engine.dispose()
 
 
-def parse_at(value: str | None) -> datetime:
-    """--at YYYY-MM-DD as midnight UTC; today (UTC) when absent."""
+def parse_at(value: str | None, zone: tzinfo = UTC) -> datetime:
+    """--at: YYYY-MM-DD is midnight of that day in `zone`; an ISO datetime is that instant (UTC when
+    it has no offset); absent, now."""
     if value is None:
-        now = datetime.now(UTC)
-        return datetime(now.year, now.month, now.day, tzinfo=UTC)
+        return datetime.now(UTC)
     try:
-        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+        if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
+            return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=zone)
+        if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]+(Z|[+-][0-9:]+)?", value):
             raise ValueError(value)
-        day = datetime.strptime(value, "%Y-%m-%d")
+        moment = datetime.fromisoformat(value)
     except ValueError:
-        raise ConfigError(f"--at {value!r} is not a date; use YYYY-MM-DD, e.g. 2026-04-17") from None
-    return day.replace(tzinfo=UTC)
+        raise ConfigError(
+            f"--at {value!r} is not a date; use YYYY-MM-DD or an ISO datetime with its offset, "
+            "e.g. 2026-04-17 or 2026-04-17T20:00:00+00:00"
+        ) from None
+    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
 
 
 def parse_sets(values: list[str] | None, needed: list[str]) -> dict[str, str]:
@@ -137,9 +143,13 @@ def preview(
     counter: Annotated[int, typer.Option("--counter", help="Counter value to render.")] = 1,
     at: Annotated[
         str | None,
-        typer.Option("--at", help="Assigned-at day, YYYY-MM-DD (UTC); default today.",
+        typer.Option("--at", help="Assigned-at moment: YYYY-MM-DD (that day in --time-zone) or an ISO "
+                     "datetime with offset, e.g. 2026-04-17T20:00:00+00:00; default now.",
                      show_default=False),
     ] = None,
+    time_zone: Annotated[
+        str, typer.Option("--time-zone", help="IANA zone whose calendar dates the value, e.g. Asia/Tokyo.")
+    ] = "UTC",
     sets: Annotated[
         list[str] | None,
         typer.Option("--set", metavar="Object.Field=VALUE",
@@ -153,5 +163,6 @@ def preview(
     --counter 7 --at 2026-04-17 --set Account.BillingCountryCode=SG
     """
     parsed = parse_format(fmt)
+    zone = zone_of(time_zone)
     cross = parse_sets(sets, [r.key for r in parsed.cross_refs])
-    typer.echo(parsed.render(counter, parse_at(at), cross, field_id="preview"))
+    typer.echo(parsed.render(counter, parse_at(at, zone), cross, field_id="preview", zone=zone))

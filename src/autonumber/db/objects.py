@@ -56,3 +56,11 @@ def shared_object_table(table_name: str, fields: tuple[FieldInfo, ...]) -> sa.Ta
     cache warm (a Table built afresh never hits it) and skips rebuilding 127 tables per reload.
     """
     return object_table(table_name, fields, sa.MetaData())
+
+
+def key_column(table: sa.Table) -> sa.Column[Any]:
+    """The table's single-column primary key (`Id` on the platform's own tables)."""
+    columns = list(table.primary_key.columns)
+    if len(columns) != 1:
+        raise ValueError(f"table {table.name} has no single-column primary key")
+    return columns[0]

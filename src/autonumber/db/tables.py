@@ -76,7 +76,9 @@ system_object = sa.Table(
     sa.Column("ApiName", sa.String(64), nullable=False, unique=True),
     sa.Column("TableName", sa.String(64), nullable=False),
     sa.Column("Label", sa.String(255), nullable=True),
+    sa.Column("KeyColumn", sa.String(64), nullable=True),
 )
+"""KeyColumn NULL: the platform's own table (`Id`, `CreatedDate`); else an adopted table's primary key."""
 
 system_field = sa.Table(
     "_System_Field",
@@ -99,6 +101,8 @@ system_field = sa.Table(
         "auto_number_on_change", sa.String(16), nullable=False, server_default="keep_existing"
     ),
     sa.Column("auto_number_token_refs", CanonicalJSON, nullable=True),
+    sa.Column("auto_number_numbering", sa.String(16), nullable=False, server_default="standard"),
+    sa.Column("auto_number_time_zone", sa.String(64), nullable=False, server_default="UTC"),
     sa.UniqueConstraint("ObjectId", "ApiName", name="uq_System_Field_object_api"),
 )
 
@@ -109,6 +113,8 @@ AUTONUMBER_COLUMNS = (
     "auto_number_date_src",
     "auto_number_on_change",
     "auto_number_token_refs",
+    "auto_number_numbering",
+    "auto_number_time_zone",
 )
 
 system_record_type = sa.Table(
@@ -155,8 +161,29 @@ spec_apply_log = sa.Table(
 )
 """Every `autonumber spec apply` attempt (§7.2 l): applied, skipped, refused or failed."""
 
+reservation_journal = sa.Table(
+    "_System_AutoNumberJournal",
+    metadata,
+    sa.Column("Id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
+              autoincrement=True),
+    sa.Column("field_id", sa.String(255), nullable=False),
+    sa.Column("scope_key", sa.String(64), nullable=False, server_default=""),
+    sa.Column("first_value", sa.BigInteger, nullable=False),
+    sa.Column("count", sa.Integer, nullable=False),
+    sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("owner", sa.String(128), nullable=False),
+    sa.Column("logged_at", Timestamp6, nullable=False, server_default=utc_now6()),
+    sa.Column("detail", sa.String(255), nullable=True),
+    sa.Index("ix_System_AutoNumberJournal_range", "field_id", "scope_key", "first_value"),
+    sa.Index("ix_System_AutoNumberJournal_logged_at", "logged_at"),
+)
+"""The reservation journal, append-only: a `reserved` line per committed reservation (a batch is one
+range of `count` values from `first_value`), and a `rolled_back` or `failed` line for the values a
+caller gave up, written once its outcome is known. A stored record needs no line: it is the proof."""
+
 SYSTEM_TABLES: tuple[sa.Table, ...] = (
-    system_object, system_field, system_record_type, counter_table, lock_table, spec_apply_log
+    system_object, system_field, system_record_type, counter_table, lock_table, spec_apply_log,
+    reservation_journal,
 )
 
 idempotency_table = sa.Table(
@@ -238,6 +265,7 @@ __all__ = [
     "legacy_identifier_seq",
     "lock_table",
     "metadata",
+    "reservation_journal",
     "spec_apply_log",
     "system_field",
     "system_object",

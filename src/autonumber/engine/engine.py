@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
@@ -14,6 +14,8 @@ from autonumber.catalog import Catalog, Rule
 from autonumber.db import Dialect
 
 from .combining import Combiner
+from .gapless import reserve_gapless
+from .journal import Range
 from .livemax import live_max_reader
 from .reservation import Hooks, Reservation, Reserver
 from .resolve import Resolver
@@ -29,6 +31,8 @@ class Assigned:
 
     values: list[str]
     assigned_at: datetime | None
+    detached: list[Range] = field(default_factory=list)
+    """The values reserved off the caller's transaction (a rollback leaves them as gaps)."""
 
 
 class Engine:
@@ -108,12 +112,17 @@ class Engine:
             groups.setdefault(tuple(sorted(values.items())), []).append(i)
         out: list[str] = [""] * len(records)
         at: datetime | None = None
+        detached: list[Range] = []
         for indices in groups.values():
             values = cross[indices[0]]
-            if len(records) == 1:
+            if rule.gapless:
+                res, offset = reserve_gapless(self.reserver, rule, len(indices), values, conn, at), 0
+            elif len(records) == 1:
                 res, offset = self._reserve_single(rule, values, conn)
             else:
                 res, offset = self._reserve(rule, len(indices), values, conn, at), 0
+            if not rule.gapless and self._on_caller(conn) is None:
+                detached.append(Range(rule.field_id, res.scope_key, res.first + offset, len(indices)))
             at = res.assigned_at
             for j, idx in enumerate(indices):
                 out[idx] = rule.format.render(
@@ -122,9 +131,10 @@ class Engine:
                     values,
                     field_id=rule.field_id,
                     scope_key=res.scope_key,
+                    zone=rule.zone,
                 )
         assert at is not None
-        return Assigned(out, at)
+        return Assigned(out, at, detached)
 
     def _on_caller(self, conn: Connection | None) -> Connection | None:
         """SQLite: reserve on the caller's connection when its transaction holds the write lock."""

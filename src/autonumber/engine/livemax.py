@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from autonumber.catalog import CatalogSnapshot, Rule
 from autonumber.format import TokenKind
+from autonumber.format.zones import local_time
 
 PAGE = 10_000
 
@@ -17,6 +18,7 @@ PAGE = 10_000
 def like_pattern(rule: Rule, at: datetime, cross: Mapping[str, str]) -> str:
     """A LIKE pattern for values of this scope: literals, dates and cross values fixed, counter %."""
     parts: list[str] = []
+    at = local_time(at, rule.zone)
     for tok in rule.format.tokens:
         if tok.kind is TokenKind.COUNTER:
             parts.append("%")

@@ -26,6 +26,7 @@ from autonumber.db.tables import counter_table
 from autonumber.errors import CounterMissing, ReservationFailed
 
 from . import metrics
+from .journal import Journal, Range
 
 SEMAPHORE_TTL = 48 * 3600.0
 MAX_LAZY_CREATES = 3
@@ -91,6 +92,7 @@ class Reserver:
     _sem_lock: threading.Lock = field(default_factory=threading.Lock)
     max_fallback_in_flight: int = 0
     _in_flight: int = 0
+    journal: Journal = field(default_factory=Journal)
 
     def __post_init__(self) -> None:
         self._semaphores = TTLCache(maxsize=self.semaphore_capacity, ttl=SEMAPHORE_TTL)
@@ -174,7 +176,7 @@ class Reserver:
     ) -> Reservation | _Missing:
         with self._attempt(conn) as c:
             now = self._clock(c, at)
-            key = rule.format.scope_key(rule.scope, now, cross)
+            key = rule.scope_key(now, cross)
             current = c.execute(sa.select(T.c.next_value).where(_key(rule, key))).scalar()
             if current is None:
                 return _Missing(now, key)
@@ -187,7 +189,7 @@ class Reserver:
             )
             if c.execute(stmt).rowcount != 1:
                 raise _Lost()
-            return Reservation(now, key, int(current), n)
+            return self._journaled(c, rule, Reservation(now, key, int(current), n))
 
     def reserve_fallback(
         self,
@@ -224,7 +226,7 @@ class Reserver:
         # only after the COMMIT, so at most one fallback per counter is ever in flight.
         with self._fallback_slot() as take_slot, self._attempt(conn) as c:
             now = self._clock(c, at)
-            key = rule.format.scope_key(rule.scope, now, cross)
+            key = rule.scope_key(now, cross)
             take_slot(rule.field_id, key)
             current = c.execute(
                 self.dialect.for_update(sa.select(T.c.next_value).where(_key(rule, key)))
@@ -238,7 +240,7 @@ class Reserver:
                 .where(_key(rule, key))
                 .values(next_value=T.c.next_value + n, last_modified_date=now)
             )
-            return Reservation(now, key, int(current), n)
+            return self._journaled(c, rule, Reservation(now, key, int(current), n))
 
     @contextmanager
     def _fallback_slot(self) -> Iterator[Callable[[str, str], None]]:
@@ -307,15 +309,23 @@ class Reserver:
                 if clocked is None:
                     return _Missing(self.dialect.utc_now(c), "")
                 last, stamped = clocked
-                return Reservation(stamped, "", last - n, n)
+                return self._journaled(c, rule, Reservation(stamped, "", last - n, n))
             now = self._clock(c, at)
-            key = rule.format.scope_key(rule.scope, now, cross)
+            key = rule.scope_key(now, cross)
             after = self.dialect.atomic_increment(
                 c, T, _key(rule, key), "next_value", n, {"last_modified_date": now}
             )
             if after is None:
                 return _Missing(now, key)
-            return Reservation(now, key, after - n, n)
+            return self._journaled(c, rule, Reservation(now, key, after - n, n))
+
+    def _journaled(self, c: Connection, rule: Rule, res: Reservation) -> Reservation:
+        """Append the reservation's journal line in its own transaction (it commits with it). A
+        reservation in the caller's savepoint (SQLite) needs none: a rollback returns its numbers."""
+        if not c.in_nested_transaction():
+            rng = Range(rule.field_id, res.scope_key, res.first, res.count)
+            self.journal.reserved(c, rng, res.assigned_at)
+        return res
 
     # -- lazy scopes ----------------------------------------------------------------------------
 

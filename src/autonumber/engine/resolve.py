@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from autonumber.catalog import CatalogSnapshot, Rule
+from autonumber.db.objects import key_column
 from autonumber.errors import TokenResolveError
 from autonumber.format import ChainStep, TokenRef
 
@@ -188,8 +189,16 @@ def _fetch(
     missing = sorted(i for i in ids if (step.targetObject, step.targetField, i) not in cache)
     for start in range(0, len(missing), CHUNK):
         chunk = missing[start : start + CHUNK]
-        stmt = sa.select(table.c.Id, table.c[step.targetField]).where(table.c.Id.in_(chunk))
+        pk = key_column(table)
+        stmt = sa.select(pk, table.c[step.targetField]).where(pk.in_(_typed(pk, chunk)))
         for key in chunk:
             cache[(step.targetObject, step.targetField, key)] = _ABSENT
         for found_id, value in reader.execute(stmt):
             cache[(step.targetObject, step.targetField, str(found_id))] = value
+
+
+def _typed(key: sa.Column[Any], ids: Sequence[str]) -> list[Any]:
+    """Ids as the key column's type: an integer key (an adopted table) compares with integers."""
+    if not isinstance(key.type, sa.Integer):
+        return list(ids)
+    return [int(i) for i in ids if i.lstrip("-").isdigit()]

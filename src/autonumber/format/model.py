@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import UTC, datetime, tzinfo
 from typing import Any
 
 from autonumber.errors import TokenResolveError
@@ -58,23 +58,30 @@ class Format:
         *,
         field_id: str = "",
         scope_key: str = "",
+        zone: tzinfo = UTC,
     ) -> str:
         """Render one value; CounterOverflow if it does not fit, TokenResolveError if a value is empty.
 
-        `assigned_at` should be aware UTC; another zone is converted, a naive value is taken as UTC.
+        The date tokens show `assigned_at` (aware; naive is taken as UTC) on the clock of `zone`.
         """
         fn = self.__dict__["render"]
-        out: str = fn(counter, assigned_at, cross, field_id=field_id, scope_key=scope_key)
+        out: str = fn(counter, assigned_at, cross, field_id=field_id, scope_key=scope_key, zone=zone)
         return out
 
     def scope_key(
-        self, scope: str, assigned_at: datetime, cross: Mapping[str, str] | None = None
+        self,
+        scope: str,
+        assigned_at: datetime,
+        cross: Mapping[str, str] | None = None,
+        *,
+        zone: tzinfo = UTC,
     ) -> str:
-        """The counter's scope key: '' (global), YYYYMMDD (per_day) or token values (per_prefix)."""
+        """The counter's scope key: '' (global), YYYYMMDD (per_day) or token values (per_prefix);
+        the day is `assigned_at`'s day on the clock of `zone`."""
         check_scope_name(scope, self.source)
         if scope == "global":
             return ""
-        day = _per_day_key(assigned_at)
+        day = _per_day_key(assigned_at, zone)
         if scope == "per_day":
             return day
         plan = self.key_plan

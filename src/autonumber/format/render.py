@@ -48,7 +48,7 @@ def _source(tokens: Sequence[Token], width: int) -> tuple[str, dict[str, Any]]:
     """Build the function source and the namespace it needs."""
     ns: dict[str, Any] = {"_UTC": UTC, "_overflow": _overflow, "_missing": _missing}
     lines = [
-        "def render(counter, assigned_at, cross=None, *, field_id='', scope_key=''):",
+        "def render(counter, assigned_at, cross=None, *, field_id='', scope_key='', zone=_UTC):",
         f"    if not 0 <= counter < {10**width}:",
         f"        _overflow(field_id, scope_key, counter, {width})",
     ]
@@ -56,8 +56,10 @@ def _source(tokens: Sequence[Token], width: int) -> tuple[str, dict[str, Any]]:
         lines += [
             "    at = assigned_at",
             "    tz = at.tzinfo",
-            "    if tz is not _UTC and tz is not None:",
-            "        at = at.astimezone(_UTC)",
+            "    if tz is not zone:",
+            "        if tz is None:",
+            "            at = at.replace(tzinfo=_UTC)",
+            "        at = at.astimezone(zone)",
         ]
     cross_vars: dict[str, str] = {}
     for tok in tokens:
@@ -76,7 +78,8 @@ def _source(tokens: Sequence[Token], width: int) -> tuple[str, dict[str, Any]]:
 
 
 def compile_renderer(tokens: Sequence[Token], width: int) -> Renderer:
-    """Return `render(counter, assigned_at, cross=None, *, field_id='', scope_key='') -> str`."""
+    """Return `render(counter, assigned_at, cross=None, *, field_id='', scope_key='', zone=UTC) -> str`;
+    the date tokens show `assigned_at` on the wall clock of `zone`."""
     src, ns = _source(tokens, width)
     exec(compile(src, "<autonumber format>", "exec"), ns)
     fn: Renderer = ns["render"]

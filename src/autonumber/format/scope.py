@@ -4,11 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from autonumber.errors import FormatError
 
 from .tokens import SCOPES, Token, TokenKind, quote_format
+from .zones import local_time
 
 DATE_PART = "<date>"
 """Placeholder in a key plan for the one date component of a `per_prefix` key."""
@@ -61,10 +62,9 @@ def join_key(values: Sequence[str]) -> str:
     return "|".join(v.replace("\\", "\\\\").replace("|", "\\|") for v in values)
 
 
-def per_day_key(at: datetime) -> str:
-    """YYYYMMDD of the instant in UTC (naive means UTC)."""
-    if at.tzinfo is not None:
-        at = at.astimezone(UTC)
+def per_day_key(at: datetime, zone: tzinfo = UTC) -> str:
+    """YYYYMMDD of the instant on the wall clock of `zone` (naive means UTC)."""
+    at = local_time(at, zone)
     return f"{at.year:04d}{at.month:02d}{at.day:02d}"
 
 

@@ -24,6 +24,7 @@ from autonumber.db.tables import counter_table, system_field, system_object
 from autonumber.errors import AutonumberError, SeedParseError, UnknownField, UnknownObject, VerifyError
 from autonumber.format import FieldInfo, MemoryCatalog, ObjectInfo
 from autonumber.identifiers import check_api_name
+from autonumber.objects.adopt import adopt_column, ensure_unique_index, is_adopted
 from autonumber.rules.legacy import LegacyState
 from autonumber.rules.scan import scan_rule
 from autonumber.rules.seed import plan_rows
@@ -49,19 +50,22 @@ class StoredRule:
     scope: str
     start: int
     max_length: int | None
+    numbering: str = "standard"
+    time_zone: str = "UTC"
 
 
 def stored_rule(conn: Connection, object_name: str, field_name: str) -> StoredRule | None:
     """The field's row by `Object.Field`, or None when the field is not registered."""
     f, o = system_field, system_object
     row = conn.execute(
-        sa.select(f.c.Id, f.c.auto_number_format, f.c.auto_number_scope, f.c.auto_number_start, f.c.MaxLength)
+        sa.select(f.c.Id, f.c.auto_number_format, f.c.auto_number_scope, f.c.auto_number_start, f.c.MaxLength,
+                  f.c.auto_number_numbering, f.c.auto_number_time_zone)
         .join(o, o.c.Id == f.c.ObjectId)
         .where(o.c.ApiName == object_name, f.c.ApiName == field_name)
     ).first()
     if row is None:
         return None
-    return StoredRule(row[0], row[1], row[2], int(row[3]), row[4])
+    return StoredRule(row[0], row[1], row[2], int(row[3]), row[4], row[5], row[6])
 
 
 def _table_of(conn: Connection, object_name: str) -> str:
@@ -80,6 +84,10 @@ def add_field(conn: Connection, rule: RuleSpec, length: int | None = None) -> tu
     if existing is not None and existing.format is not None and not _same_rule(conn, rule, existing):
         raise RuleChangeRefused(f"{rule.name} already has an autonumber rule ({existing.format!r}); change "
                                 "it with `autonumber field set` or a set_rule operation")
+    if is_adopted(conn, rule.object):  # an application's table: its column must exist, nothing altered
+        changes = adopt_column(conn, rule, table)
+        fid, more = _store_and_seed(conn, rule)
+        return fid, changes + more + ensure_unique_index(conn, table, rule.field)
     width = length or (existing.max_length if existing else None) or rule.length or DEFAULT_LENGTH
     if existing is None:  # validate before the DDL, which MariaDB commits at once
         catalog, _ = metadata_view(conn)
@@ -126,8 +134,9 @@ def change_rule(conn: Connection, rule: RuleSpec) -> tuple[str, list[str]]:
 def _same_rule(conn: Connection, rule: RuleSpec, existing: StoredRule) -> bool:
     catalog, _ = metadata_view(conn)
     wanted = rule_values(rule, catalog)
-    return (existing.format, existing.scope, existing.start) == (
-        wanted["auto_number_format"], wanted["auto_number_scope"], wanted["auto_number_start"])
+    return (existing.format, existing.scope, existing.start, existing.numbering, existing.time_zone) == (
+        wanted["auto_number_format"], wanted["auto_number_scope"], wanted["auto_number_start"],
+        wanted["auto_number_numbering"], wanted["auto_number_time_zone"])
 
 
 def _store_and_seed(conn: Connection, spec: RuleSpec) -> tuple[str, list[str]]:

@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from autonumber.catalog import Rule
+from autonumber.db.objects import key_column
 from autonumber.errors import SeedLimitError, SeedParseError
 from autonumber.progress import Advance
 
@@ -35,7 +36,7 @@ class ColumnScan:
 def pages(conn: Connection, table: sa.Table, column: str, page: int = PAGE) -> Iterator[Sequence[Any]]:
     """(Id, value) rows with a non-NULL value, `page` at a time, from one streamed query."""
     col = table.c[column]
-    stmt = sa.select(table.c.Id, col).where(col.is_not(None))
+    stmt = sa.select(key_column(table), col).where(col.is_not(None))
     first = conn.execute(stmt.limit(page)).all()  # most columns fit one page: one round trip
     if len(first) < page:
         if first:

@@ -23,9 +23,11 @@ from autonumber.format import (
     parse_format,
     validate_format,
 )
+from autonumber.format.zones import UnknownTimeZone, zone_of
 
 DATE_SOURCES = ("assigned_at",)
 ON_CHANGE = ("keep_existing", "regenerate_all")
+NUMBERING = ("standard", "gapless")
 
 
 @dataclass(frozen=True)
@@ -41,6 +43,8 @@ class RuleSpec:
     on_change: str = "keep_existing"
     overrides: tuple[Mapping[str, Any], ...] = dc_field(default_factory=tuple)
     length: int | None = None
+    numbering: str = "standard"
+    time_zone: str = "UTC"
 
     @property
     def name(self) -> str:
@@ -58,6 +62,7 @@ def check_enums(spec: RuleSpec) -> None:
         (spec.scope, SCOPES, "auto_number_scope"),
         (spec.date_src, DATE_SOURCES, "auto_number_date_src"),
         (spec.on_change, ON_CHANGE, "auto_number_on_change"),
+        (spec.numbering, NUMBERING, "auto_number_numbering"),
     ):
         if value not in allowed:
             raise FormatError(
@@ -67,6 +72,10 @@ def check_enums(spec: RuleSpec) -> None:
             )
     if spec.start < 0:
         raise FormatError(2, f"{spec.name}: start {spec.start} must be ≥ 0", format=spec.format)
+    try:
+        zone_of(spec.time_zone)
+    except UnknownTimeZone as exc:
+        raise UnknownTimeZone(f"{spec.name}: {exc}") from None
 
 
 def metadata_view(conn: Connection) -> tuple[MemoryCatalog, dict[str, str]]:
@@ -111,6 +120,8 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
         "auto_number_date_src": spec.date_src,
         "auto_number_on_change": spec.on_change,
         "auto_number_token_refs": canonicalize_token_refs(refs) if refs else None,
+        "auto_number_numbering": spec.numbering,
+        "auto_number_time_zone": spec.time_zone,
     }
 
 
@@ -130,6 +141,8 @@ _RULE_COLUMNS = (
     "auto_number_date_src",
     "auto_number_on_change",
     "auto_number_token_refs",
+    "auto_number_numbering",
+    "auto_number_time_zone",
 )
 
 
@@ -145,8 +158,15 @@ def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
             if all(_same(current.get(k), v) for k, v in values.items()):
                 continue
             conn.execute(sa.update(system_field).where(system_field.c.Id == fid).values(values))
-            changes.append(f"rule {spec.name} = {spec.format} ({spec.scope})")
+            changes.append(f"rule {spec.name} = {spec.format} ({_describe(spec)})")
     return changes
+
+
+def _describe(spec: RuleSpec) -> str:
+    """`per_day`, plus the numbering policy and time zone when they are not the defaults."""
+    extra = [spec.numbering] if spec.numbering != "standard" else []
+    extra += [spec.time_zone] if spec.time_zone != "UTC" else []
+    return ", ".join([spec.scope, *extra])
 
 
 def _known(specs: Sequence[RuleSpec], ids: Mapping[str, str]) -> Sequence[RuleSpec]:

@@ -155,7 +155,7 @@ _COLUMNS = {
     "Objects": (("object", "table", "fields"), ()),
     "Autonumber Fields": (
         ("object", "field", "format", "start", "scope", "token refs", "length"),
-        ("notes", "date source", "on change"),
+        ("notes", "date source", "on change", "numbering", "time zone"),
     ),
     "RecordType Codes": (("object", "DeveloperName", "RecordTypeCode"), ()),
 }
@@ -280,6 +280,8 @@ def _rule(row: _Row, where: _Where) -> RuleSpec:
         on_change=c.get("on change") or "keep_existing",
         overrides=_overrides(c["token refs"], sec, row.line, where),
         length=_int(c["length"], "length", sec, row.line, where),
+        numbering=c.get("numbering") or "standard",
+        time_zone=c.get("time zone") or "UTC",
     )
     try:
         check_enums(spec)

@@ -14,7 +14,8 @@ Rollback (§7.3):
 - `drop_autonumber_schema`: the guard trigger, `_System_AutoNumberCounter`, the six rule columns of
   `_System_Field` and `_System_RecordType.RecordTypeCode`.
 Cleanup (§11 Phase 2): `verify` (V1–V6 must hold) and `drop_backups`.
-Rules: `add_autonumber_field` and `set_rule` (fields.py).
+Rules: `add_autonumber_field` and `set_rule` (fields.py). Objects: `add_object` (a custom object)
+and `adopt_object` (an existing application table), see autonumber.objects.
 """
 
 from __future__ import annotations
@@ -38,12 +39,14 @@ from autonumber.db.tables import (
     counter_table,
     legacy_autonumber,
     legacy_compound,
+    reservation_journal,
     system_field,
     system_record_type,
 )
 from autonumber.errors import AutonumberError, SeedParseError, SpecError, VerifyError
 from autonumber.format import TokenKind
 from autonumber.identifiers import check_api_name
+from autonumber.objects import add_object, adopt_table
 from autonumber.rules.fields import add_field, change_rule
 from autonumber.rules.legacy import LEGACY_NAMES
 from autonumber.rules.scan import pages, scan_rule
@@ -261,6 +264,8 @@ def _schema_left(conn: Connection) -> list[tuple[str, str | None]]:
     left: list[tuple[str, str | None]] = []
     if counter_table.name in table_names(conn):
         left.append((counter_table.name, None))
+    if reservation_journal.name in table_names(conn):
+        left.append((reservation_journal.name, None))
     fields = _columns(conn, system_field.name)
     left += [(system_field.name, c) for c in AUTONUMBER_COLUMNS if c in fields]
     if RECORD_TYPE_CODE in _columns(conn, system_record_type.name):
@@ -321,7 +326,7 @@ def run_drop_backups(conn: Connection, args: Mapping[str, Any]) -> list[str]:
 
 # --- rules ----------------------------------------------------------------------------------------
 
-RULE_KEYS = frozenset({"object", "field", "format", "scope", "start", "length"})
+RULE_KEYS = frozenset({"object", "field", "format", "scope", "start", "length", "numbering", "time_zone"})
 
 
 def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
@@ -329,7 +334,8 @@ def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
     unknown = sorted(set(args) - RULE_KEYS)
     missing = sorted({"object", "field", "format"} - set(args))
     if unknown or missing:
-        raise SpecError(f"{op}: arguments are object, field, format, scope, start, length; "
+        raise SpecError(f"{op}: arguments are object, field, format, scope, start, length, numbering, "
+                        "time_zone; "
                         f"unknown {unknown or '-'}, missing {missing or '-'}")
     for key in ("start", "length"):
         if key in args and (isinstance(args[key], bool) or not isinstance(args[key], int)):
@@ -339,7 +345,9 @@ def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
     obj = check_api_name(args["object"], "object name")
     fld = check_api_name(args["field"], "field name")
     return RuleSpec(obj, fld, str(args["format"]), scope=str(args.get("scope", "global")),
-                    start=int(args.get("start", 1)), length=args.get("length"))
+                    start=int(args.get("start", 1)), length=args.get("length"),
+                    numbering=str(args.get("numbering", "standard")),
+                    time_zone=str(args.get("time_zone", "UTC")))
 
 
 def run_add_field(conn: Connection, args: Mapping[str, Any]) -> list[str]:
@@ -356,6 +364,35 @@ def plan_rule(name: str) -> Callable[[Connection, Mapping[str, Any]], list[str]]
         rule = rule_of(name, args)
         return [f"{name} {rule.name} = {rule.format} ({rule.scope})"]
     return plan
+
+
+def _object_args(op: str, args: Mapping[str, Any], keys: tuple[str, ...]) -> Mapping[str, Any]:
+    if set(args) != set(keys):
+        raise SpecError(f"{op}: arguments are {', '.join(keys)}; got {sorted(args)}")
+    return args
+
+
+def run_add_object(conn: Connection, args: Mapping[str, Any]) -> list[str]:
+    a = _object_args("add_object", args, ("object", "fields"))
+    fields = a["fields"]
+    if not isinstance(fields, list) or not all(isinstance(f, str) for f in fields):
+        raise SpecError("add_object: fields must be a list of 'NAME:TYPE' strings")
+    return add_object(conn, check_api_name(a["object"], "object name"), fields)
+
+
+def plan_add_object(conn: Connection, args: Mapping[str, Any]) -> list[str]:
+    a = _object_args("add_object", args, ("object", "fields"))
+    return [f"add_object {a['object']} ({len(a['fields'])} field(s))"]
+
+
+def run_adopt_object(conn: Connection, args: Mapping[str, Any]) -> list[str]:
+    a = _object_args("adopt_object", args, ("object", "table"))
+    return adopt_table(conn, check_api_name(a["object"], "object name"), str(a["table"]))
+
+
+def plan_adopt_object(conn: Connection, args: Mapping[str, Any]) -> list[str]:
+    a = _object_args("adopt_object", args, ("object", "table"))
+    return [f"adopt_object {a['object']} = table {a['table']}"]
 
 
 def plan_nothing(conn: Connection, args: Mapping[str, Any]) -> list[str]:
@@ -387,6 +424,9 @@ OPERATIONS: dict[str, OperationType] = {op.name: op for op in (
                   plan_rule("add_autonumber_field"), run_add_field),
     OperationType("set_rule", "store a validated rule for an autonumber field",
                   plan_rule("set_rule"), run_set_rule),
+    OperationType("add_object", "a custom object: metadata and its table", plan_add_object, run_add_object),
+    OperationType("adopt_object", "register an existing application table as an object",
+                  plan_adopt_object, run_adopt_object),
 )}
 
 NO_ARGS = frozenset({"restore_legacy_backups", "set_legacy_current_numbers_from_live",

@@ -15,6 +15,7 @@ from .models import (
     BulkOut,
     ErrorOut,
     FieldOut,
+    GapsOut,
     HealthOut,
     PreviewIn,
     PreviewOut,
@@ -136,7 +137,19 @@ def preview_format(req: PreviewIn, c: ConsoleDep) -> PreviewOut:
 def change_field(field_id: str, body: RuleChangeIn, request: Request, c: ConsoleDep) -> FieldOut:
     """Admin: store a new format (parse + validate as the applier does); 409 if it breaks an invariant."""
     c.admin.require(request)
-    return c.change_format(field_id, body.format)
+    return c.change_format(field_id, body.format, numbering=body.numbering, time_zone=body.time_zone)
+
+
+@api.get("/autonumber/fields/{field_id}/gaps", tags=["autonumber"])
+def field_gaps(
+    field_id: str,
+    c: ConsoleDep,
+    scope_key: Annotated[str | None, Query(description="only this counter scope")] = None,
+    first: Annotated[int | None, Query(alias="from", ge=0, description="lowest value checked")] = None,
+    last: Annotated[int | None, Query(alias="to", ge=0, description="highest value checked")] = None,
+) -> GapsOut:
+    """Every value the field's counters moved past that no stored record carries, with the reason."""
+    return c.gaps(field_id, scope_key, first, last)
 
 
 @ops.get("/healthz", tags=["ops"], responses={503: {"model": ErrorOut, "description": "database down"}})

@@ -68,6 +68,10 @@ class FieldOut(BaseModel):
     status: Literal["ok", "quarantined"]
     reason: str | None = None
     counters: list[CounterOut]
+    numbering: Literal["standard", "gapless"] = Field(
+        "standard", description="standard: reserved off the caller's transaction (a rollback leaves a "
+        "gap); gapless: taken inside it, the counter row locked until it ends")
+    time_zone: str = Field("UTC", description="IANA zone whose calendar dates the numbers")
 
 
 class PreviewIn(BaseModel):
@@ -78,12 +82,12 @@ class PreviewIn(BaseModel):
     format: str = Field(max_length=255, examples=["{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00}"])
     scope: str | None = Field(None, description="global, per_day or per_prefix (default: the field's)")
     counter: int = Field(1, ge=0)
-    at: dt.date | None = Field(
-        None, description="assigned-at day (UTC), like the CLI's `format preview --at`; default today"
-    )
-    date: dt.date | None = Field(
-        None, description="deprecated alias of `at`", json_schema_extra={"deprecated": True}
-    )
+    date: dt.date | None = Field(None, description="assigned-at day (in time_zone); default today")
+    at: dt.datetime | None = Field(
+        None, description="assigned-at instant, ISO with offset (wins over date), e.g. "
+        "2026-04-17T20:00:00+00:00")
+    time_zone: str | None = Field(
+        None, description="IANA zone for the date tokens (default: the field's, else UTC)")
     values: dict[str, str] = Field(
         default_factory=dict,
         description="sample values of cross tokens, e.g. {'Account.BillingCountryCode': 'SG'}",
@@ -91,11 +95,6 @@ class PreviewIn(BaseModel):
     object: str | None = Field(None, description="check the metadata rules against this object")
     field: str | None = Field(None, description="the autonumber field being edited (Object.Field)")
 
-
-    @property
-    def day(self) -> dt.date | None:
-        """The assigned-at day: `at`, else the deprecated `date`."""
-        return self.at or self.date
 
 
 class PreviewOut(BaseModel):
@@ -119,6 +118,29 @@ class RuleChangeIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     format: str = Field(max_length=255)
+    numbering: Literal["standard", "gapless"] | None = Field(None, description="default: unchanged")
+    time_zone: str | None = Field(None, max_length=64, description="IANA zone; default: unchanged")
+
+
+class GapOut(BaseModel):
+    """A run of counter values the counter moved past that no stored record carries."""
+
+    scope_key: str
+    first: int
+    last: int
+    count: int
+    reason: str
+
+
+class GapsOut(BaseModel):
+    """The gap audit of one field (exit code 1 of `autonumber audit gaps` ⇔ `gaps` not empty)."""
+
+    field_id: str
+    field: str
+    numbering: str
+    checked: int
+    missing: int
+    gaps: list[GapOut]
 
 
 class HealthOut(BaseModel):

@@ -11,6 +11,7 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from autonumber.errors import AutonumberError
+from autonumber.objects.custom import create_object
 from autonumber.records import MAX_OFFSET
 from autonumber.setup.standard import CORE_OBJECTS
 
@@ -179,16 +180,41 @@ def rules_page(request: Request, c: ConsoleDep) -> Response:
     return render(request, "rules.html", {"fields": c.fields()})
 
 
+@pages.get("/rules/{field_id}/gaps", response_class=HTMLResponse)
+def gaps_page(request: Request, field_id: str, c: ConsoleDep) -> Response:
+    """The gap audit of one field: the values its counters moved past that no record carries."""
+    if c.admin.enabled and not c.admin.is_admin(request):
+        return redirect(f"/login?next=/rules/{quote(field_id)}/gaps")
+    return render(request, "gaps.html", {"report": c.gaps(field_id)})
+
+
 @pages.post("/rules/{field_id}", response_class=HTMLResponse)
 async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
     """Store a new format through the applier's validation; refuse invariant breaks."""
     form = await request.form()
     try:
         c.admin.require(request)
-        out = await run_in_threadpool(c.change_format, field_id, str(form.get("format", "")))
+        out = await run_in_threadpool(
+            lambda: c.change_format(field_id, str(form.get("format", "")),
+                                    numbering=str(form.get("numbering", "")) or None,
+                                    time_zone=str(form.get("time_zone", "")).strip() or None))
     except AutonumberError as exc:
         return redirect(f"/rules#{field_id}", f"error: {exc}")
     return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")
+
+
+@pages.post("/rules/objects/new", response_class=HTMLResponse)
+async def save_object(request: Request, c: ConsoleDep) -> Response:
+    """Create a custom object (`Name:type` field specs, one per line) like `autonumber object add`."""
+    form = await request.form()
+    name = str(form.get("object", "")).strip()
+    specs = [line.strip() for line in str(form.get("fields", "")).splitlines() if line.strip()]
+    try:
+        c.admin.require(request)
+        await run_in_threadpool(create_object, c.platform, name, specs)
+    except AutonumberError as exc:
+        return redirect("/rules#new-object", f"error: {exc}")
+    return redirect(f"/o/{quote(name)}", f"object {name} created")
 
 
 @pages.get("/login", response_class=HTMLResponse)

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import UTC, datetime, tzinfo
 
 from autonumber.catalog import CatalogSnapshot
 from autonumber.format import FormatReport, check_format
+from autonumber.format.zones import local_time, zone_of
 
 from .models import PreviewIn, PreviewOut
 from .rule_edit import carried_overrides
@@ -13,12 +14,13 @@ from .rule_edit import carried_overrides
 
 def preview(snapshot: CatalogSnapshot, req: PreviewIn) -> PreviewOut:
     """Check `req.format` (metadata rules too when an object is named) and render one sample value."""
-    obj, target, scope, token_refs = req.object, None, req.scope, None
+    obj, target, scope, token_refs, zone = req.object, None, req.scope, None, req.time_zone
     if req.field:
         fid = snapshot.field_id(req.field if "." in req.field or not obj else f"{obj}.{req.field}")
         row = next(r for rows in snapshot.fields.values() for r in rows if r.id == fid)
         obj, target, token_refs = row.info.object, row.info.name, row.token_refs
         scope = scope or row.scope
+        zone = zone or row.time_zone
     scope = scope or "global"
     if obj is not None:
         snapshot.require_object(obj)
@@ -28,25 +30,28 @@ def preview(snapshot: CatalogSnapshot, req: PreviewIn) -> PreviewOut:
         )
     else:
         report = check_format(req.format, scope=scope)
-    return _render(report, req, obj)
+    return _render(report, req, obj, zone_of(zone or "UTC"))
 
 
-def _render(report: FormatReport, req: PreviewIn, obj: str | None) -> PreviewOut:
+def _render(report: FormatReport, req: PreviewIn, obj: str | None, zone: tzinfo) -> PreviewOut:
     fmt = report.format
-    day = req.day or datetime.now(UTC).date()
-    at = datetime(day.year, day.month, day.day, tzinfo=UTC)
+    if req.at is not None:
+        at = req.at if req.at.tzinfo is not None else req.at.replace(tzinfo=UTC)
+    else:
+        day = req.date or local_time(datetime.now(UTC), zone).date()
+        at = datetime(day.year, day.month, day.day, tzinfo=zone)
     values = {k: v for k, v in req.values.items() if v}
     defaulted = []
     for ref in fmt.cross_refs:
         if ref.key not in values:
             values[ref.key] = f"‹{ref.field}›"
             defaulted.append(ref.key)
-    value = fmt.render(req.counter, at, values, field_id=req.field or "preview")
+    value = fmt.render(req.counter, at, values, field_id=req.field or "preview", zone=zone)
     return PreviewOut(
         value=value,
         format=fmt.source,
         scope=report.scope,
-        scope_key=fmt.scope_key(report.scope, at, values),
+        scope_key=fmt.scope_key(report.scope, at, values, zone=zone),
         counter_width=fmt.counter_width,
         date_tokens=list(fmt.date_kinds),
         cross_tokens=[r.key for r in fmt.cross_refs],

@@ -59,8 +59,16 @@ def carried_overrides(token_refs: str | None, new_format: str) -> tuple[Mapping[
     return tuple(r for r in refs if isinstance(r, dict) and r.get("tokenLiteral") in literals)
 
 
-def change_format(platform: Platform, field: str, new_format: str) -> str:
-    """Store `new_format` for an autonumber field after validation and invariant checks; return its id."""
+def change_format(
+    platform: Platform,
+    field: str,
+    new_format: str,
+    *,
+    numbering: str | None = None,
+    time_zone: str | None = None,
+) -> str:
+    """Store `new_format` (and the numbering policy / time zone when given) for an autonumber field
+    after validation and invariant checks; return its id."""
     row = field_row(platform, field)
     spec = RuleSpec(
         row.info.object,
@@ -69,6 +77,8 @@ def change_format(platform: Platform, field: str, new_format: str) -> str:
         scope=row.scope,
         start=row.start,
         overrides=carried_overrides(row.token_refs, new_format),
+        numbering=numbering or row.numbering,
+        time_zone=time_zone or row.time_zone,
     )
     with platform.begin() as conn:
         fid = store_rule(conn, spec)

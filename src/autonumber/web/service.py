@@ -7,13 +7,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from autonumber.audit import audit_gaps
 from autonumber.catalog import CatalogSnapshot
 from autonumber.errors import RecordError, UnknownField
 from autonumber.format import parse_format
 from autonumber.platform import Platform
 
 from .auth import AdminAuth
-from .models import CounterOut, FieldOut, PreviewIn, PreviewOut
+from .models import CounterOut, FieldOut, GapOut, GapsOut, PreviewIn, PreviewOut
 from .preview import preview
 from .rule_edit import change_format
 from .state import counter_states, record_types, rows_by_id
@@ -186,6 +187,8 @@ class Console:
                 status="quarantined" if row.id in snap.quarantined else "ok",
                 reason=snap.quarantined.get(row.id),
                 counters=[CounterOut(scope_key=s.scope_key, next_value=s.next_value) for s in states[row.id]],
+                numbering="gapless" if row.numbering == "gapless" else "standard",
+                time_zone=row.time_zone,
             ))
         return out
 
@@ -201,10 +204,25 @@ class Console:
         """Render a sample value; never reads or consumes a counter."""
         return preview(self.snapshot, req)
 
-    def change_format(self, field_id: str, new_format: str) -> FieldOut:
-        """Store a new format through the applier's path; refused when it breaks an invariant."""
-        fid = change_format(self.platform, field_id, new_format)
+    def change_format(
+        self, field_id: str, new_format: str, *, numbering: str | None = None, time_zone: str | None = None
+    ) -> FieldOut:
+        """Store a new format (and policy / zone, when given) through the applier's path; refused when
+        it breaks an invariant."""
+        fid = change_format(self.platform, field_id, new_format, numbering=numbering, time_zone=time_zone)
         return self.field(fid)
+
+    def gaps(
+        self, field_id: str, scope_key: str | None = None, lo: int | None = None, hi: int | None = None
+    ) -> GapsOut:
+        """The gap audit of one field."""
+        report = audit_gaps(self.platform, field_id, scope_key=scope_key, lo=lo, hi=hi)
+        return GapsOut(
+            field_id=report.field_id, field=report.field, numbering=report.numbering,
+            checked=report.checked, missing=report.missing,
+            gaps=[GapOut(scope_key=g.scope_key, first=g.first, last=g.last, count=g.count, reason=g.reason)
+                  for g in report.gaps],
+        )
 
 
 def _width(fmt: str | None) -> int | None:

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber.db.objects import key_column
 from autonumber.db.tables import counter_table, system_object, system_record_type
 
 MAX_SCOPES_SHOWN = 20
@@ -83,7 +84,7 @@ def record_types(conn: Connection | Engine, object_name: str) -> list[RecordType
 def column_values(conn: Connection, table: sa.Table, column: str) -> Iterator[tuple[str, str]]:
     """(Id, value) for every non-null value of one column, streamed."""
     col = table.c[column]
-    stmt = sa.select(table.c.Id, col).where(col.is_not(None))
+    stmt = sa.select(key_column(table), col).where(col.is_not(None))
     for row in conn.execution_options(yield_per=1000).execute(stmt):
         yield str(row[0]), str(row[1])
 
@@ -113,6 +114,7 @@ def rows_by_id(
     wanted = sorted({i for i in ids if i})
     if not wanted:
         return {}
-    stmt = sa.select(table).where(table.c.Id.in_(wanted))
+    key = key_column(table)
+    stmt = sa.select(table).where(key.in_(wanted))
     with _connection(conn) as c:
-        return {str(r["Id"]): dict(r) for r in c.execute(stmt).mappings()}
+        return {str(r[key.name]): dict(r) for r in c.execute(stmt).mappings()}

@@ -1,0 +1,182 @@
+"""The gap audit: every value a field's counters moved past that no stored record carries, and why.
+
+For each counter scope the values from the lowest known one (the smallest stored or journaled value,
+or `lo`) up to the counter's last issued value (`next_value - 1`, or `hi`) are compared with the
+values the field's column holds. Each missing value gets the reason the reservation journal knows:
+rolled back, insert failed, reserved by a process that died, still held by a running process, or
+unknown (no journal line: reserved before the journal existed, pruned, or the counter was moved).
+"""
+
+from __future__ import annotations
+
+import bisect
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from autonumber.catalog import Rule
+from autonumber.db.tables import counter_table
+from autonumber.engine.journal import FAILED, RESERVED, ROLLED_BACK, lines_for, owner_alive
+from autonumber.platform import Platform
+
+PAGE = 10_000
+UNKNOWN = "unknown: no journal line (reserved before the journal existed, pruned, or the counter was moved)"
+
+
+@dataclass(frozen=True)
+class Gap:
+    """A run of consecutive missing values of one scope that share a reason."""
+
+    scope_key: str
+    first: int
+    last: int
+    reason: str
+
+    @property
+    def count(self) -> int:
+        """How many values the run holds."""
+        return self.last - self.first + 1
+
+
+@dataclass(frozen=True)
+class GapReport:
+    """The audit of one field."""
+
+    field_id: str
+    field: str
+    numbering: str
+    checked: int
+    missing: int
+    gaps: list[Gap]
+
+
+def audit_gaps(
+    platform: Platform,
+    field: str,
+    *,
+    scope_key: str | None = None,
+    lo: int | None = None,
+    hi: int | None = None,
+) -> GapReport:
+    """Audit one field (id or `Object.Field`); `scope_key`, `lo`, `hi` narrow what is checked."""
+    snapshot = platform.catalog.current()
+    rule = snapshot.rule(field)
+    column = snapshot.table(rule.object_name).c[rule.field_name]
+    with platform.db.connect() as conn:
+        counters = _counters(conn, rule, scope_key)
+        stored = _stored(conn, rule, column, counters)
+        lines = lines_for(conn, rule.field_id, counters)
+    gaps: list[Gap] = []
+    checked = 0
+    by_key = lines_by_key(lines)
+    for key in sorted(counters):
+        reasons = _Reasons(by_key.get(key, []))
+        used = stored.get(key, set())
+        low = lo if lo is not None else min([*used, *reasons.firsts()], default=None)
+        high = counters[key] - 1 if hi is None else min(hi, counters[key] - 1)
+        if low is None or high < low:
+            continue
+        checked += high - low + 1
+        missing = (v for v in range(low, high + 1) if v not in used)
+        gaps += _runs(key, ((v, reasons.of(v)) for v in missing))
+    return GapReport(rule.field_id, rule.name, rule.numbering, checked, sum(g.count for g in gaps), gaps)
+
+
+def _counters(conn: Connection, rule: Rule, scope_key: str | None) -> dict[str, int]:
+    t = counter_table
+    stmt = sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == rule.field_id)
+    if scope_key is not None:
+        stmt = stmt.where(t.c.scope_key == scope_key)
+    return {str(k): int(v) for k, v in conn.execute(stmt)}
+
+
+def _stored(
+    conn: Connection, rule: Rule, column: sa.Column[Any], counters: Mapping[str, int]
+) -> dict[str, set[int]]:
+    """The counter values the column holds, per scope key (values the format cannot read are skipped:
+    `setup verify` V1 reports those)."""
+    pattern = rule.format.scan_pattern()
+    out: dict[str, set[int]] = {}
+    stmt = sa.select(column).where(column.is_not(None))
+    result = conn.execution_options(stream_results=True, yield_per=PAGE).execute(stmt)
+    for (value,) in result:
+        match = pattern.match(str(value))
+        if match is None:
+            continue
+        key = "" if rule.scope == "global" else match.scope_key(rule.scope)
+        if key in counters:
+            out.setdefault(key, set()).add(match.counter)
+    return out
+
+
+def lines_by_key(lines: Iterable[Any]) -> dict[str, list[Any]]:
+    """Journal lines grouped by scope key, in the order they were written."""
+    out: dict[str, list[Any]] = {}
+    for line in lines:
+        out.setdefault(str(line.scope_key), []).append(line)
+    return out
+
+
+class _Reasons:
+    """Why a value of one scope is missing, from that scope's journal lines."""
+
+    def __init__(self, lines: Sequence[Any]) -> None:
+        reserved = sorted((int(r.first_value), r) for r in lines if r.state == RESERVED)
+        self._starts = [first for first, _ in reserved]
+        self._reserved = [line for _, line in reserved]
+        self._outcome: dict[int, str] = {}
+        for line in lines:
+            if line.state in (ROLLED_BACK, FAILED):
+                text = _outcome_text(line.state, line.detail)
+                for v in range(int(line.first_value), int(line.first_value) + int(line.count)):
+                    if self._outcome.get(v, "").startswith("insert failed"):
+                        continue  # a failed INSERT also rolls back: the failure is the better reason
+                    self._outcome[v] = text
+        self._alive: dict[str, bool | None] = {}
+
+    def firsts(self) -> list[int]:
+        """The first value of every reserved range."""
+        return self._starts
+
+    def of(self, value: int) -> str:
+        """The reason for one missing value."""
+        if value in self._outcome:
+            return self._outcome[value]
+        i = bisect.bisect_right(self._starts, value) - 1
+        if i < 0:
+            return UNKNOWN
+        line = self._reserved[i]
+        if value >= int(line.first_value) + int(line.count):
+            return UNKNOWN
+        owner = str(line.owner)
+        if owner not in self._alive:
+            self._alive[owner] = owner_alive(owner)
+        alive = self._alive[owner]
+        if alive is False:
+            return f"reserved by a process that died ({owner})"
+        if alive:
+            return (f"reserved by a running process ({owner}): in flight, or its caller's outcome "
+                    "was not recorded")
+        return (f"reserved by {owner} on another host: never stored (the process died or its outcome "
+                "was not recorded)")
+
+
+def _outcome_text(state: str, detail: str | None) -> str:
+    if state == FAILED:
+        return f"insert failed: {detail}" if detail else "insert failed"
+    return "rolled back"
+
+
+def _runs(key: str, missing: Iterable[tuple[int, str]]) -> list[Gap]:
+    """Consecutive values with the same reason become one Gap."""
+    out: list[Gap] = []
+    for value, reason in missing:
+        if out and out[-1].last == value - 1 and out[-1].reason == reason:
+            last = out.pop()
+            out.append(Gap(key, last.first, value, reason))
+        else:
+            out.append(Gap(key, value, value, reason))
+    return out

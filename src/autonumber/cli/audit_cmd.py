@@ -1,0 +1,92 @@
+"""`autonumber audit gaps|prune`: which numbers were consumed and never stored, and why."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import Annotated
+
+import typer
+
+import autonumber
+from autonumber.audit import GapReport, audit_gaps
+from autonumber.db import check_reachable, create_engine, dialect_for
+from autonumber.engine.journal import parse_age, prune
+from autonumber.errors import ConfigError
+
+from .common import DEFAULT_URL, DbOption
+
+app = typer.Typer(help="Audit the numbers a counter moved past; prune the reservation journal.",
+                  no_args_is_help=True)
+
+
+@app.command("gaps")
+def gaps_cmd(
+    field: Annotated[str, typer.Argument(metavar="FIELD", help="Object.Field or the field's id.",
+                                         show_default=False)],
+    scope_key: Annotated[str | None, typer.Option("--scope-key", help="Only this counter scope.",
+                                                  show_default=False)] = None,
+    lo: Annotated[int | None, typer.Option("--from", min=0, help="Lowest value checked.",
+                                           show_default=False)] = None,
+    hi: Annotated[int | None, typer.Option("--to", min=0, help="Highest value checked.",
+                                           show_default=False)] = None,
+    as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """List every value the counter moved past that no stored record carries, with the reason.
+
+    Exit 0 when there are no gaps, 1 when there are.
+
+    Example: autonumber audit gaps Case.CaseNumber --json
+    """
+    if lo is not None and hi is not None and hi < lo:
+        raise ConfigError(f"--to {hi} is below --from {lo}")
+    platform = autonumber.connect(db)
+    try:
+        report = audit_gaps(platform, field, scope_key=scope_key, lo=lo, hi=hi)
+    finally:
+        platform.close()
+    if as_json:
+        typer.echo(json.dumps(_as_dict(report), ensure_ascii=False))
+    else:
+        _print(report)
+    raise typer.Exit(1 if report.gaps else 0)
+
+
+def _as_dict(report: GapReport) -> dict[str, object]:
+    out = asdict(report)
+    out["gaps"] = [{**asdict(g), "count": g.count} for g in report.gaps]
+    return out
+
+
+def _print(report: GapReport) -> None:
+    head = f"{report.field} ({report.numbering}): {report.checked} value(s) checked, {report.missing} missing"
+    typer.echo(head)
+    for g in report.gaps:
+        values = str(g.first) if g.first == g.last else f"{g.first}-{g.last} ({g.count})"
+        typer.echo(f"  scope {g.scope_key or 'global'!r}: {values}: {g.reason}")
+
+
+@app.command("prune")
+def prune_cmd(
+    older_than: Annotated[str, typer.Option("--older-than", help="Age of the lines to delete: 90d, 12h, 30m.",
+                                            show_default=False)],
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """Delete reservation-journal lines older than the given age (gaps they explained become "unknown").
+
+    Example: autonumber audit prune --older-than 400d
+    """
+    try:
+        age = parse_age(older_than)
+    except ValueError:
+        raise ConfigError(f"--older-than {older_than!r} is not an age; use e.g. 90d, 12h or 30m") from None
+    engine = create_engine(db)
+    check_reachable(engine)
+    dialect = dialect_for(engine)
+    try:
+        with engine.connect() as conn, dialect.begin_write(conn):
+            removed = prune(conn, dialect.utc_now(conn) - age)
+    finally:
+        engine.dispose()
+    typer.echo(f"removed {removed} journal line(s) older than {older_than}")

@@ -1,0 +1,185 @@
+"""The reservation journal: where every value a counter moved past went (the gap audit's source).
+
+A `standard` reservation commits on its own, before the caller's record exists; if the caller then
+rolls back, fails its INSERT or its process dies, that value is a gap. The journal says which:
+
+- the reservation transaction appends one `reserved` line per reservation (a batch is one range),
+  naming the owner process — no extra commit, one INSERT inside a transaction that commits anyway;
+- when the records layer learns that its caller gave numbers up, it appends a `rolled_back` or
+  `failed` line for exactly those values (a stored record needs no line: it is the proof);
+- a `reserved` range with neither a record nor an outcome line, whose owner process is gone, was
+  reserved by a process that died.
+
+Numbers taken in the caller's own transaction (`gapless` fields, and SQLite while the caller holds
+the write lock) are journaled there too, so a rollback removes the line with the number.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.engine import Connection, Engine
+
+from autonumber.db.tables import reservation_journal
+
+J = reservation_journal
+RESERVED, ROLLED_BACK, FAILED = "reserved", "rolled_back", "failed"
+STATES = (RESERVED, ROLLED_BACK, FAILED)
+MAX_DETAIL = 255
+log = logging.getLogger(__name__)
+
+
+def _start_ticks(pid: int) -> str:
+    """The process's start time in clock ticks since boot (Linux), so a reused pid is not taken
+    for the process that died; '' where /proc is not there."""
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii") as fh:
+            return fh.read().rsplit(")", 1)[1].split()[19]
+    except (OSError, IndexError):
+        return ""
+
+
+def owner_token(pid: int | None = None) -> str:
+    """`host:pid:start` of a process (this one by default)."""
+    pid = os.getpid() if pid is None else pid
+    return f"{socket.gethostname()[:80]}:{pid}:{_start_ticks(pid)}"
+
+
+def owner_alive(owner: str) -> bool | None:
+    """True/False for an owner on this host; None when it ran on another host (cannot tell)."""
+    try:
+        host, pid_text, start = owner.rsplit(":", 2)
+        pid = int(pid_text)
+    except ValueError:
+        return None
+    if host != socket.gethostname()[:80]:
+        return None
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        pass
+    return _start_ticks(pid) == start
+
+
+@dataclass(frozen=True)
+class Range:
+    """`count` values from `first` of one counter (field, scope key)."""
+
+    field_id: str
+    scope_key: str
+    first: int
+    count: int
+
+
+@dataclass
+class Journal:
+    """Writes journal lines; `enabled=False` turns the hot-path line off (the bench compares)."""
+
+    enabled: bool = True
+    owner: str = ""
+
+    def __post_init__(self) -> None:
+        self.owner = self.owner or owner_token()
+
+    def reserved(self, conn: Connection, rng: Range, at: datetime) -> None:
+        """Append the `reserved` line inside the reservation's own transaction."""
+        if not self.enabled:
+            return
+        conn.execute(sa.insert(J).values(
+            field_id=rng.field_id, scope_key=rng.scope_key, first_value=rng.first, count=rng.count,
+            state=RESERVED, owner=self.owner, logged_at=at,
+        ))
+
+    def outcome(self, db: Engine, ranges: Sequence[tuple[Range, str, str]]) -> None:
+        """Append `rolled_back` / `failed` lines on a connection of their own.
+
+        Called while the caller's transaction is ending: a failure here must not mask the caller's
+        own error, so it is logged and the audit then reports those values as "outcome not
+        recorded" — the numbers themselves are unaffected.
+        """
+        if not self.enabled or not ranges:
+            return
+        rows = [
+            {"field_id": r.field_id, "scope_key": r.scope_key, "first_value": r.first,
+             "count": r.count, "state": state, "owner": self.owner, "detail": detail[:MAX_DETAIL]}
+            for r, state, detail in ranges
+        ]
+        try:
+            with db.begin() as conn:
+                conn.execute(sa.insert(J), rows)
+        except sa.exc.DBAPIError as exc:
+            log.warning("reservation journal: could not record %d outcome(s): %s", len(rows), exc)
+
+
+def prune(conn: Connection, before: datetime) -> int:
+    """Delete journal lines logged before `before`; return how many."""
+    return int(conn.execute(sa.delete(J).where(J.c.logged_at < before)).rowcount or 0)
+
+
+def parse_age(text: str) -> timedelta:
+    """`90d`, `12h`, `30m` → a timedelta; ValueError otherwise."""
+    units = {"d": "days", "h": "hours", "m": "minutes"}
+    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
+        raise ValueError(text)
+    return timedelta(**{units[text[-1]]: int(text[:-1])})
+
+
+def lines_for(
+    conn: Connection, field_id: str, scope_keys: Iterable[str] | None = None
+) -> list[sa.Row[Any]]:
+    """Every journal line of a field (optionally only some scopes), oldest first."""
+    stmt = sa.select(J).where(J.c.field_id == field_id).order_by(J.c.Id)
+    if scope_keys is not None:
+        stmt = stmt.where(J.c.scope_key.in_(list(scope_keys)))
+    return list(conn.execute(stmt))
+
+
+# -- the caller's outcome ----------------------------------------------------------------------
+
+PENDING = "autonumber.journal_pending"
+"""Key in `Connection.info`: the values this transaction holds that were reserved off it."""
+
+
+@dataclass
+class Pending:
+    """Values a caller's transaction holds; written as `state` lines if that transaction rolls back."""
+
+    journal: Journal
+    db: Engine
+    ranges: list[Range]
+    state: str = ROLLED_BACK
+    detail: str = ""
+
+
+def track(conn: Connection, pending: Pending) -> None:
+    """Remember `pending` until `conn`'s transaction ends; only on an engine that watch() watches
+    (a caller's connection from another engine would keep it for ever)."""
+    if pending.ranges and pending.journal.enabled and event.contains(conn.engine, "commit", _on_commit):
+        conn.info.setdefault(PENDING, []).append(pending)
+
+
+def _on_commit(conn: Connection) -> None:
+    conn.info.pop(PENDING, None)
+
+
+def _on_rollback(conn: Connection) -> None:
+    held: list[Pending] | None = conn.info.pop(PENDING, None)
+    for p in held or ():
+        p.journal.outcome(p.db, [(r, p.state, p.detail) for r in p.ranges])
+
+
+def watch(engine: Engine) -> None:
+    """Write the outcome lines of rolled-back transactions on `engine` (installed once)."""
+    if not event.contains(engine, "commit", _on_commit):
+        event.listen(engine, "commit", _on_commit)
+        event.listen(engine, "rollback", _on_rollback)

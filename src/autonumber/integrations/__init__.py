@@ -1,0 +1,1 @@
+"""Adapters that number ORM models with the engine: `sqlalchemy` (a flush hook) and `django` (a field)."""

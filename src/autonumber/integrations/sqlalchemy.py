@@ -1,0 +1,125 @@
+"""SQLAlchemy ORM adapter: `autonumbered(Invoice.number, platform, format=...)` numbers new instances
+at flush.
+
+Every flush takes ONE reservation per bound column for all its new instances (`Engine.assign`), in
+the order they were added to the session, on the platform's own reservation connection: the numbers
+are committed before the session's INSERTs, so a rolled-back session leaves a gap and never blocks
+another session's numbering. On SQLite a session that has already flushed in its transaction holds
+the database's write lock: its later flushes reserve inside that transaction (the only writer
+possible), so those numbers roll back with it instead of leaving a gap. A field whose rule has the
+`gapless` numbering policy is always numbered inside the session's transaction.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy import event
+from sqlalchemy.orm import InstrumentedAttribute, Mapper, Session, SessionTransaction, UOWTransaction
+
+from autonumber.platform import Platform
+from autonumber.rules.store import RuleSpec
+
+from .common import ensure_field
+
+WROTE = "autonumber_wrote"
+"""Session.info key: this session's transaction has flushed (on SQLite it holds the write lock)."""
+_lock = threading.Lock()
+_bindings: dict[tuple[type, str], Binding] = {}
+
+
+@dataclass(frozen=True)
+class Binding:
+    """One mapped column numbered by one autonumber field."""
+
+    cls: type
+    key: str
+    field_id: str
+    platform: Platform
+
+    def pending(self, session: Session) -> list[Any]:
+        """The session's new instances of the class without a number, in the order they were added."""
+        new = [obj for obj in session.new if isinstance(obj, self.cls) and getattr(obj, self.key) is None]
+        return sorted(new, key=lambda obj: sa.inspect(obj).insert_order)
+
+    def number(self, session: Session, instances: list[Any]) -> None:
+        """Assign numbers to `instances` with one reservation (per cross-record token group)."""
+        if not instances:
+            return
+        conn = None
+        gapless = bool(getattr(self.platform.engine.rule(self.field_id), "gapless", False))
+        if gapless or (session.info.get(WROTE) and self.platform.dialect.reserve_on_caller_when_written):
+            conn = session.connection()  # in the session's transaction (SQLite: it holds the write lock)
+        mapper: Mapper[Any] = sa.inspect(self.cls)
+        records = [{p.columns[0].name: getattr(obj, p.key) for p in mapper.column_attrs} for obj in instances]
+        values = self.platform.engine.assign_batch(self.field_id, records, conn)
+        for obj, value in zip(instances, values, strict=True):
+            setattr(obj, self.key, value)
+
+
+def autonumbered(
+    attribute: InstrumentedAttribute[Any],
+    platform: Platform,
+    *,
+    format: str,
+    scope: str = "global",
+    start: int = 1,
+    object_name: str | None = None,
+) -> Binding:
+    """Bind a mapped string column to an autonumber rule and number new instances at flush.
+
+    The table (which must exist) is adopted as object `object_name` (default: the table name) and
+    the rule added through the rules package when it is not registered yet: calling this again,
+    from this or another process, changes nothing.
+    """
+    cls = attribute.class_
+    if not isinstance(cls, type):
+        raise TypeError(f"{attribute}: bind a column of a mapped class, not of an alias")
+    columns = attribute.property.columns
+    table = sa.inspect(cls).local_table
+    column = columns[0]
+    if not isinstance(table, sa.Table) or len(columns) != 1 or column.table is not table:
+        raise TypeError(f"{attribute}: bind a plain column of a mapped table")
+    name = object_name or table.name
+    rule = RuleSpec(name, column.name, format, scope=scope, start=start)
+    field_id = ensure_field(platform, name, table.name, rule)
+    with _lock:
+        found = _bindings.get((cls, attribute.key))
+        if found is not None and found.field_id == field_id and found.platform is platform:
+            return found
+        binding = Binding(cls, attribute.key, field_id, platform)
+        _bindings[(cls, attribute.key)] = binding
+    return binding
+
+
+def unbind(attribute: InstrumentedAttribute[Any]) -> None:
+    """Stop numbering a column (tests; an application binds once for its lifetime)."""
+    with _lock:
+        for key in [k for k in _bindings if k == (attribute.class_, attribute.key)]:
+            del _bindings[key]
+
+
+def _bound() -> Iterable[Binding]:
+    with _lock:
+        return list(_bindings.values())
+
+
+@event.listens_for(Session, "before_flush")
+def _before_flush(session: Session, flush_context: UOWTransaction, instances: object) -> None:
+    for binding in _bound():
+        binding.number(session, binding.pending(session))
+
+
+@event.listens_for(Session, "after_flush")
+def _after_flush(session: Session, flush_context: UOWTransaction) -> None:
+    session.info[WROTE] = True
+
+
+@event.listens_for(Session, "after_transaction_end")
+def _after_transaction_end(session: Session, transaction: SessionTransaction) -> None:
+    if transaction.parent is None:
+        session.info.pop(WROTE, None)

@@ -1,0 +1,16 @@
+"""Objects a user brings: custom objects the platform creates, and application tables it adopts."""
+
+from __future__ import annotations
+
+from .adopt import adopt_column, adopt_table, ensure_unique_index, is_adopted
+from .custom import ObjectDefinitionError, add_object, parse_field
+
+__all__ = [
+    "ObjectDefinitionError",
+    "add_object",
+    "adopt_column",
+    "adopt_table",
+    "ensure_unique_index",
+    "is_adopted",
+    "parse_field",
+]

@@ -1,0 +1,210 @@
+"""The gap audit and its reservation journal (issue 18): every number the counter moved past that no
+stored record carries is listed with its reason; exit 0 without gaps, 1 with."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from collections.abc import Iterator
+from datetime import datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from engine_support import CASE, make_platform, number
+
+from autonumber.audit import audit_gaps
+from autonumber.cli import main
+from autonumber.db.tables import reservation_journal
+from autonumber.events import RecordBeforeCreate
+from autonumber.platform import Platform
+
+
+class Boom(Exception):
+    """The caller's own failure after its insert."""
+
+
+@pytest.fixture
+def platform(db_url: str) -> Iterator[Platform]:
+    p = make_platform(db_url)
+    yield p
+    p.close()
+
+
+def gaps_cli(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> tuple[int, str]:
+    with pytest.raises(SystemExit) as info:
+        main(["audit", "gaps", CASE, "--db", url, *extra])
+    out, err = capsys.readouterr()
+    assert err == ""
+    code = info.value.code
+    return (code if isinstance(code, int) else 0), out
+
+
+def insert(p: Platform) -> int:
+    return number(p.records.insert("Case", {"Subject": "good"})["CaseNumber"])
+
+
+def rolled_back(p: Platform) -> int:
+    seen: list[str] = []
+    with pytest.raises(Boom), p.begin() as conn:
+        seen.append(p.records.insert("Case", {"Subject": "lost"}, conn)["CaseNumber"])
+        raise Boom()
+    return number(seen[0])
+
+
+def test_rolled_back_insert_is_named_with_its_reason(
+    server_db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    p = make_platform(server_db_url)
+    try:
+        a, lost, b = insert(p), rolled_back(p), insert(p)
+    finally:
+        p.close()
+    assert (lost, b) == (a + 1, a + 2)
+    code, out = gaps_cli(capsys, server_db_url)
+    assert code == 1
+    lines = out.splitlines()
+    assert lines[0] == "Case.CaseNumber (standard): 3 value(s) checked, 1 missing"
+    assert lines[1:] == [f"  scope 'global': {lost}: rolled back"]
+    code, out = gaps_cli(capsys, server_db_url, "--json")
+    report = json.loads(out)
+    assert code == 1 and report["missing"] == 1
+    assert report["gaps"] == [
+        {"scope_key": "", "first": lost, "last": lost, "count": 1, "reason": "rolled back"}
+    ]
+
+
+def test_no_gaps_exits_0(platform: Platform, capsys: pytest.CaptureFixture[str]) -> None:
+    insert(platform)
+    insert(platform)
+    code, out = gaps_cli(capsys, str(platform.db.url.render_as_string(hide_password=False)))
+    assert code == 0 and out.splitlines() == ["Case.CaseNumber (standard): 2 value(s) checked, 0 missing"]
+
+
+def test_sqlite_rollback_gives_the_number_back(sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    """On SQLite the reservation runs in the caller's savepoint: a rollback leaves no gap at all."""
+    p = make_platform(sqlite_url)
+    try:
+        a, lost, b = insert(p), rolled_back(p), insert(p)
+    finally:
+        p.close()
+    assert lost == b == a + 1
+    assert gaps_cli(capsys, sqlite_url)[0] == 0
+
+
+def test_failed_insert_is_named_with_its_reason(server_db_url: str) -> None:
+    p = make_platform(server_db_url)
+    try:
+        first = p.records.insert("Case", {"Subject": "good"})
+
+        armed = [True]
+
+        def duplicate_id(event: object) -> None:
+            assert isinstance(event, RecordBeforeCreate)
+            for record in event.records:
+                if armed[0]:
+                    record["Id"] = first["Id"]
+
+        p.events.subscribe(RecordBeforeCreate, duplicate_id)
+        with pytest.raises(sa.exc.IntegrityError):
+            p.records.insert("Case", {"Subject": "fails"})
+        armed[0] = False
+        insert(p)
+        report = audit_gaps(p, CASE)
+    finally:
+        p.close()
+    assert [(g.first, g.count) for g in report.gaps] == [(number(first["CaseNumber"]) + 1, 1)]
+    assert report.gaps[0].reason.startswith("insert failed: ")
+
+
+def test_batch_rollback_is_one_run(server_db_url: str) -> None:
+    p = make_platform(server_db_url)
+    try:
+        insert(p)
+        with pytest.raises(Boom), p.begin() as conn:
+            p.records.insert_many("Case", [{"Subject": f"r{i}"} for i in range(5)], conn)
+            raise Boom()
+        insert(p)
+        report = audit_gaps(p, CASE)
+        with p.db.connect() as conn:
+            lines = conn.execute(sa.select(reservation_journal.c.state, reservation_journal.c.count)
+                                 .order_by(reservation_journal.c.Id)).all()
+    finally:
+        p.close()
+    assert [(g.first, g.last, g.reason) for g in report.gaps] == [(2, 6, "rolled back")]
+    assert [tuple(r) for r in lines] == [
+        ("reserved", 1), ("reserved", 5), ("rolled_back", 5), ("reserved", 1)
+    ]
+
+
+DIE = """
+import os, sys
+import autonumber
+p = autonumber.connect(sys.argv[1])
+print(p.engine.assign_one("Case.CaseNumber", {}), flush=True)
+os._exit(0)
+"""
+
+
+def test_reserved_by_a_process_that_died(db_url: str, tmp_path: Path) -> None:
+    p = make_platform(db_url)
+    try:
+        insert(p)
+        script = tmp_path / "die.py"
+        script.write_text(DIE)
+        url = p.db.url.render_as_string(hide_password=False)
+        out = subprocess.run([sys.executable, str(script), url], capture_output=True, text=True,
+                             timeout=120, check=True).stdout
+        insert(p)
+        report = audit_gaps(p, CASE)
+    finally:
+        p.close()
+    assert len(report.gaps) == 1 and report.gaps[0].first == number(out.strip()) == 2
+    assert report.gaps[0].reason.startswith("reserved by a process that died (")
+
+
+def test_scope_and_range_filters(server_db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
+    p = make_platform(server_db_url)
+    try:
+        insert(p)
+        rolled_back(p)
+        insert(p)
+        rolled_back(p)
+        insert(p)
+    finally:
+        p.close()
+    assert gaps_cli(capsys, server_db_url, "--from", "3", "--to", "5")[1].splitlines()[1:] == [
+        "  scope 'global': 4: rolled back"
+    ]
+    assert gaps_cli(capsys, server_db_url, "--to", "1")[0] == 0
+    assert gaps_cli(capsys, server_db_url, "--scope-key", "nope")[0] == 0
+
+
+def test_prune_by_age(platform: Platform, capsys: pytest.CaptureFixture[str]) -> None:
+    platform.engine.assign_one(CASE, {})  # its own reservation transaction: one journal line
+    url = platform.db.url.render_as_string(hide_password=False)
+    with pytest.raises(SystemExit) as info:
+        main(["audit", "prune", "--older-than", "1d", "--db", url])
+    assert info.value.code in (0, None) and "removed 0 journal line(s)" in capsys.readouterr().out
+    with platform.begin() as conn:
+        conn.execute(sa.update(reservation_journal).values(logged_at=datetime(2000, 1, 1)))
+    with pytest.raises(SystemExit) as info:
+        main(["audit", "prune", "--older-than", "30d", "--db", url])
+    assert info.value.code in (0, None) and "removed 1 journal line(s)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as info:
+        main(["audit", "prune", "--older-than", "soon", "--db", url])
+    err = capsys.readouterr().err
+    assert info.value.code == 2 and err.count("\n") == 1 and "--older-than 'soon'" in err
+
+
+def test_journal_is_one_line_per_reservation_and_none_in_the_callers_savepoint(platform: Platform) -> None:
+    platform.engine.assign_batch(CASE, [{}] * 7)
+    platform.records.insert_many("Case", [{"Subject": f"s{i}"} for i in range(3)])
+    with platform.db.connect() as conn:
+        rows = conn.execute(sa.select(reservation_journal.c.first_value, reservation_journal.c.count,
+                                      reservation_journal.c.state)).all()
+    expected = [(1, 7, "reserved")]
+    if not platform.dialect.reserve_on_caller_when_written:
+        expected.append((8, 3, "reserved"))  # SQLite reserves in the caller's savepoint: no line
+    assert sorted(tuple(r) for r in rows) == expected

@@ -1,0 +1,185 @@
+"""`autonumber.integrations.django` in-process on Django's SQLite, MySQL/MariaDB and PostgreSQL
+backends: AutoNumberField numbered on first save and read-only afterwards, bulk_create, 8 threads ×
+100 instances as 100 unique contiguous values, a rolled-back transaction leaving a gap, and the
+RegisterAutoNumber migration operation."""
+
+from __future__ import annotations
+
+import importlib.util
+import itertools
+import re
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+from typing import Any
+
+import django
+import pymysql
+import pytest
+from django.conf import settings
+from sqlalchemy.engine import make_url
+
+import autonumber
+from autonumber.db import create_engine
+from autonumber.rules.fields import stored_rule
+from autonumber.setup.bootstrap import bootstrap
+
+pymysql.install_as_MySQLdb()
+if not settings.configured:  # the same settings as the bench's django-sequences peer (one process)
+    settings.configure(
+        DATABASES={"default": {}},
+        DATABASE_ROUTERS=["autonumber.bench.django_peer.Router"],
+        INSTALLED_APPS=["sequences"] if importlib.util.find_spec("sequences") else [],
+        USE_TZ=True,
+        DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",
+    )
+    django.setup()
+
+from django.db import connections, models, transaction  # noqa: E402
+from django.db.migrations.state import ModelState, ProjectState  # noqa: E402
+
+from autonumber.integrations.django import (  # noqa: E402
+    AutoNumberField,
+    ReadOnlyAutoNumber,
+    RegisterAutoNumber,
+    close_platforms,
+    database_url,
+)
+
+FORMAT = "INV-{YYYY}-{00000}"
+
+
+class Invoice(models.Model):
+    customer = models.CharField(max_length=40)
+    number = AutoNumberField(format=FORMAT, scope="per_prefix", max_length=30)
+
+    class Meta:
+        app_label = "t19dj"
+        db_table = "dj_invoices"
+
+
+_aliases = itertools.count()
+
+
+def database_entry(url: str) -> dict[str, Any]:
+    """Django's DATABASES entry for a test URL."""
+    u = make_url(url)
+    if u.get_backend_name() == "sqlite":
+        return {"ENGINE": "django.db.backends.sqlite3", "NAME": u.database, "OPTIONS": {"timeout": 30}}
+    engine = "mysql" if u.get_backend_name() in ("mysql", "mariadb") else "postgresql"
+    return {"ENGINE": f"django.db.backends.{engine}", "NAME": u.database, "USER": u.username or "",
+            "PASSWORD": u.password or "", "HOST": u.host or "", "PORT": str(u.port or "")}
+
+
+@pytest.fixture
+def alias(db_url: str) -> Iterator[str]:
+    """A fresh Django alias on a bootstrapped database, with the model's table created."""
+    eng = create_engine(db_url)
+    bootstrap(eng)
+    eng.dispose()
+    name = f"t19_{next(_aliases)}"
+    entry = database_entry(db_url)
+    connections.settings[name] = connections.configure_settings({"default": {}, name: entry})[name]
+    with connections[name].schema_editor() as editor:
+        editor.create_model(Invoice)
+    yield name
+    connections[name].close()
+    close_platforms()
+
+
+def counters(values: list[str]) -> list[int]:
+    year = datetime.now(UTC).year
+    out = []
+    for v in values:
+        m = re.fullmatch(rf"INV-{year}-(\d{{5}})", v)
+        assert m is not None, v
+        out.append(int(m.group(1)))
+    return out
+
+
+def numbers(alias: str) -> list[str]:
+    return [n for n in Invoice.objects.using(alias).order_by("id").values_list("number", flat=True) if n]
+
+
+def test_database_url_is_built_from_django_databases(alias: str, db_url: str) -> None:
+    built = make_url(database_url(alias))
+    wanted = make_url(db_url)
+    assert (built.get_backend_name(), built.database, built.host or None) == (
+        wanted.get_backend_name(), wanted.database, wanted.host or None)
+
+
+def test_first_save_numbers_then_read_only_and_bulk_create(alias: str) -> None:
+    a = Invoice.objects.using(alias).create(customer="a")
+    b = Invoice(customer="b")
+    b.save(using=alias)
+    assert counters([a.number, b.number]) == [1, 2]
+    a.customer = "a2"
+    a.save(using=alias)  # other fields stay editable
+    loaded = Invoice.objects.using(alias).get(pk=a.pk)
+    assert loaded.number == a.number and loaded.customer == "a2"
+    loaded.number = "INV-1999-00001"
+    with pytest.raises(ReadOnlyAutoNumber, match="read-only afterwards"):
+        loaded.save(using=alias)
+    with pytest.raises(ReadOnlyAutoNumber, match="cannot be supplied"):
+        Invoice.objects.using(alias).create(customer="c", number="INV-1999-00002")
+    made = Invoice.objects.using(alias).bulk_create([Invoice(customer=f"bulk{i}") for i in range(5)])
+    assert counters([m.number for m in made]) == [3, 4, 5, 6, 7]
+    assert counters(numbers(alias)) == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_eight_threads_number_100_instances_unique_and_contiguous(alias: str) -> None:
+    Invoice.objects.using(alias).create(customer="warm")  # registers the field once, up front
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+    shares = [13, 13, 13, 13, 12, 12, 12, 11]
+
+    def work(t: int) -> None:
+        try:
+            barrier.wait()
+            for i in range(shares[t]):
+                if i % 4 == 3:
+                    Invoice.objects.using(alias).bulk_create([Invoice(customer=f"t{t}")])
+                else:
+                    Invoice.objects.using(alias).create(customer=f"t{t}")
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+        finally:
+            connections.close_all()
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    values = numbers(alias)
+    assert len(values) == 100 and len(set(values)) == 100
+    assert sorted(counters(values)) == list(range(1, 101))
+
+
+def test_rolled_back_transaction_leaves_a_gap(alias: str) -> None:
+    Invoice.objects.using(alias).create(customer="kept")
+    with pytest.raises(RuntimeError), transaction.atomic(using=alias):
+        Invoice.objects.using(alias).create(customer="lost")
+        raise RuntimeError("roll back")
+    Invoice.objects.using(alias).create(customer="after")
+    assert counters(numbers(alias)) == [1, 3]
+
+
+def test_migration_operation_registers_the_field(alias: str, db_url: str) -> None:
+    state = ProjectState()
+    state.add_model(ModelState.from_model(Invoice))
+    op = RegisterAutoNumber("invoice", "number")
+    with connections[alias].schema_editor() as editor:
+        op.database_forwards("t19dj", editor, state, state)
+    eng = create_engine(db_url)
+    try:
+        with eng.connect() as conn:
+            rule = stored_rule(conn, "dj_invoices", "number")
+    finally:
+        eng.dispose()
+    assert rule is not None and rule.format == FORMAT and rule.scope == "per_prefix"
+    assert op.deconstruct() == ("RegisterAutoNumber", ["invoice", "number"], {})
+    with autonumber.connect(db_url) as p:  # the library continues the same sequence
+        assert counters([p.records.insert("dj_invoices", {"customer": "lib"})["number"]]) == [1]
+    assert counters([Invoice.objects.using(alias).create(customer="dj").number]) == [2]

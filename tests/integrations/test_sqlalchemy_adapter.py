@@ -1,0 +1,170 @@
+"""`autonumber.integrations.sqlalchemy` on every backend: numbers at flush, one reservation per flush,
+in the order instances were added; 8 threads × 100 instances give 100 unique contiguous values; a
+rolled-back session leaves a gap (the default policy reserves outside the session's transaction)."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
+
+import autonumber
+from autonumber.db import create_engine
+from autonumber.integrations.sqlalchemy import autonumbered, unbind
+from autonumber.platform import Platform
+from autonumber.setup.bootstrap import bootstrap
+
+
+class Base(DeclarativeBase):
+    pass
+
+
+class Invoice(Base):
+    __tablename__ = "sa_invoices"
+    id: Mapped[int] = mapped_column(primary_key=True)
+    customer: Mapped[str] = mapped_column(sa.String(40))
+    number: Mapped[str | None] = mapped_column(sa.String(30))
+
+
+FORMAT = "INV-{YYYY}-{00000}"
+
+
+@pytest.fixture
+def platform(db_url: str) -> Iterator[Platform]:
+    eng = create_engine(db_url)
+    bootstrap(eng)
+    eng.dispose()
+    p = autonumber.connect(db_url)
+    yield p
+    unbind(Invoice.number)
+    p.close()
+
+
+@pytest.fixture
+def app_engine(db_url: str, platform: Platform) -> Iterator[sa.Engine]:
+    """The application's own engine and schema, as an application would have them."""
+    args = {"timeout": 30} if db_url.startswith("sqlite") else {}
+    eng = sa.create_engine(db_url, connect_args=args, pool_size=10)
+    Base.metadata.create_all(eng)
+    yield eng
+    eng.dispose()
+
+
+def counters(values: list[str]) -> list[int]:
+    year = datetime.now(UTC).year
+    out = []
+    for v in values:
+        m = re.fullmatch(rf"INV-{year}-(\d{{5}})", v)
+        assert m is not None, v
+        out.append(int(m.group(1)))
+    return out
+
+
+def stored(eng: sa.Engine) -> list[str]:
+    with Session(eng) as s:
+        return [n for n in s.scalars(sa.select(Invoice.number).order_by(Invoice.id)) if n is not None]
+
+
+def test_add_all_commit_numbers_in_order_with_one_reservation(
+    platform: Platform, app_engine: sa.Engine
+) -> None:
+    binding = autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    assert autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix") is binding
+    calls: list[int] = []
+    original = platform.engine.assign_batch
+
+    def counting(field: str, records: list[dict[str, object]], conn: object = None) -> list[str]:
+        calls.append(len(records))
+        return original(field, records)
+
+    platform.engine.assign_batch = counting  # type: ignore[method-assign]
+    with Session(app_engine) as s:
+        s.add_all([Invoice(customer=f"c{i}") for i in range(5)])
+        s.commit()
+    assert calls == [5]
+    with Session(app_engine) as s:
+        rows = s.scalars(sa.select(Invoice).order_by(Invoice.id)).all()
+        assert [r.customer for r in rows] == [f"c{i}" for i in range(5)]
+        assert counters([r.number or "" for r in rows]) == [1, 2, 3, 4, 5]
+
+
+def test_eight_threads_number_100_instances_unique_and_contiguous(
+    platform: Platform, app_engine: sa.Engine
+) -> None:
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    sizes = [1, 2, 3, 4, 5, 2, 3, 5]  # per thread: sessions of these sizes until its share is done
+    shares = [13, 13, 13, 13, 12, 12, 12, 12]
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(8)
+
+    def work(t: int) -> None:
+        try:
+            barrier.wait()
+            left = shares[t]
+            while left:
+                n = min(sizes[t], left)
+                with Session(app_engine) as s:
+                    s.add_all([Invoice(customer=f"t{t}") for _ in range(n)])
+                    s.commit()
+                left -= n
+        except BaseException as exc:  # reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert errors == []
+    values = stored(app_engine)
+    assert len(values) == 100 and len(set(values)) == 100
+    assert sorted(counters(values)) == list(range(1, 101))
+
+
+def test_rolled_back_session_leaves_a_gap(platform: Platform, app_engine: sa.Engine) -> None:
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    with Session(app_engine) as s:
+        s.add_all([Invoice(customer="kept")])
+        s.commit()
+    with Session(app_engine) as s:
+        s.add_all([Invoice(customer="lost"), Invoice(customer="lost")])
+        s.flush()
+        s.rollback()
+    with Session(app_engine) as s:
+        s.add(Invoice(customer="after"))
+        s.commit()
+    assert counters(stored(app_engine)) == [1, 4]
+
+
+def test_binding_registers_once_and_refuses_another_rule(platform: Platform, app_engine: sa.Engine) -> None:
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    with autonumber.connect(platform.db.url.render_as_string(hide_password=False)) as other:
+        autonumbered(Invoice.number, other, format=FORMAT, scope="per_prefix")  # a second process
+        with pytest.raises(Exception, match="already has an autonumber rule"):
+            autonumbered(Invoice.number, other, format="X-{000}")
+    unbind(Invoice.number)
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    with Session(app_engine) as s:
+        s.add(Invoice(customer="x", number=None))
+        s.commit()
+    assert counters(stored(app_engine)) == [1]
+    indexes = sa.inspect(app_engine).get_indexes("sa_invoices")
+    assert any(i.get("unique") and i["column_names"] == ["number"] for i in indexes)
+
+
+def test_several_flushes_in_one_transaction(platform: Platform, app_engine: sa.Engine) -> None:
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    with Session(app_engine) as s:
+        for i in range(3):
+            s.add_all([Invoice(customer=f"f{i}"), Invoice(customer=f"g{i}")])
+            s.flush()
+        s.commit()
+    with Session(app_engine) as s:
+        s.add(Invoice(customer="next"))
+        s.commit()
+    assert counters(stored(app_engine)) == [1, 2, 3, 4, 5, 6, 7]

@@ -6,7 +6,7 @@ DB ?= sqlite:///autonumber.db
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test install install-dev bench bench-quick soak clean chromium
+.PHONY: run test install install-dev bench bench-quick bench-job soak clean chromium wrk
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -39,11 +39,20 @@ chromium:
 	  (echo "make test: installing Chromium with apt-get (browser tests drive /usr/bin/chromium)" && \
 	   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
-## make bench: the full benchmark (≈10 min); bench-quick < 3 min; soak restarts the local servers.
-bench: $(DEVSTAMP)
+## wrk drives the HTTP rows of the bench (Debian package, like chromium for the browser tests).
+wrk:
+	@command -v wrk >/dev/null 2>&1 || \
+	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null)
+
+## make bench: the full benchmark (≈20 min); bench-quick < 5 min; bench-job only the record/HTTP rows;
+## soak restarts the local servers.
+bench: $(DEVSTAMP) wrk
 	$(BIN)/autonumber bench
 
-bench-quick: $(DEVSTAMP)
+bench-job: $(DEVSTAMP) wrk
+	$(BIN)/autonumber bench --only job
+
+bench-quick: $(DEVSTAMP) wrk
 	$(BIN)/autonumber bench --quick
 
 soak: $(DEVSTAMP)

@@ -202,8 +202,8 @@ class LockTimeout(AutonumberError):
 class VerifyError(AutonumberError):
     """`setup verify` found violations; `.violations` holds one line each, starting V1..V6."""
 
-    def __init__(self, violations: Sequence[str]) -> None:
-        self.violations = list(violations)
+    def __init__(self, violations: Sequence[object]) -> None:
+        self.violations = [str(v) for v in violations]
         super().__init__(
             f"{len(self.violations)} invariant violation(s):\n" + "\n".join(self.violations)
         )
@@ -269,3 +269,18 @@ class GaplessNeedsTransaction(AutonumberError):
             f"{field_id} is a gapless field: its numbers are taken inside the caller's transaction; "
             "pass the connection of that transaction (Records.insert does)"
         )
+
+
+class RuleChangeRefused(AutonumberError):
+    """A rule change (add, format, scope, start) refused before anything is written.
+
+    The one class every path raises (CLI, data-spec, `setup apply`, console, HTTP); `field` names the
+    field (`Object.Field` or its id) and `reason` says why in one line.
+    """
+
+    exit_code = 2
+
+    def __init__(self, field: str, reason: str) -> None:
+        self.field_id = field
+        self.reason = reason
+        super().__init__(f"{field}: change refused: {reason}")

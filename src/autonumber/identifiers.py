@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import re
 
 from autonumber.errors import InvalidIdentifier
@@ -15,3 +16,25 @@ def check_api_name(name: object, what: str = "API name") -> str:
     if not isinstance(name, str) or len(name) > MAX_LENGTH or not API_NAME.fullmatch(name):
         raise InvalidIdentifier(str(name), what)
     return name
+
+
+ID_LENGTH = 64
+"""Metadata Ids are VARCHAR(64)."""
+
+
+def fit_id(text: str) -> str:
+    """`text` when it fits an Id column; else its first 47 characters, '#' and a 16-hex digest."""
+    if len(text) <= ID_LENGTH:
+        return text
+    digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
+    return f"{text[: ID_LENGTH - 17]}#{digest}"
+
+
+def object_id(name: str) -> str:
+    """Deterministic `_System_Object.Id` (identical on every node and every run)."""
+    return fit_id(f"obj_{name}")
+
+
+def field_id(object_name: str, field_name: str) -> str:
+    """Deterministic `_System_Field.Id`: `Object.Field` (shortened with a digest beyond 64 chars)."""
+    return fit_id(f"{object_name}.{field_name}")

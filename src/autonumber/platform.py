@@ -21,6 +21,11 @@ DEFAULT_STRATEGY: Strategy = "combining"
 waiting on the same counter, so throughput does not pay one durable commit per number."""
 
 
+GROUP_COMMIT = True
+"""Chosen by the job benchmark (docs/performance.md): concurrent independent inserts of one object
+share one transaction, so 100 callers do not pay 100 durable commits."""
+
+
 class Platform:
     """One database: `.engine` assigns numbers, `.records` persists, `.begin()` is a caller txn."""
 
@@ -36,6 +41,7 @@ class Platform:
         reservation_pool_size: int | None = None,
         poll_interval: float = 1.0,
         journal: bool = True,
+        group_commit: bool = GROUP_COMMIT,
     ) -> None:
         split = Budget.split(max_connections_from(max_connections))
         records = pool_size or split.records
@@ -69,7 +75,14 @@ class Platform:
         )
         # The reservation journal behind `autonumber audit gaps` (off: reasons unknown, cost saved).
         self.engine.reserver.journal.enabled = journal
-        self.records = Records(self.db, self.catalog, self.engine, self.events)
+        self.records = Records(
+            self.db,
+            self.catalog,
+            self.engine,
+            self.events,
+            group_commit=group_commit,
+            group_db=self.reservation_db,
+        )
 
     @contextmanager
     def begin(self) -> Iterator[Connection]:

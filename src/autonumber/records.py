@@ -22,6 +22,7 @@ from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
 from .errors import CommitOutcomeUnknown, RecordError, RecordNotFound, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
+from .group_commit import GroupCommit
 from .values import checked_value, text_problem
 
 SYSTEM_COLUMNS = ("Id", "CreatedDate")
@@ -52,23 +53,48 @@ def _first_line(exc: sa.exc.DBAPIError) -> str:
     return lines[0] if lines else type(cause).__name__
 
 
+def insert_rows(conn: Connection, table: sa.Table, records: Sequence[Mapping[str, Any]]) -> None:
+    """One INSERT; many rows go as one multi-row INSERT (SQLAlchemy's "insertmanyvalues" batching,
+    which RETURNING turns on for every backend, with the statement compiled once and cached)."""
+    shapes: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    for record in records:  # callers of one group may set different fields
+        shapes.setdefault(tuple(sorted(record)), []).append(record)
+    many_values = conn.dialect.insert_executemany_returning  # MySQL proper has no RETURNING
+    for rows in shapes.values():
+        if len(rows) == 1 or not many_values:
+            conn.execute(sa.insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
+        else:
+            conn.execute(sa.insert(table).returning(table.c.Id), rows).all()
+
+
 class Records:
     """insert / insert_many / get / list / update for the objects of the catalog."""
 
-    def __init__(self, db: SAEngine, catalog: Catalog, engine: Engine, events: EventBus) -> None:
+    def __init__(
+        self,
+        db: SAEngine,
+        catalog: Catalog,
+        engine: Engine,
+        events: EventBus,
+        *,
+        group_commit: bool = False,
+        group_db: SAEngine | None = None,
+    ) -> None:
         self._db = db
         self.catalog = catalog
         self.engine = engine
         self.events = events
         if not engine.dialect.reserve_on_caller_when_written:
             watch(db)  # SQLite reserves in the caller's transaction: nothing is detached there
+        self._group_db = group_db or db
+        self.group_commit = GroupCommit(self._write_own) if group_commit else None
 
     @contextmanager
-    def _txn(self, conn: Connection | None) -> Iterator[Connection]:
+    def _txn(self, conn: Connection | None, db: SAEngine | None = None) -> Iterator[Connection]:
         if conn is not None:
             yield conn
             return
-        with self._db.connect() as own, self.engine.dialect.begin_write(own):
+        with (db or self._db).connect() as own, self.engine.dialect.begin_write(own):
             yield own
 
     def insert(
@@ -83,7 +109,18 @@ class Records:
 
         With `idempotency_key`, a repeat of the same request returns the record stored the first
         time (IdempotencyConflict when the key came with different values).
+        Without a transaction of the caller's or an idempotency key, the checked row may share one
+        transaction with concurrent inserts of the same object (group commit) when the platform
+        turned it on.
         """
+        snapshot = self.catalog.current()
+        # an adopted table's key comes from its own database, so its rows are written one by one
+        grouped = conn is None and idempotency_key is None and not snapshot.is_adopted(object_name)
+        if grouped and self.group_commit is not None:
+            table = snapshot.table(object_name)
+            record = self._checked(snapshot, object_name, table, data, f"{object_name} record #1")
+            self._refuse_quarantined(snapshot, object_name)
+            return self.group_commit.insert(object_name, record)
         return self.insert_many(object_name, [data], conn, idempotency_key=idempotency_key)[0]
 
     def insert_many(
@@ -130,6 +167,52 @@ class Records:
         metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
 
+    def _write_own(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """Write checked records in a short transaction of their own (the group-commit writer).
+
+        Its numbers are reserved in that transaction and commit or roll back with the rows. When
+        the connection dies, nobody knows whether the COMMIT landed: the rows are written again
+        under the same Ids, and if that is refused as a duplicate Id the first COMMIT did land —
+        the stored records are returned. Never a record stored twice, never a number reused."""
+        self._refuse_quarantined(self.catalog.current(), object_name)
+        for attempt in (1, 2):
+            try:
+                return self._write_alone(object_name, [dict(r) for r in records])
+            except sa.exc.DBAPIError as exc:
+                if exc.connection_invalidated or self.engine.dialect.is_duplicate_key(exc):
+                    landed = self._landed(object_name, records)
+                    if landed is not None:
+                        return landed
+                if attempt == 2 or not exc.connection_invalidated:
+                    raise
+        raise AssertionError("unreachable")
+
+    def _landed(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+        """The records as stored when an earlier COMMIT of theirs did land (Ids are fresh uuid4s, so
+        finding every one means that), else None — also when the database cannot be asked."""
+        try:
+            stored = self._stored(object_name, [r["Id"] for r in records])
+        except sa.exc.DBAPIError:
+            return None
+        return stored if len(stored) == len(records) else None
+
+    def _stored(self, object_name: str, ids: Sequence[str]) -> list[dict[str, Any]]:
+        """The stored records with these Ids, in that order (those found)."""
+        table = self.catalog.current().table(object_name)
+        stmt = sa.select(table).where(table.c.Id.in_(ids))
+        with self._db.connect() as conn:
+            rows = {r["Id"]: _plain(r) for r in conn.execute(stmt).mappings()}
+        return [rows[i] for i in ids if i in rows]
+
+    def _write_alone(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One attempt of the group writer: numbers reserved in this short transaction itself."""
+        snapshot = self.catalog.current()
+        table = snapshot.table(object_name)
+        with self._txn(None, self._group_db) as c:
+            self._write(snapshot, object_name, table, records, c, inside=True)
+        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
+        return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
+
     def _write(
         self,
         snapshot: CatalogSnapshot,
@@ -137,8 +220,11 @@ class Records:
         table: sa.Table,
         records: list[dict[str, Any]],
         c: Connection,
+        *,
+        inside: bool = False,
     ) -> None:
-        """Assign the numbers, publish RecordBeforeCreate, insert the rows (the caller's txn)."""
+        """Assign the numbers, publish RecordBeforeCreate, insert the rows in `c`'s transaction;
+        `inside`: the numbers are reserved in that transaction itself (the group writer)."""
         adopted = snapshot.is_adopted(object_name)
         at = None
         rules = snapshot.rules_of(object_name)
@@ -146,7 +232,7 @@ class Records:
         crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
         held: list[Pending] = []
         for rule, cross in zip(rules, crosses, strict=True):
-            assigned = self.engine.assign(rule.field_id, records, c, cross=cross)
+            assigned = self.engine.assign(rule.field_id, records, c, cross=cross, inside=inside)
             held.append(self._hold(c, assigned.detached))
             at = assigned.assigned_at
             for record, value in zip(records, assigned.values, strict=True):
@@ -160,8 +246,7 @@ class Records:
             if adopted:
                 _insert_adopted(c, table, records)
             else:
-                keys = {k for record in records for k in record}  # one statement: every row, every key
-                c.execute(sa.insert(table), [{k: record.get(k) for k in keys} for record in records])
+                insert_rows(c, table, records)
         except sa.exc.DBAPIError as exc:
             for pending in held:  # the gap's reason, once the transaction rolls back
                 pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]

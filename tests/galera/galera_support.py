@@ -168,7 +168,7 @@ def verify_node(cluster: Cluster, node: int) -> list[str]:
 
     engine = autonumber_engine(cluster, node)
     try:
-        return verify(engine)
+        return [str(f) for f in verify(engine)]
     finally:
         engine.dispose()
 

@@ -99,11 +99,16 @@ def test_field_set_keeps_counters_and_refuses_a_width_that_cannot_hold_them(
     before = counters(engine, "Account.Account_ID__c")
     code, out = run(["field", "set", "Account", "Account_ID__c", "--format", "ACC-{YYYY}-{0000000}",
                      "--db", db_url], capsys)
-    assert code == 2 and "cannot read the stored value 'IBG-B-" in out, out  # existing values would not parse
+    assert code == 0 and "3 under an earlier format" in out, out  # old values stay valid
+    assert counters(engine, "Account.Account_ID__c") == before  # the counter continues
+    assert verify(engine) == []
     code, out = run(["field", "add", "Case", "Ref__c", "--format", "R-{000}", "--start", "500",
                      "--db", db_url], capsys)
     assert code == 0, out
     code, out = run(["field", "set", "Case", "Ref__c", "--format", "R-{00}", "--db", db_url], capsys)
+    assert code == 2 and "start 500 is beyond the counter width 2" in out, out  # the stored start
+    code, out = run(["field", "set", "Case", "Ref__c", "--format", "R-{00}", "--start", "1", "--db", db_url],
+                    capsys)
     assert code == 2 and "cannot hold the next value 500" in out, out
     assert counters(engine, "Case.Ref__c") == {"": 500}
     code, out = run(["field", "set", "Case", "Ref__c", "--format", "REF-{0000}", "--start", "1",

@@ -82,7 +82,7 @@ def test_reconcile_adds_missing_columns_to_a_table_with_rows(engine: Engine) -> 
 
     changes = reconcile_system_schema(engine)
 
-    assert sorted(c for c in changes if "_System_Field" in c) == sorted(
+    assert sorted(c for c in changes if "_System_Field." in c) == sorted(
         f"added column _System_Field.{name}" for name in AUTONUMBER_COLUMNS
     )
     assert _columns(engine, "_System_Field") == {c.name for c in system_field.columns}

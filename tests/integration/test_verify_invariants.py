@@ -12,7 +12,8 @@ from autonumber.cli import main
 from autonumber.db import create_engine, dialect_for
 from autonumber.db.tables import counter_table, system_field, system_record_type
 from autonumber.errors import VerifyError
-from autonumber.rules.verify import verify, verify_or_raise
+from autonumber.rules.verify import Finding, verify_or_raise
+from autonumber.rules.verify import verify as findings
 from autonumber.setup.bootstrap import bootstrap
 
 
@@ -28,6 +29,11 @@ def run(engine: Engine, *statements: sa.Executable) -> None:
     with engine.connect() as conn, dialect_for(conn).begin_write(conn):
         for stmt in statements:
             conn.execute(stmt)
+
+
+def verify(engine: Engine) -> list[str]:
+    """The one-line messages `setup verify` prints."""
+    return [str(f) for f in findings(engine)]
 
 
 def codes(lines: list[str]) -> set[str]:
@@ -64,6 +70,8 @@ def test_v1_unparseable_live_value(engine: Engine) -> None:
     run(engine, sa.insert(case).values(Id="k1", CaseNumber="CASE-1"))
     [line] = verify(engine)
     assert line.startswith("V1 field_id=Case.CaseNumber:") and "row Id=k1" in line
+    [found] = findings(engine)
+    assert found == Finding("V1", "Case.CaseNumber", line, "k1", "CASE-1")
 
 
 def test_v2_stale_token_refs(engine: Engine) -> None:

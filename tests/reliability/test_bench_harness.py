@@ -52,7 +52,7 @@ def test_a_cell_of_unique_values_is_unique() -> None:
 
 
 @pytest.mark.slow
-@pytest.mark.timeout(120)
+@pytest.mark.timeout(300)
 def test_bench_command_writes_json_plots_and_docs(tmp_path: Path) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
@@ -76,3 +76,38 @@ def test_bench_command_writes_json_plots_and_docs(tmp_path: Path) -> None:
     again = CliRunner().invoke(app, args)
     assert again.exit_code == 0, again.output
     assert (docs / "performance.md").read_text(encoding="utf-8").count("<!-- bench:begin") == 1
+    job = doc["job"]["sqlite"]
+    assert {"records.insert", "peer:native-insert"} <= set(job["cells"])
+    assert all(row["unique"] and not row["errors"] for rows in job["cells"].values() for row in rows)
+    assert all(v["stored_duplicates"] == 0 for v in job["stored"].values())
+    assert {(r["label"], r["work_ms"]) for r in job["cells"]["records.insert"]} == {
+        ("1×1", 0.0), ("1×4", 0.0), ("1×4", 2.0), ("1×4", 10.0)
+    }
+    assert "<!-- bench-job:end -->" in text and "records.insert" in text
+
+
+WRK_OUTPUT = """Running 5s test @ http://127.0.0.1:8000/cases
+  2 threads and 100 connections
+  Thread Stats   Avg      Stdev     Max   +/- Stdev
+    Latency    90.12ms   20.01ms 301.55ms   80.00%
+    Req/Sec   560.12     80.10   700.00     70.00%
+  Latency Distribution
+     50%   85.10ms
+     75%   99.00ms
+     90%  120.00ms
+     99%    1.20s
+  5600 requests in 5.01s, 1.10MB read
+  Socket errors: connect 0, read 2, write 0, timeout 1
+  Non-2xx or 3xx responses: 4
+Requests/sec:   1117.76
+Transfer/sec:    224.00KB
+"""
+
+
+def test_wrk_output_is_parsed_with_units_and_failures() -> None:
+    from autonumber.bench.http import parse_wrk
+
+    row = parse_wrk(WRK_OUTPUT)
+    assert row["throughput"] == 1117.76 and row["requests"] == 5600
+    assert row["p50_ms"] == 85.1 and row["p99_ms"] == 1200.0
+    assert row["errors"] == 4 + 3  # non-2xx plus socket errors: a failed request is never a result

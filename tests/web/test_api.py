@@ -6,12 +6,12 @@ import re
 from datetime import UTC, datetime
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from autonumber.db.tables import counter_table, system_field
 from autonumber.platform import Platform
+from autonumber.rules import verify
 
 SG_RT = "rt_Contract_Services_Agreement"
 
@@ -206,13 +206,13 @@ def test_admin_changes_a_format_through_validation(admin: TestClient) -> None:
     error(admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "X", "scope": "per_day"}), 422)
 
 
-def test_admin_change_runs_setup_verify(admin: TestClient) -> None:
-    pytest.importorskip("autonumber.rules.verify", reason="needs the setup pipeline's verify (V1-V6)")
-    post(admin, "Case", {"Subject": "stored under {00000000}"})
-    body = error(admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "CS-{00000000}"}), 409)
-    assert body["type"] == "VerifyError" and body["violations"][0].startswith("V1 field_id=Case.CaseNumber")
-    fields = {f["field_id"]: f for f in admin.get("/api/autonumber/fields").json()}
-    assert fields["Case.CaseNumber"]["format"] == "{00000000}"
+def test_admin_change_keeps_the_stored_values_valid(admin: TestClient, platform: Platform) -> None:
+    first = post(admin, "Case", {"Subject": "stored under {00000000}"})
+    r = admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "CS-{00000000}"})
+    assert r.status_code == 200, r.text
+    assert post(admin, "Case", {"Subject": "after"})["CaseNumber"] == "CS-00000002"  # the counter continues
+    assert admin.get(f"/api/records/Case/{first['Id']}").json()["CaseNumber"] == first["CaseNumber"]
+    assert [str(f) for f in verify(platform.db)] == []
 
 
 def test_admin_change_keeps_cross_record_chains(admin: TestClient) -> None:
@@ -234,14 +234,21 @@ def test_admin_change_refuses_a_width_the_counter_overflows(admin: TestClient, p
     assert fields["Case.CaseNumber"]["format"] == "{00000000}"
 
 
-def test_admin_change_refuses_to_reissue_a_stored_value(admin: TestClient, platform: Platform) -> None:
+def test_admin_change_raises_a_counter_behind_the_stored_values(
+    admin: TestClient, platform: Platform
+) -> None:
     post(admin, "Case", {"Subject": "one"})
     post(admin, "Case", {"Subject": "two"})
     with platform.begin() as conn:  # a counter behind the live data (a bad restore, say)
         conn.execute(sa.update(counter_table).where(counter_table.c.field_id == "Case.CaseNumber")
                      .values(next_value=2))
-    body = error(admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "{00000000}"}), 409)
-    assert "already holds '00000002'" in body["error"] and body["field_id"] == "Case.CaseNumber"
+    r = admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "C-{00000000}"})
+    assert r.status_code == 200, r.text
+    assert r.json()["counters"] == [{"scope_key": "", "next_value": 2}]  # C-… cannot render 00000002
+    r = admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "{00000000}"})
+    assert r.status_code == 200, r.text
+    assert r.json()["counters"] == [{"scope_key": "", "next_value": 3}]  # raised: never reissued
+    assert post(admin, "Case", {"Subject": "three"})["CaseNumber"] == "00000003"
 
 
 def test_health_metrics_and_openapi(client: TestClient) -> None:

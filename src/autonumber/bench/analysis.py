@@ -125,4 +125,7 @@ def summarise(doc: dict[str, Any]) -> dict[str, Any]:
         if strategy is not None:
             b["ratios"] = {str(n): ratios(b, strategy, n) for n in doc.get("callers", [])}
     doc["targets"] = targets(doc)
+    from .job_report import job_targets  # job_report → report → analysis: imported when used
+
+    doc["job_targets"] = job_targets(doc)
     return doc

@@ -81,6 +81,11 @@ def terminal(doc: Mapping[str, Any]) -> str:
         parts.append(
             f"  {t['backend']:<10} {t['target']:<48} {_fmt(t['value'], 2):>14}  {t['goal']:<12} {met}"
         )
+    for t in doc.get("job_targets", []):
+        met = {True: "met", False: "MISSED", None: "n/a"}[t["met"]]
+        parts.append(
+            f"  {t['backend']:<10} {t['target']:<60} {_fmt(t['value'], 2):>10}  {t['goal']:<28} {met}"
+        )
     for name, extra in doc.get("extras", {}).items():
         parts.append(f"extra {name}: " + extra_summary(extra))
     return "\n".join(parts)
@@ -116,6 +121,8 @@ def plot(doc: Mapping[str, Any], directory: Path) -> list[Path]:
 
     directory.mkdir(parents=True, exist_ok=True)
     backends = list(doc["backends"])
+    if not backends:
+        return []
     names = list(dict.fromkeys(n for b in backends for n in doc["backends"][b]["cells"]))
     palette = [plt.get_cmap("tab10")(i) for i in range(10)]
     colors = {n: palette[i % len(palette)] for i, n in enumerate(names)}

@@ -16,7 +16,7 @@ import autonumber
 from autonumber.engine import STRATEGIES, Strategy
 from autonumber.platform import DEFAULT_STRATEGY
 
-from . import django_peer, extras
+from . import django_peer, extras, http, job
 from .contestants import HOT_FIELD, Contestant, EngineContestant, NativeSequence, supports_sequences
 from .database import backend_of, describe_server, recreate
 from .harness import run_cell
@@ -36,6 +36,11 @@ class BenchConfig:
     extras: bool = True
     duration: float = field(default=0.0)
     warmup: float = field(default=0.0)
+    counter: bool = True
+    """The hot-counter rows (engine strategies against the counter peers)."""
+    job: bool = True
+    """The job rows: records.insert against the native-insert and django-sequences peers, and HTTP."""
+    http_workers: int = http.WORKERS
 
     @property
     def cell_seconds(self) -> float:
@@ -191,7 +196,23 @@ def run(config: BenchConfig, log: Log = print) -> dict[str, Any]:
     }
     for backend, url in config.urls.items():
         log(f"{backend}: {autonumber.db.mask(url)}")
-        doc["backends"][backend] = run_backend(url, config, log)
+        if config.counter:
+            doc["backends"][backend] = run_backend(url, config, log)
+        if config.job:
+            if not config.counter:
+                recreate(url)
+            doc.setdefault("job", {})[backend] = job.run_job(
+                url,
+                backend,
+                callers=tuple(config.callers),
+                seconds=config.cell_seconds,
+                warmup=config.warmup_seconds,
+                log=log,
+            )
+            doc["job"][backend]["server"] = describe_server(url)
+            doc.setdefault("http", {})[backend] = http.run_http(
+                url, backend, workers=config.http_workers, seconds=max(2.0, 2 * config.cell_seconds), log=log
+            )
     if config.extras:
         for name in extras.EXTRAS:
             log(f"extra: bench_{name}")

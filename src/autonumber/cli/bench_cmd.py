@@ -55,6 +55,17 @@ def bench(
         typer.Option("--docs", help="Write plots and the generated section of performance.md here."),
     ] = Path("docs"),
     extras: Annotated[bool, typer.Option("--extras/--no-extras", help="Also run bench/bench_*.py.")] = True,
+    only: Annotated[
+        str,
+        typer.Option(
+            "--only",
+            help="all; counter (the hot-counter rows); job (records.insert against the native-insert "
+            "and django-sequences peers, and the HTTP rows).",
+        ),
+    ] = "all",
+    http_workers: Annotated[
+        int, typer.Option("--http-workers", min=1, help="Uvicorn workers of both HTTP servers.")
+    ] = 2,
 ) -> None:
     """Measure the engine's strategies and the peers on one hot counter, side by side, per backend.
 
@@ -70,12 +81,17 @@ def bench(
     unknown = [b for b in chosen if b not in urls]
     if unknown:
         raise ConfigError(f"unknown --backend {', '.join(unknown)}; use sqlite, mysql or postgresql")
+    if only not in ("all", "counter", "job"):
+        raise ConfigError(f"unknown --only {only}; use all, counter or job")
     config = BenchConfig(
         urls={b: urls[b] for b in chosen},
         quick=quick,
         callers=tuple(callers or CALLERS),
-        extras=extras,
+        extras=extras and only == "all",
         duration=seconds,
+        counter=only != "job",
+        job=only != "counter",
+        http_workers=http_workers,
     )
     doc = summarise(run(config, log=typer.echo))
     typer.echo(terminal(doc))

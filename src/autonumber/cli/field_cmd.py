@@ -1,7 +1,7 @@
 """`autonumber field add|set`: add an autonumber field or change its rule, no code (§1.1 goal 3, §7.2 k).
 
-Thin shells over `autonumber.rules.fields`: the same validate → store → seed → verify path as a
-data-spec's `add_autonumber_field` / `set_rule` operations, in one transaction.
+Thin shells over `autonumber.rules`: the same plan → write → verify path as a data-spec's
+`add_autonumber_field` / `set_rule`, the console and the HTTP API, in one transaction.
 """
 
 from __future__ import annotations
@@ -10,10 +10,8 @@ from typing import Annotated
 
 import typer
 
-from autonumber.db import check_reachable, create_engine, dialect_for
-from autonumber.errors import UnknownField
-from autonumber.rules.fields import add_field, change_rule, stored_rule
-from autonumber.rules.store import RuleSpec
+from autonumber.db import check_reachable, create_engine
+from autonumber.rules import FieldChange, RuleRequest, RuleSpec, commit_requests, set_rule
 
 from .common import DEFAULT_URL, DbOption
 
@@ -35,19 +33,12 @@ TimeZoneOption = Annotated[str | None, typer.Option(
     "counters, e.g. Asia/Tokyo. Default: UTC, or the stored zone for `set`.", show_default=False)]
 
 
-def _run(db: str, work: str, rule: RuleSpec, length: int | None) -> None:
-    engine = create_engine(db)
-    check_reachable(engine)
-    dialect = dialect_for(engine)
-    try:
-        with engine.connect() as conn, dialect.begin_write(conn):
-            fid, changes = add_field(conn, rule, length) if work == "add" else change_rule(conn, rule)
-    finally:
-        engine.dispose()
-    for line in changes:
+def _report(rule: RuleSpec, done: FieldChange) -> None:
+    for line in done.changes:
         typer.echo(f"  {line}")
     extra = "".join(f", {v}" for v in (rule.numbering, rule.time_zone) if v not in ("standard", "UTC"))
-    typer.echo(f"{rule.name} ({fid}): {rule.format} ({rule.scope}, start {rule.start}{extra}); verify passed")
+    typer.echo(f"{rule.name} ({done.field_id}): {rule.format} ({rule.scope}, start {rule.start}{extra}); "
+               "verify passed")
 
 
 @app.command("add")
@@ -67,8 +58,15 @@ def add_cmd(
 
     Example: autonumber field add Account Member_No__c --format 'MB-{000000}' --start 100
     """
-    _run(db, "add", RuleSpec(object_name, field, fmt, scope=scope, start=start, length=length,
-                             numbering=numbering or "standard", time_zone=time_zone or "UTC"), length)
+    rule = RuleSpec(object_name, field, fmt, scope=scope, start=start, length=length,
+                    numbering=numbering or "standard", time_zone=time_zone or "UTC")
+    engine = create_engine(db)
+    check_reachable(engine)
+    try:
+        [done] = commit_requests(engine, [RuleRequest("add", rule)])
+    finally:
+        engine.dispose()
+    _report(rule, done)
 
 
 @app.command("set")
@@ -84,21 +82,16 @@ def set_cmd(
     time_zone: TimeZoneOption = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
-    """Change an autonumber field's rule (also repairs a quarantined one); counters are never lowered.
+    """Change an autonumber field's rule (also repairs a quarantined one): stored values stay valid,
+    counters are never lowered, a scope change moves them.
 
     Example: autonumber field set Account Account_ID__c --format 'IBG-B-{YYYY}{MM}{DD}-{0000000}'
     """
     engine = create_engine(db)
     check_reachable(engine)
     try:
-        with engine.connect() as conn:
-            stored = stored_rule(conn, object_name, field)
+        rule, done = set_rule(engine, object_name, field, fmt, scope=scope, start=start, numbering=numbering,
+                              time_zone=time_zone)
     finally:
         engine.dispose()
-    if stored is None or stored.format is None:
-        raise UnknownField(f"{object_name}.{field}",
-                           "field has no autonumber rule (add it with `autonumber field add`)")
-    rule = RuleSpec(object_name, field, fmt, scope=scope or stored.scope,
-                    start=stored.start if start is None else start,
-                    numbering=numbering or stored.numbering, time_zone=time_zone or stored.time_zone)
-    _run(db, "set", rule, None)
+    _report(rule, done)

@@ -104,7 +104,7 @@ def verify_cmd(db: DbOption = "sqlite:///autonumber.db") -> None:
         engine.dispose()
     if violations:
         for line in violations:
-            typer.echo(line)
+            typer.echo(str(line))
         raise typer.Exit(1)
     typer.echo("verify: V1–V6 hold")
 

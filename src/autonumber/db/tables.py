@@ -181,10 +181,22 @@ reservation_journal = sa.Table(
 range of `count` values from `first_value`), and a `rolled_back` or `failed` line for the values a
 caller gave up, written once its outcome is known. A stored record needs no line: it is the proof."""
 
+field_format_history = sa.Table(
+    "_System_FieldFormatHistory",
+    metadata,
+    sa.Column("field_id", sa.String(64), primary_key=True),
+    sa.Column("format", sa.String(255), primary_key=True),
+    sa.Column("scope", sa.String(16), nullable=False),
+    sa.Column("effective_from", Timestamp6, nullable=True),
+)
+"""Every format an autonumber field has had: stored values stay valid under any of them (verify V1).
+`effective_from` is when the format last became current (NULL: before history was kept)."""
+
 SYSTEM_TABLES: tuple[sa.Table, ...] = (
     system_object, system_field, system_record_type, counter_table, lock_table, spec_apply_log,
-    reservation_journal,
+    reservation_journal, field_format_history,
 )
+
 
 idempotency_table = sa.Table(
     "_System_IdempotencyKey",
@@ -258,6 +270,7 @@ __all__ = [
     "CanonicalJSON",
     "Timestamp6",
     "counter_table",
+    "field_format_history",
     "idempotency_table",
     "legacy_autonumber",
     "legacy_compound",

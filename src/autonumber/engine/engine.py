@@ -98,8 +98,12 @@ class Engine:
         conn: Connection | None = None,
         *,
         cross: Sequence[Mapping[str, str]] | None = None,
+        inside: bool = False,
     ) -> Assigned:
-        """assign_batch that also returns the shared assigned-at; `cross` = already resolved values."""
+        """assign_batch that also returns the shared assigned-at; `cross` = already resolved values.
+
+        `inside`: reserve in `conn`'s own short transaction (the group-commit writer; a savepoint
+        only on SQLite), so the numbers commit with the rows in one COMMIT and roll back with them."""
         snapshot = self.catalog.current()
         rule = snapshot.rule(field)
         if not records:
@@ -117,11 +121,11 @@ class Engine:
             values = cross[indices[0]]
             if rule.gapless:
                 res, offset = reserve_gapless(self.reserver, rule, len(indices), values, conn, at), 0
-            elif len(records) == 1:
+            elif len(records) == 1 and not inside:
                 res, offset = self._reserve_single(rule, values, conn)
             else:
-                res, offset = self._reserve(rule, len(indices), values, conn, at), 0
-            if not rule.gapless and self._on_caller(conn) is None:
+                res, offset = self._reserve(rule, len(indices), values, conn, at, inside), 0
+            if not rule.gapless and not inside and self._on_caller(conn) is None:
                 detached.append(Range(rule.field_id, res.scope_key, res.first + offset, len(indices)))
             at = res.assigned_at
             for j, idx in enumerate(indices):
@@ -149,11 +153,15 @@ class Engine:
         cross: Mapping[str, str],
         conn: Connection | None,
         at: datetime | None = None,
+        inside: bool = False,
     ) -> Reservation:
-        target = self._on_caller(conn)
+        target = conn if inside else self._on_caller(conn)
         if self.strategy == "cas":
             return self.reserver.reserve_cas(rule, n, cross, target, at)
-        return self.reserver.reserve_atomic(rule, n, cross, target, at)
+        # inside the group writer's own short transaction the row lock lasts to its COMMIT anyway:
+        # no savepoint round trips (SQLite's writer is the caller's connection: keep them there)
+        savepoint = not inside or self.dialect.reserve_on_caller_when_written
+        return self.reserver.reserve_atomic(rule, n, cross, target, at, savepoint)
 
     def _reserve_single(
         self, rule: Rule, cross: Mapping[str, str], conn: Connection | None

@@ -98,8 +98,14 @@ class Reserver:
         self._semaphores = TTLCache(maxsize=self.semaphore_capacity, ttl=SEMAPHORE_TTL)
 
     @contextmanager
-    def transaction(self, conn: Connection | None) -> Iterator[Connection]:
-        """A reservation transaction: own connection, or a savepoint on the caller's (SQLite)."""
+    def transaction(self, conn: Connection | None, savepoint: bool = True) -> Iterator[Connection]:
+        """A reservation transaction: own connection, or a savepoint on the caller's (SQLite).
+
+        `savepoint=False`: straight in `conn`'s transaction (a group-commit writer whose short
+        transaction holds nothing before the reservation; a failure fails the whole group)."""
+        if conn is not None and not savepoint:
+            yield conn
+            return
         if conn is not None:
             with conn.begin_nested():
                 yield conn
@@ -116,11 +122,11 @@ class Reserver:
         return self.dialect.utc_now(c)
 
     @contextmanager
-    def _attempt(self, conn: Connection | None) -> Iterator[Connection]:
+    def _attempt(self, conn: Connection | None, savepoint: bool = True) -> Iterator[Connection]:
         """One reservation transaction; a lost race or a dead own connection, at a statement or at
         COMMIT, leaves it as _Lost — nothing from it is ever handed out."""
         try:
-            with self.transaction(conn) as c:
+            with self.transaction(conn, savepoint) as c:
                 yield c
         except sa.exc.DBAPIError as exc:
             if self._lost(exc, conn):
@@ -173,8 +179,9 @@ class Reserver:
         cross: Mapping[str, str],
         conn: Connection | None,
         at: datetime | None,
+        savepoint: bool = True,
     ) -> Reservation | _Missing:
-        with self._attempt(conn) as c:
+        with self._attempt(conn, savepoint) as c:
             now = self._clock(c, at)
             key = rule.scope_key(now, cross)
             current = c.execute(sa.select(T.c.next_value).where(_key(rule, key))).scalar()
@@ -276,13 +283,14 @@ class Reserver:
         cross: Mapping[str, str],
         conn: Connection | None = None,
         at: datetime | None = None,
+        savepoint: bool = True,
     ) -> Reservation:
         """One `UPDATE … next_value = next_value + n` returning the new value (dialect primitive)."""
         started = time.perf_counter()
         lazy = 0
         for attempt in range(1, self.max_retries * 4 + 1):
             try:
-                outcome = self._atomic_once(rule, n, cross, conn, at)
+                outcome = self._atomic_once(rule, n, cross, conn, at, savepoint)
             except _Lost:
                 self.sleep(self.jitter(min(attempt - 1, 5)))
                 continue
@@ -299,8 +307,9 @@ class Reserver:
         cross: Mapping[str, str],
         conn: Connection | None,
         at: datetime | None,
+        savepoint: bool = True,
     ) -> Reservation | _Missing:
-        with self._attempt(conn) as c:
+        with self._attempt(conn, savepoint) as c:
             if rule.scope == "global" and at is None and self.hooks.clock is None:
                 # the scope key does not depend on the clock: sample it on the UPDATE itself
                 clocked = self.dialect.atomic_increment_clocked(

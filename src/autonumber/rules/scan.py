@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from autonumber.catalog import Rule
 from autonumber.db.objects import key_column
 from autonumber.errors import SeedLimitError, SeedParseError
+from autonumber.format.scan import ScanPattern
 from autonumber.progress import Advance
 
 PAGE = 10_000
@@ -27,10 +28,13 @@ MAX_BUCKETS = 3_650
 
 @dataclass
 class ColumnScan:
-    """The largest counter per scope key seen in a column, and how many values were read."""
+    """The largest counter per scope key seen in a column, how many values were read, and how many
+    of those only an older format reads (with the largest counter among them)."""
 
     buckets: dict[str, int] = field(default_factory=dict)
     rows: int = 0
+    older: int = 0
+    older_max: int = 0
 
 
 def pages(conn: Connection, table: sa.Table, column: str, page: int = PAGE) -> Iterator[Sequence[Any]]:
@@ -75,25 +79,59 @@ class _Reader:
         return None if key is None else (int(groups[at]), key)
 
 
+class _Older:
+    """The counter of a value only an earlier format reads, with _Reader's per-part cache."""
+
+    def __init__(self, patterns: Sequence[ScanPattern]) -> None:
+        self.readers = [(p, p.regex.groupindex["counter"] - 1, dict[tuple[Any, ...], bool]())
+                        for p in patterns]
+
+    def counter(self, value: str) -> int | None:
+        for pattern, at, valid in self.readers:
+            m = pattern.regex.fullmatch(value)
+            if m is None:
+                continue
+            groups = m.groups()
+            rest = groups[:at] + groups[at + 1 :]
+            ok = valid.get(rest)
+            if ok is None:
+                ok = pattern.match(value) is not None
+                if len(valid) >= _Reader.CACHE:
+                    valid.clear()
+                valid[rest] = ok
+            if ok:
+                return int(groups[at])
+        return None
+
+
 def scan_rule(
     conn: Connection,
     rule: Rule,
     table: sa.Table,
     advance: Advance | None = None,
     max_buckets: int = MAX_BUCKETS,
+    older: Sequence[ScanPattern] = (),
 ) -> ColumnScan:
     """Match every stored value of the rule's column; SeedParseError on the first that does not fit.
 
-    Fail closed: nothing is skipped, so a value the format cannot have produced stops the seed.
+    Fail closed: a value neither the format nor one of its `older` formats (history.py) can have
+    produced stops the seed. A value only an older format reads cannot collide with a new one, so it
+    is counted in `ColumnScan.older` and feeds no bucket.
     """
     reader = _Reader(rule)
     read = reader.read
+    older_counter = _Older(older).counter
     out = ColumnScan()
     buckets = out.buckets
     for rows in pages(conn, table, rule.field_name):
         for row_id, value in rows:
             found = read(value)
             if found is None:
+                old = older_counter(value)
+                if old is not None:
+                    out.older += 1
+                    out.older_max = max(out.older_max, old)
+                    continue
                 raise SeedParseError(rule.name, rule.field_id, str(row_id), value, reader.pattern.pattern)
             counter, key = found
             best = buckets.get(key)

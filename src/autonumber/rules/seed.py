@@ -31,6 +31,7 @@ from autonumber.format import TokenKind
 from autonumber.progress import NullReporter, Reporter
 
 from . import state
+from .history import older_by_field
 from .legacy import LegacyState, read_legacy
 from .scan import MAX_BUCKETS, scan_rule
 
@@ -159,6 +160,7 @@ def plan_seed(
     legacy = read_legacy(conn)
     seeded = state.read(conn, state.SEEDED)
     have_row = _has_global_row(conn)
+    older = older_by_field(conn, {r.field_id: r.format.source for r in snapshot.rules.values()})
     result = SeedResult()
     for rule in sorted(snapshot.rules.values(), key=lambda r: r.field_id):
         marker = state.seed_marker(rule.scope, rule.start, rule.format.source)
@@ -168,7 +170,7 @@ def plan_seed(
             continue
         table = snapshot.table(rule.object_name)
         with reporter.task(f"scan {rule.name}", None) as advance:
-            scan = scan_rule(conn, rule, table, advance)
+            scan = scan_rule(conn, rule, table, advance, older=older.get(rule.field_id, ()))
         result.scanned[rule.field_id] = scan.rows
         rows, notes = plan_rows(rule, scan.buckets, legacy)
         result.rows.extend(rows)

@@ -125,10 +125,13 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
     }
 
 
-def _stored(conn: Connection) -> dict[str, dict[str, Any]]:
+def _stored(conn: Connection, field_id: str | None = None) -> dict[str, dict[str, Any]]:
     cols = [system_field.c[name] for name in _RULE_COLUMNS]
     out: dict[str, dict[str, Any]] = {}
-    for row in conn.execute(sa.select(system_field.c.Id, *cols)):
+    stmt = sa.select(system_field.c.Id, *cols)
+    if field_id is not None:
+        stmt = stmt.where(system_field.c.Id == field_id)
+    for row in conn.execute(stmt):
         values = dict(row._mapping)
         out[values.pop("Id")] = values
     return out
@@ -144,6 +147,8 @@ _RULE_COLUMNS = (
     "auto_number_numbering",
     "auto_number_time_zone",
 )
+RULE_COLUMNS = _RULE_COLUMNS
+"""The `_System_Field` columns a rule is made of (a new rule attribute is added here)."""
 
 
 def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
@@ -152,14 +157,28 @@ def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
     planned = [(spec, ids[spec.name], rule_values(spec, catalog)) for spec in _known(specs, ids)]
     stored = _stored(conn)
     changes: list[str] = []
-    with authorized(conn):  # the only legitimate writer of the rule columns (db/guard.py trigger)
-        for spec, fid, values in planned:
-            current = stored.get(fid, {})
-            if all(_same(current.get(k), v) for k, v in values.items()):
-                continue
-            conn.execute(sa.update(system_field).where(system_field.c.Id == fid).values(values))
-            changes.append(f"rule {spec.name} = {spec.format} ({_describe(spec)})")
+    for spec, fid, values in planned:
+        if same_values(stored.get(fid, {}), values):
+            continue
+        write_rule(conn, fid, values)
+        changes.append(f"rule {spec.name} = {spec.format} ({_describe(spec)})")
     return changes
+
+
+def same_values(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
+    """Whether the stored rule columns already hold `wanted` (token refs compared as canonical JSON)."""
+    return all(_same(stored.get(k), v) for k, v in wanted.items())
+
+
+def stored_values(conn: Connection, field_id: str) -> dict[str, Any]:
+    """The rule columns of one `_System_Field` row ({} when the row does not exist)."""
+    return _stored(conn, field_id).get(field_id, {})
+
+
+def write_rule(conn: Connection, field_id: str, values: Mapping[str, Any]) -> None:
+    """Write validated rule columns (the only legitimate writer: the guard trigger allows it)."""
+    with authorized(conn):
+        conn.execute(sa.update(system_field).where(system_field.c.Id == field_id).values(dict(values)))
 
 
 def _describe(spec: RuleSpec) -> str:

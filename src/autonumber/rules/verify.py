@@ -1,13 +1,16 @@
-"""`setup verify` (§5.3.3), BINDING: V1–V6, one line per violation starting with its code.
+"""`setup verify` (§5.3.3), BINDING: V1–V6 as structured findings, one line each when printed.
 
 Adapted to `per_prefix`, which is lazy like `per_day`: only `global` fields need a row up front.
 V1 also fails a bucket whose `next_value` is not above the largest live value of that bucket
-(`next_value == max` would hand out a number that already exists, so equality fails too).
+(`next_value == max` would hand out a number that already exists, so equality fails too), and reads
+each stored value with the field's current format or any earlier one (history.py).
+`check(conn, field_ids)` verifies only those fields: what a rule change runs for the field it changed.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable, Sequence
+from dataclasses import dataclass
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
@@ -16,16 +19,38 @@ from autonumber.catalog import CatalogSnapshot, FieldRow, Rule, build_rule, load
 from autonumber.db.tables import counter_table, system_object, system_record_type
 from autonumber.errors import AutonumberError, FormatError, SeedLimitError, SeedParseError, VerifyError
 from autonumber.format import parse_format
+from autonumber.format.scan import ScanPattern
 from autonumber.format.tokens import TAXONOMY_OBJECT
 
+from .history import older_by_field
 from .scan import scan_rule
 
 METADATA_RULES = frozenset({4, 6, 7, 8, 10})
 """§6.2 rules about token refs resolving against metadata: reported as V2, the others as V4."""
 
 
-def verify(engine: Engine) -> list[str]:
-    """Every violation of V1–V6, one line each ([] when the database is sound)."""
+@dataclass(frozen=True)
+class Finding:
+    """One violation: its code (V1..V6), the field and row it is about (when it is about one), the
+    offending value, and the one-line message `setup verify` prints (it starts with the code)."""
+
+    code: str
+    field_id: str | None
+    message: str
+    row_id: str | None = None
+    value: str | None = None
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _finding(message: str, field_id: str | None, row_id: str | None = None,
+             value: str | None = None) -> Finding:
+    return Finding(message.split(" ", 1)[0], field_id, message, row_id, value)
+
+
+def verify(engine: Engine) -> list[Finding]:
+    """Every violation of V1–V6 ([] when the database is sound)."""
     with engine.connect() as conn:
         return check(conn)
 
@@ -37,13 +62,16 @@ def verify_or_raise(engine: Engine) -> None:
         raise VerifyError(violations)
 
 
-def check(conn: Connection) -> list[str]:
-    """V1–V6 against one connection's view of the database."""
+def check(conn: Connection, field_ids: Collection[str] | None = None) -> list[Finding]:
+    """V1–V6 against one connection's view of the database; only `field_ids` when given."""
     snapshot = load_snapshot(conn)
-    configured = [row for rows in snapshot.fields.values() for row in rows if row.format is not None]
-    counters = {(r.field_id, r.scope_key): int(r.next_value)
-                for r in conn.execute(sa.select(counter_table))}
-    out: list[str] = []
+    configured = [row for rows in snapshot.fields.values() for row in rows if row.format is not None
+                  and (field_ids is None or row.id in field_ids)]
+    stmt = sa.select(counter_table)
+    if field_ids is not None:
+        stmt = stmt.where(counter_table.c.field_id.in_(sorted(field_ids)))
+    counters = {(r.field_id, r.scope_key): int(r.next_value) for r in conn.execute(stmt)}
+    out: list[Finding] = []
     rules: list[Rule] = []
     for row in configured:
         rule = _rule_or_violation(row, snapshot, out)
@@ -51,39 +79,41 @@ def check(conn: Connection) -> list[str]:
             rules.append(rule)
     out += _v3(configured, counters)
     out += _v5(configured, counters)
+    older = older_by_field(conn, {r.field_id: r.format.source for r in rules})
     for rule in rules:
-        out += _v1(conn, snapshot, rule, counters)
+        out += _v1(conn, snapshot, rule, counters, older.get(rule.field_id, ()))
     out += _v6(conn, rules)
     return out
 
 
-def _rule_or_violation(row: FieldRow, snapshot: CatalogSnapshot, out: list[str]) -> Rule | None:
+def _rule_or_violation(row: FieldRow, snapshot: CatalogSnapshot, out: list[Finding]) -> Rule | None:
     """V4 (exactly one counter token, format rules) and V2 (token refs resolve and are canonical)."""
     where = f"field_id={row.id} format {row.format!r}"
     assert row.format is not None
     try:
         parse_format(row.format)
     except FormatError as exc:
-        out.append(f"V4 {where}: {exc}")
+        out.append(_finding(f"V4 {where}: {exc}", row.id))
         return None
     try:
         return build_rule(row, snapshot)
     except FormatError as exc:
         code = "V2" if exc.rule in METADATA_RULES else "V4"
-        out.append(f"{code} {where}: {exc}")
+        out.append(_finding(f"{code} {where}: {exc}", row.id))
     except (AutonumberError, ValueError) as exc:
-        out.append(f"V2 {where}: auto_number_token_refs {row.token_refs!r}: {exc}")
+        out.append(_finding(f"V2 {where}: auto_number_token_refs {row.token_refs!r}: {exc}", row.id))
     return None
 
 
-def _v3(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) -> list[str]:
+def _v3(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) -> list[Finding]:
     """V3: no counter row whose field is gone or no longer has a format."""
     known = {row.id for row in configured}
-    return [f"V3 orphan counter row field_id={fid} scope_key={key!r} next_value={n}: no configured "
-            "_System_Field with that Id" for (fid, key), n in sorted(counters.items()) if fid not in known]
+    return [_finding(f"V3 orphan counter row field_id={fid} scope_key={key!r} next_value={n}: no "
+                     "configured _System_Field with that Id", fid)
+            for (fid, key), n in sorted(counters.items()) if fid not in known]
 
 
-def _v5(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) -> list[str]:
+def _v5(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) -> list[Finding]:
     """V5: as many scope_key='' rows as global fields (a missing row here is CounterMissing later)."""
     scopes = {row.id: row.scope for row in configured}
     global_ids = {fid for fid, scope in scopes.items() if scope == "global"}
@@ -97,30 +127,37 @@ def _v5(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) ->
         detail.append(f"global field(s) without a row: {', '.join(missing)}")
     if extra:
         detail.append(f"rows with scope_key='' for non-global or unknown field(s): {', '.join(extra)}")
-    return [f"V5 {len(blank)} counter row(s) with scope_key='' but {len(global_ids)} global field(s); "
-            + "; ".join(detail)]
+    about = [*missing, *extra]
+    return [_finding(f"V5 {len(blank)} counter row(s) with scope_key='' but {len(global_ids)} global "
+                     "field(s); " + "; ".join(detail), about[0] if len(about) == 1 else None)]
 
 
 def _v1(
-    conn: Connection, snapshot: CatalogSnapshot, rule: Rule, counters: dict[tuple[str, str], int]
-) -> list[str]:
-    """V1: a global field has its row; no row's next_value is at or below the live maximum."""
+    conn: Connection, snapshot: CatalogSnapshot, rule: Rule, counters: dict[tuple[str, str], int],
+    older: Sequence[ScanPattern],
+) -> list[Finding]:
+    """V1: a global field has its row; every value reads under a format of the field's history; no
+    row's next_value is at or below the live maximum of the current format."""
+    fid = rule.field_id
     out = []
-    if rule.scope == "global" and (rule.field_id, "") not in counters:
-        out.append(f"V1 field_id={rule.field_id} scope=global has no counter row (field_id, '')")
+    if rule.scope == "global" and (fid, "") not in counters:
+        out.append(_finding(f"V1 field_id={fid} scope=global has no counter row (field_id, '')", fid))
     try:
-        scan = scan_rule(conn, rule, snapshot.table(rule.object_name))
-    except (SeedParseError, SeedLimitError) as exc:
-        return [*out, f"V1 field_id={rule.field_id}: {exc}"]
+        scan = scan_rule(conn, rule, snapshot.table(rule.object_name), older=older)
+    except SeedParseError as exc:
+        return [*out, _finding(f"V1 field_id={fid}: {exc}", fid, exc.row_id, exc.value)]
+    except SeedLimitError as exc:
+        return [*out, _finding(f"V1 field_id={fid}: {exc}", fid)]
     for key, best in sorted(scan.buckets.items()):
-        nxt = counters.get((rule.field_id, key))
+        nxt = counters.get((fid, key))
         if nxt is not None and nxt <= best:
-            out.append(f"V1 field_id={rule.field_id} scope_key={key!r} next_value={nxt} is not above "
-                       f"the largest live value {best} (write hole: the next number already exists)")
+            out.append(_finding(f"V1 field_id={fid} scope_key={key!r} next_value={nxt} is not above "
+                                f"the largest live value {best} (write hole: the next number already "
+                                "exists)", fid))
     return out
 
 
-def _v6(conn: Connection, rules: Iterable[Rule]) -> list[str]:
+def _v6(conn: Connection, rules: Iterable[Rule]) -> list[Finding]:
     """V6: every record type a `{RecordType.X}` token can read has X set."""
     rt, obj = system_record_type, system_object
     out = []
@@ -136,6 +173,7 @@ def _v6(conn: Connection, rules: Iterable[Rule]) -> list[str]:
                 .order_by(rt.c.Id)
             )
             for rt_id, name in conn.execute(stmt):
-                out.append(f"V6 RecordType id={rt_id} ({name!r}) has NULL {ref.field}; consumed by "
-                           f"field_id={rule.field_id} format {rule.format.source!r}")
+                out.append(_finding(f"V6 RecordType id={rt_id} ({name!r}) has NULL {ref.field}; consumed "
+                                    f"by field_id={rule.field_id} format {rule.format.source!r}",
+                                    rule.field_id, str(rt_id)))
     return out

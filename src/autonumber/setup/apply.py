@@ -20,10 +20,9 @@ from autonumber.db.schema import reconcile_system_schema, reconcile_tables, tabl
 from autonumber.db.tables import lock_table, system_record_type
 from autonumber.errors import SetupError, VerifyError
 from autonumber.progress import NullReporter, Reporter
-from autonumber.rules import state
+from autonumber.rules import state, sync_rules
 from autonumber.rules.legacy import backup_table, drop_legacy
 from autonumber.rules.seed import seed_counters
-from autonumber.rules.store import apply_rules
 from autonumber.rules.verify import verify
 
 from .dataspec import DataSpec
@@ -90,7 +89,7 @@ def _standard_pack(ctx: Context) -> list[str]:
 def _formats(ctx: Context) -> list[str]:
     dialect = dialect_for(ctx.engine)
     with ctx.engine.connect() as conn, dialect.begin_write(conn):
-        return apply_rules(conn, ctx.spec.rules)
+        return sync_rules(conn, ctx.spec.rules)
 
 
 def _record_type_codes(ctx: Context) -> list[str]:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -14,7 +13,10 @@ from autonumber.db.objects import object_table
 from autonumber.db.schema import reconcile_tables
 from autonumber.db.tables import system_field, system_object, system_record_type
 from autonumber.format import FieldInfo
-from autonumber.identifiers import check_api_name
+from autonumber.identifiers import ID_LENGTH as ID_LENGTH
+from autonumber.identifiers import check_api_name, fit_id
+from autonumber.identifiers import field_id as field_id
+from autonumber.identifiers import object_id as object_id
 
 
 @dataclass(frozen=True)
@@ -61,28 +63,6 @@ def objects_from_data(rows: Iterable[tuple[str, str, tuple[tuple[str, str, str |
         ObjectSpec(name, tuple(FieldSpec(*f) for f in fields), None if table == name else table)
         for name, table, fields in rows
     )
-
-
-ID_LENGTH = 64
-"""Metadata Ids are VARCHAR(64)."""
-
-
-def fit_id(text: str) -> str:
-    """`text` when it fits an Id column; else its first 47 characters, '#' and a 16-hex digest."""
-    if len(text) <= ID_LENGTH:
-        return text
-    digest = hashlib.blake2b(text.encode(), digest_size=8).hexdigest()
-    return f"{text[: ID_LENGTH - 17]}#{digest}"
-
-
-def object_id(name: str) -> str:
-    """Deterministic `_System_Object.Id` (identical on every node and every run)."""
-    return fit_id(f"obj_{name}")
-
-
-def field_id(object_name: str, field_name: str) -> str:
-    """Deterministic `_System_Field.Id`: `Object.Field` (shortened with a digest beyond 64 chars)."""
-    return fit_id(f"{object_name}.{field_name}")
 
 
 def record_type_id(spec: RecordTypeSpec) -> str:

@@ -3,9 +3,9 @@ and to roll the cut-over back (§5.6, §7.2 k–l, §7.3). See docs/changing-rul
 
 from __future__ import annotations
 
-from autonumber.rules.fields import RuleChangeRefused as RuleChangeRefused
-from autonumber.rules.fields import add_field as add_field
-from autonumber.rules.fields import change_rule as change_rule
+from autonumber.rules import RuleChangeRefused as RuleChangeRefused
+from autonumber.rules import add_field as add_field
+from autonumber.rules import change_rule as change_rule
 
 from .runner import ApplyResult as ApplyResult
 from .runner import apply_spec as apply_spec

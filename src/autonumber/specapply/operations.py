@@ -11,15 +11,17 @@ Rollback (§7.3):
   field's live column, read with the rule's scan pattern, and its counter rows' next_value − 1);
   each `_System_CompoundAutoNumber` (object, rendered prefix) raised to the largest live counter
   with that prefix, rows added for prefixes first used after the cut-over;
-- `drop_autonumber_schema`: the guard trigger, `_System_AutoNumberCounter`, the six rule columns of
-  `_System_Field` and `_System_RecordType.RecordTypeCode`.
+- `drop_autonumber_schema`: the guard trigger, `_System_AutoNumberCounter`, the format history, the
+  six rule columns of `_System_Field` and `_System_RecordType.RecordTypeCode`.
 Cleanup (§11 Phase 2): `verify` (V1–V6 must hold) and `drop_backups`.
-Rules: `add_autonumber_field` and `set_rule` (fields.py). Objects: `add_object` (a custom object)
+Rules: `add_autonumber_field` and `set_rule`, thin over `autonumber.rules` (the runner plans and
+applies consecutive rule operations as one batch). Objects: `add_object` (a custom object)
 and `adopt_object` (an existing application table), see autonumber.objects.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -37,21 +39,29 @@ from autonumber.db.tables import (
     AUTONUMBER_COLUMNS,
     LEGACY_TABLES,
     counter_table,
+    field_format_history,
     legacy_autonumber,
     legacy_compound,
     reservation_journal,
     system_field,
     system_record_type,
 )
-from autonumber.errors import AutonumberError, SeedParseError, SpecError, VerifyError
+from autonumber.errors import AutonumberError, SeedParseError, SpecError, UnknownField, VerifyError
 from autonumber.format import TokenKind
 from autonumber.identifiers import check_api_name
 from autonumber.objects import add_object, adopt_table
-from autonumber.rules.fields import add_field, change_rule
+from autonumber.rules import (
+    RuleRequest,
+    RuleSpec,
+    apply_requests,
+    check,
+    plan_requests,
+    respec,
+    stored_rule,
+)
+from autonumber.rules.history import older_by_field
 from autonumber.rules.legacy import LEGACY_NAMES
 from autonumber.rules.scan import pages, scan_rule
-from autonumber.rules.store import RuleSpec
-from autonumber.rules.verify import check
 
 from .document import Operation
 
@@ -182,9 +192,10 @@ def compute_correction(conn: Connection) -> Correction | None:
     floors = _counter_floor(conn)
     numbers: dict[tuple[str, str], int] = {}
     compound: dict[tuple[str, str], int] = {}
+    older = older_by_field(conn, {r.field_id: r.format.source for r in snapshot.rules.values()})
     for rule in snapshot.rules.values():
         table = snapshot.table(rule.object_name)
-        scan = scan_rule(conn, rule, table)
+        scan = scan_rule(conn, rule, table, older=older.get(rule.field_id, ()))
         best = max([*scan.buckets.values(), floors.get(rule.field_id, 0)])
         numbers[(rule.object_name, rule.field_name)] = best
         if rule.scope != "per_prefix" or not _counter_is_last(rule):
@@ -193,6 +204,8 @@ def compute_correction(conn: Connection) -> Correction | None:
         for rows in pages(conn, table, rule.field_name):
             for row_id, value in rows:
                 found = read(value)
+                if found is None and any(p.match(value) for p in older.get(rule.field_id, ())):
+                    continue  # written under an earlier format: the legacy listener never counted it
                 if found is None:
                     pattern = rule.format.scan_pattern().pattern
                     raise SeedParseError(rule.name, rule.field_id, str(row_id), value, pattern)
@@ -262,10 +275,9 @@ def _raise_compound(conn: Connection, compound: Mapping[tuple[str, str], int]) -
 def _schema_left(conn: Connection) -> list[tuple[str, str | None]]:
     """(table, column) pairs still to drop; column None means the whole table."""
     left: list[tuple[str, str | None]] = []
-    if counter_table.name in table_names(conn):
-        left.append((counter_table.name, None))
-    if reservation_journal.name in table_names(conn):
-        left.append((reservation_journal.name, None))
+    present = table_names(conn)
+    left += [(t.name, None) for t in (counter_table, field_format_history, reservation_journal)
+             if t.name in present]
     fields = _columns(conn, system_field.name)
     left += [(system_field.name, c) for c in AUTONUMBER_COLUMNS if c in fields]
     if RECORD_TYPE_CODE in _columns(conn, system_record_type.name):
@@ -324,13 +336,14 @@ def run_drop_backups(conn: Connection, args: Mapping[str, Any]) -> list[str]:
     return changes
 
 
-# --- rules ----------------------------------------------------------------------------------------
+# --- rules ---------------------------------------------------------------------------------------
 
 RULE_KEYS = frozenset({"object", "field", "format", "scope", "start", "length", "numbering", "time_zone"})
+RULE_OPERATIONS = {"add_autonumber_field": "add", "set_rule": "set"}
 
 
-def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
-    """A RuleSpec from an operation's arguments."""
+def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequest:
+    """The rules-package request an operation's arguments describe (a set keeps what it omits)."""
     unknown = sorted(set(args) - RULE_KEYS)
     missing = sorted({"object", "field", "format"} - set(args))
     if unknown or missing:
@@ -338,31 +351,37 @@ def rule_of(op: str, args: Mapping[str, Any]) -> RuleSpec:
                         "time_zone; "
                         f"unknown {unknown or '-'}, missing {missing or '-'}")
     for key in ("start", "length"):
-        if key in args and (isinstance(args[key], bool) or not isinstance(args[key], int)):
+        if key in args and (not isinstance(args[key], int) or isinstance(args[key], bool)):
             raise SpecError(f"{op}: {key} must be an integer, got {args[key]!r}")
         if key in args and not 0 <= args[key] < 2**63:
             raise SpecError(f"{op}: {key} {args[key]} is out of range (0 to {2**63 - 1})")
     obj = check_api_name(args["object"], "object name")
     fld = check_api_name(args["field"], "field name")
-    return RuleSpec(obj, fld, str(args["format"]), scope=str(args.get("scope", "global")),
-                    start=int(args.get("start", 1)), length=args.get("length"),
-                    numbering=str(args.get("numbering", "standard")),
-                    time_zone=str(args.get("time_zone", "UTC")))
+    scope = None if args.get("scope") is None else str(args["scope"])
+    start = args.get("start")
+    numbering = None if args.get("numbering") is None else str(args["numbering"])
+    time_zone = None if args.get("time_zone") is None else str(args["time_zone"])
+    if RULE_OPERATIONS[op] == "set" and stored_rule(conn, obj, fld) is not None:
+        with contextlib.suppress(UnknownField):  # a field added earlier in the same spec
+            return RuleRequest("set", respec(conn, obj, fld, str(args["format"]), scope=scope, start=start,
+                                             numbering=numbering, time_zone=time_zone))
+    return RuleRequest(RULE_OPERATIONS[op], RuleSpec(obj, fld, str(args["format"]), scope=scope or "global",
+                                                     start=1 if start is None else start,
+                                                     length=args.get("length"),
+                                                     numbering=numbering or "standard",
+                                                     time_zone=time_zone or "UTC"))
 
 
-def run_add_field(conn: Connection, args: Mapping[str, Any]) -> list[str]:
-    rule = rule_of("add_autonumber_field", args)
-    return add_field(conn, rule, rule.length)[1]
-
-
-def run_set_rule(conn: Connection, args: Mapping[str, Any]) -> list[str]:
-    return change_rule(conn, rule_of("set_rule", args))[1]
+def run_rule(name: str) -> Callable[[Connection, Mapping[str, Any]], list[str]]:
+    def run(conn: Connection, args: Mapping[str, Any]) -> list[str]:
+        done = apply_requests(conn, [rule_request(conn, name, args)])
+        return [line for d in done for line in d.changes]
+    return run
 
 
 def plan_rule(name: str) -> Callable[[Connection, Mapping[str, Any]], list[str]]:
     def plan(conn: Connection, args: Mapping[str, Any]) -> list[str]:
-        rule = rule_of(name, args)
-        return [f"{name} {rule.name} = {rule.format} ({rule.scope})"]
+        return [line for p in plan_requests(conn, [rule_request(conn, name, args)]) for line in p.lines]
     return plan
 
 
@@ -416,14 +435,15 @@ OPERATIONS: dict[str, OperationType] = {op.name: op for op in (
                   "raise legacy CurrentNumber to the largest number used since the cut-over",
                   plan_correction, run_correction),
     OperationType("drop_autonumber_schema",
-                  "drop the guard trigger, the counter table, the six rule columns and RecordTypeCode",
+                  "drop the guard trigger, the counter and format-history tables, the six rule columns "
+                  "and RecordTypeCode",
                   plan_drop_schema, run_drop_schema),
     OperationType("verify", "V1–V6 must hold", plan_nothing, run_verify),
     OperationType("drop_backups", "drop the legacy backup tables", plan_drop_backups, run_drop_backups),
     OperationType("add_autonumber_field", "column + validated rule + counter rows",
-                  plan_rule("add_autonumber_field"), run_add_field),
-    OperationType("set_rule", "store a validated rule for an autonumber field",
-                  plan_rule("set_rule"), run_set_rule),
+                  plan_rule("add_autonumber_field"), run_rule("add_autonumber_field")),
+    OperationType("set_rule", "change an autonumber field's rule (old values stay valid)",
+                  plan_rule("set_rule"), run_rule("set_rule")),
     OperationType("add_object", "a custom object: metadata and its table", plan_add_object, run_add_object),
     OperationType("adopt_object", "register an existing application table as an object",
                   plan_adopt_object, run_adopt_object),

@@ -11,7 +11,10 @@ Order of one attempt:
 Transactions: where DDL is transactional (PostgreSQL, SQLite) every operation runs in ONE
 transaction — a failure leaves the database as it was. MariaDB/MySQL commit each DDL statement
 implicitly, so there each operation runs in its own transaction after the pre-flight, and every
-operation is idempotent: running the spec again after a failure finishes the job.
+operation is idempotent: running the spec again after a failure finishes the job. Consecutive rule
+operations (`add_autonumber_field`, `set_rule`) are planned together in the pre-flight and applied as
+one batch by `autonumber.rules`, all or nothing on every backend (a column added on MariaDB is
+dropped again when a later write of the batch fails).
 A spec made of the setup sections (the canonical seed spec) runs `setup apply`'s phases, which manage
 their own transactions and lock.
 """
@@ -27,11 +30,12 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.db import dialect_for
 from autonumber.errors import AutonumberError, SpecRefused
 from autonumber.progress import NullReporter, Reporter
+from autonumber.rules import RuleRequest, apply_requests, plan_requests
 from autonumber.setup import apply as setup_apply
 
 from . import guards, log
 from .document import Operation, SpecDocument, read_document
-from .operations import OperationType, resolve
+from .operations import RULE_OPERATIONS, OperationType, resolve, rule_request
 
 LOCK_TIMEOUT = 600.0
 
@@ -101,9 +105,12 @@ def _run(engine: Engine, doc: SpecDocument, ops: Sequence[tuple[Operation, Opera
         results = setup_apply.apply(engine, doc.setup, reporter=reporter, lock_timeout=lock_timeout)
         return [line for r in results for line in r.changes]
     dialect = dialect_for(engine)
+    groups = _groups(ops)
     with engine.connect() as conn:  # pre-flight: read-only, all before anything changes
-        for op, kind in ops:
-            for line in kind.plan(conn, op.args):
+        for at, group in enumerate(groups):
+            if at and group[0][0].name in RULE_OPERATIONS:
+                continue  # it builds on what an earlier operation creates: planned when it runs
+            for op, line in _plan(conn, group):
                 reporter.detail(f"  plan {op.name}: {line}")
         conn.rollback()
     setup_apply.ensure_lock_table(engine)
@@ -111,16 +118,48 @@ def _run(engine: Engine, doc: SpecDocument, ops: Sequence[tuple[Operation, Opera
     with dialect.named_lock(engine, setup_apply.BOOTSTRAP_LOCK, lock_timeout):
         if dialect.transactional_ddl:
             with engine.connect() as conn, dialect.begin_write(conn):
-                for op, kind in ops:
-                    changes += _one(conn, op, kind, reporter)
-        else:  # DDL commits implicitly: one transaction per (idempotent) operation
-            for op, kind in ops:
+                for group in groups:
+                    changes += _one(conn, group, reporter)
+        else:  # DDL commits implicitly: one transaction per (idempotent) operation or rule batch
+            for group in groups:
                 with engine.connect() as conn, dialect.begin_write(conn):
-                    changes += _one(conn, op, kind, reporter)
+                    changes += _one(conn, group, reporter)
     return changes
 
 
-def _one(conn: Connection, op: Operation, kind: OperationType, reporter: Reporter) -> list[str]:
+Group = Sequence[tuple[Operation, OperationType]]
+
+
+def _groups(ops: Sequence[tuple[Operation, OperationType]]) -> list[Group]:
+    """Each run of consecutive rule operations as one group; every other operation on its own."""
+    out: list[list[tuple[Operation, OperationType]]] = []
+    for op, kind in ops:
+        if op.name in RULE_OPERATIONS and out and out[-1][0][0].name in RULE_OPERATIONS:
+            out[-1].append((op, kind))
+        else:
+            out.append([(op, kind)])
+    return list(out)
+
+
+def _requests(conn: Connection, group: Group) -> list[RuleRequest]:
+    return [rule_request(conn, op.name, op.args) for op, _ in group]
+
+
+def _plan(conn: Connection, group: Group) -> list[tuple[Operation, str]]:
+    if group[0][0].name not in RULE_OPERATIONS:
+        op, kind = group[0]
+        return [(op, line) for line in kind.plan(conn, op.args)]
+    plans = plan_requests(conn, _requests(conn, group))
+    return [(op, line) for (op, _), p in zip(group, plans, strict=True) for line in p.lines]
+
+
+def _one(conn: Connection, group: Group, reporter: Reporter) -> list[str]:
+    if group[0][0].name in RULE_OPERATIONS:
+        done = apply_requests(conn, _requests(conn, group))
+        lines = [line for d in done for line in d.changes]
+        reporter.note(f"{len(group)} rule operation(s): {len(lines)} change(s)")
+        return lines
+    op, kind = group[0]
     lines = kind.run(conn, op.args)
     reporter.note(f"{op.name}: {len(lines)} change(s)")
     return lines

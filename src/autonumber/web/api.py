@@ -135,9 +135,10 @@ def preview_format(req: PreviewIn, c: ConsoleDep) -> PreviewOut:
     403: {"model": ErrorOut, "description": "AUTONUMBER_ADMIN_TOKEN is not set on the server"},
 })
 def change_field(field_id: str, body: RuleChangeIn, request: Request, c: ConsoleDep) -> FieldOut:
-    """Admin: store a new format (parse + validate as the applier does); 409 if it breaks an invariant."""
+    """Admin: change a rule as `autonumber field set` does; 409 with one line when it is refused."""
     c.admin.require(request)
-    return c.change_format(field_id, body.format, numbering=body.numbering, time_zone=body.time_zone)
+    return c.change_format(field_id, body.format, body.scope, body.start, numbering=body.numbering,
+                           time_zone=body.time_zone)
 
 
 @api.get("/autonumber/fields/{field_id}/gaps", tags=["autonumber"])

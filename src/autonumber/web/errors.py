@@ -18,7 +18,6 @@ from starlette.routing import Match
 from autonumber import errors as e
 
 from .auth import AdminDisabled, AdminRequired, ForbiddenRequest, TooManyLogins, WriteTokenRequired
-from .rule_edit import RuleChangeRefused
 
 log = logging.getLogger("autonumber.web")
 METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
@@ -34,7 +33,7 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
     (e.UnknownField, 404),
     (e.RuleQuarantined, 409),
     (e.CounterOverflow, 409),
-    (RuleChangeRefused, 409),
+    (e.RuleChangeRefused, 409),
     (e.VerifyError, 409),
     (e.FormatError, 422),
     (e.TokenResolveError, 422),

@@ -113,11 +113,14 @@ class PreviewOut(BaseModel):
 
 
 class RuleChangeIn(BaseModel):
-    """A new display format for an autonumber field (admin)."""
+    """A rule change for an autonumber field (admin); scope and start default to the stored ones."""
 
     model_config = ConfigDict(extra="forbid")
 
     format: str = Field(max_length=255)
+    scope: str | None = Field(None, description="global, per_day or per_prefix (default: unchanged)")
+    start: int | None = Field(None, ge=0,
+                              description="first number when no value exists (default: unchanged)")
     numbering: Literal["standard", "gapless"] | None = Field(None, description="default: unchanged")
     time_zone: str | None = Field(None, max_length=64, description="IANA zone; default: unchanged")
 

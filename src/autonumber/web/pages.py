@@ -10,7 +10,7 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
-from autonumber.errors import AutonumberError
+from autonumber.errors import AutonumberError, RecordError
 from autonumber.objects.custom import create_object
 from autonumber.records import MAX_OFFSET
 from autonumber.setup.standard import CORE_OBJECTS
@@ -194,10 +194,15 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
     form = await request.form()
     try:
         c.admin.require(request)
+        scope = str(form.get("scope") or "") or None
+        start = str(form.get("start") or "")
+        if start and not start.isdigit():
+            raise RecordError(f"{field_id}: start {start!r} is not a whole number ≥ 0")
+        numbering = str(form.get("numbering", "")) or None
+        time_zone = str(form.get("time_zone", "")).strip() or None
         out = await run_in_threadpool(
-            lambda: c.change_format(field_id, str(form.get("format", "")),
-                                    numbering=str(form.get("numbering", "")) or None,
-                                    time_zone=str(form.get("time_zone", "")).strip() or None))
+            lambda: c.change_format(field_id, str(form.get("format", "")), scope,
+                                    int(start) if start else None, numbering=numbering, time_zone=time_zone))
     except AutonumberError as exc:
         return redirect(f"/rules#{field_id}", f"error: {exc}")
     return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")

@@ -7,9 +7,9 @@ from datetime import UTC, datetime, tzinfo
 from autonumber.catalog import CatalogSnapshot
 from autonumber.format import FormatReport, check_format
 from autonumber.format.zones import local_time, zone_of
+from autonumber.rules import carried_overrides
 
 from .models import PreviewIn, PreviewOut
-from .rule_edit import carried_overrides
 
 
 def preview(snapshot: CatalogSnapshot, req: PreviewIn) -> PreviewOut:

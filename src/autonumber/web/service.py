@@ -204,13 +204,13 @@ class Console:
         """Render a sample value; never reads or consumes a counter."""
         return preview(self.snapshot, req)
 
-    def change_format(
-        self, field_id: str, new_format: str, *, numbering: str | None = None, time_zone: str | None = None
-    ) -> FieldOut:
-        """Store a new format (and policy / zone, when given) through the applier's path; refused when
-        it breaks an invariant."""
-        fid = change_format(self.platform, field_id, new_format, numbering=numbering, time_zone=time_zone)
-        return self.field(fid)
+    def change_format(self, field_id: str, new_format: str | None, scope: str | None = None,
+                      start: int | None = None, *, numbering: str | None = None,
+                      time_zone: str | None = None) -> FieldOut:
+        """Change a rule through `autonumber.rules` (what is not given stays); refusals raise."""
+        done = change_format(self.platform, field_id, new_format, scope=scope, start=start,
+                             numbering=numbering, time_zone=time_zone)
+        return self.field(done.field_id)
 
     def gaps(
         self, field_id: str, scope_key: str | None = None, lo: int | None = None, hi: int | None = None

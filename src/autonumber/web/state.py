@@ -1,11 +1,11 @@
-"""Small read-only queries the console needs beyond `Records`: counter rows, record types, column values.
+"""Small read-only queries the console needs beyond `Records`: counter rows and record types.
 
 Kept out of the routes so the web layer never builds SQL itself.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import sqlalchemy as sa
@@ -59,13 +59,6 @@ def counter_states(
     return out
 
 
-def all_counters(conn: Connection, field_id: str) -> dict[str, int]:
-    """Every scope key of one field mapped to its next value (for invariant checks)."""
-    t = counter_table
-    stmt = sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == field_id)
-    return {row.scope_key: int(row.next_value) for row in conn.execute(stmt)}
-
-
 def record_types(conn: Connection | Engine, object_name: str) -> list[RecordTypeOption]:
     """The record types of one object, by display name."""
     rt, obj = system_record_type, system_object
@@ -79,14 +72,6 @@ def record_types(conn: Connection | Engine, object_name: str) -> list[RecordType
         return [
             RecordTypeOption(r.Id, r.Name or r.DeveloperName, r.RecordTypeCode) for r in c.execute(stmt)
         ]
-
-
-def column_values(conn: Connection, table: sa.Table, column: str) -> Iterator[tuple[str, str]]:
-    """(Id, value) for every non-null value of one column, streamed."""
-    col = table.c[column]
-    stmt = sa.select(key_column(table), col).where(col.is_not(None))
-    for row in conn.execution_options(yield_per=1000).execute(stmt):
-        yield str(row[0]), str(row[1])
 
 
 class _connection:

@@ -1,0 +1,200 @@
+"""HTTP rows of the job benchmark: the product's server against a minimal FastAPI app, same workers.
+
+Each server runs under Uvicorn with N workers; `wrk` (C, event-driven) drives POSTs at 10 and 100
+connections. A GET on the native app's trivial endpoint at 100 connections shows the ceiling of
+the load generator on this machine: it must reach ≥ 3× the best measured POST rate.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import sqlalchemy as sa
+
+from autonumber.db import create_engine
+
+from .http_apps import ENV
+from .job import JOB_OBJECT, native_table
+
+CONNECTIONS = (10, 100)
+WORKERS = 2
+GENERATOR_MARGIN = 3.0
+APPS = {
+    "autonumber serve": ("autonumber.bench.http_apps:autonumber_app", f"/api/records/{JOB_OBJECT}"),
+    "peer:fastapi-native-insert": ("autonumber.bench.http_apps:native_app", "/cases"),
+}
+Log = Callable[[str], None]
+
+
+def wrk_missing() -> str | None:
+    """None when `wrk` is on PATH, else how to get it."""
+    return None if shutil.which("wrk") else "wrk is not installed (make wrk, or apt-get install wrk)"
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _wait_up(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) -> None:
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"the server exited with {proc.returncode}")
+        try:
+            with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                return
+        except OSError:
+            time.sleep(0.2)
+    raise RuntimeError(f"the server did not listen on port {port} within {timeout:g} s")
+
+
+class Server:
+    """One Uvicorn process tree (N workers) serving a factory on a free port."""
+
+    def __init__(self, factory: str, url: str, workers: int) -> None:
+        self.port = _free_port()
+        env = {**os.environ, ENV: url}
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "uvicorn", "--factory", factory, "--host", "127.0.0.1",
+             "--port", str(self.port), "--workers", str(workers), "--log-level", "warning",
+             "--no-access-log"],
+            env=env,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        try:
+            _wait_up(self.port, self.proc)
+        except Exception:
+            self.stop()
+            raise
+
+    def stop(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(20)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(5)
+
+
+_RATE = re.compile(r"Requests/sec:\s+([\d.]+)")
+_P = re.compile(r"^\s+(50|99)%\s+([\d.]+)(us|ms|s)\s*$", re.MULTILINE)
+_NON2XX = re.compile(r"Non-2xx or 3xx responses:\s+(\d+)")
+_ERRORS = re.compile(r"Socket errors: connect (\d+), read (\d+), write (\d+), timeout (\d+)")
+_TOTAL = re.compile(r"(\d+) requests in")
+_UNIT = {"us": 0.001, "ms": 1.0, "s": 1000.0}
+
+
+def parse_wrk(text: str) -> dict[str, Any]:
+    """Requests/s, p50/p99 ms and failures from `wrk --latency` output."""
+    rate = _RATE.search(text)
+    total = _TOTAL.search(text)
+    pct = {q: float(v) * _UNIT[u] for q, v, u in _P.findall(text)}
+    non2xx = _NON2XX.search(text)
+    sock = _ERRORS.search(text)
+    errors = (int(non2xx.group(1)) if non2xx else 0) + (sum(map(int, sock.groups())) if sock else 0)
+    return {
+        "throughput": float(rate.group(1)) if rate else 0.0,
+        "requests": int(total.group(1)) if total else 0,
+        "p50_ms": pct.get("50"),
+        "p99_ms": pct.get("99"),
+        "errors": errors,
+    }
+
+
+def drive(url: str, connections: int, seconds: float, *, post: bool) -> dict[str, Any]:
+    """Run wrk against `url`; POST a small JSON body, or GET."""
+    script = None
+    args = ["wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{max(1, round(seconds))}s",
+            "--latency", "--timeout", "10s"]
+    if post:
+        fd, script = tempfile.mkstemp(suffix=".lua")
+        with os.fdopen(fd, "w") as fh:
+            fh.write('wrk.method = "POST"\nwrk.body = \'{"Subject": "bench"}\'\n'
+                     'wrk.headers["Content-Type"] = "application/json"\n')
+        args += ["-s", script]
+    try:
+        done = subprocess.run([*args, url], capture_output=True, text=True, timeout=seconds + 60)
+    finally:
+        if script:
+            Path(script).unlink(missing_ok=True)
+    return {**parse_wrk(done.stdout), "connections": connections}
+
+
+def _stored(url: str, name: str) -> dict[str, int]:
+    db = create_engine(url)
+    try:
+        with db.connect() as conn:
+            if name == "autonumber serve":
+                from autonumber.catalog import Catalog
+
+                table = Catalog(db).current().table(JOB_OBJECT)
+                column = table.c.CaseNumber
+            else:
+                table = native_table()
+                column = table.c.number
+            total, distinct = conn.execute(
+                sa.select(sa.func.count(), sa.func.count(sa.distinct(column))).select_from(table)
+            ).one()
+    finally:
+        db.dispose()
+    return {"stored_rows": int(total), "stored_duplicates": int(total) - int(distinct)}
+
+
+def run_http(
+    url: str,
+    backend: str,
+    *,
+    workers: int = WORKERS,
+    connections: tuple[int, ...] = CONNECTIONS,
+    seconds: float = 5.0,
+    log: Log = print,
+) -> dict[str, Any]:
+    """Both servers at every connection count, plus the load generator's ceiling."""
+    reason = wrk_missing()
+    if reason is not None:
+        return {"skipped": reason}
+    setup = create_engine(url)
+    try:
+        native_table().create(setup, checkfirst=True)
+    finally:
+        setup.dispose()
+    out: dict[str, Any] = {"workers": workers, "generator": "wrk", "cells": {}, "stored": {}}
+    for name, (factory, path) in APPS.items():
+        server = Server(factory, url, workers)
+        try:
+            base = f"http://127.0.0.1:{server.port}"
+            drive(base + path, connections[0], 1, post=True)  # warm-up: pools, caches, JIT of routes
+            rows = []
+            for n in connections:
+                row = drive(base + path, n, seconds, post=True)
+                rows.append(row)
+                log(f"  {backend:<10} HTTP {name:<28} {n:>3} conn  {row['throughput']:>8.0f}/s  "
+                    f"p99 {row['p99_ms'] or 0:>8.1f} ms  errors={row['errors']}")
+            out["cells"][name] = rows
+            if name.startswith("peer:"):
+                trivial = drive(base + "/ping", max(connections), seconds, post=False)
+                out["generator_ceiling"] = trivial
+                log(f"  {backend:<10} HTTP trivial GET /ping {max(connections)} conn "
+                    f"{trivial['throughput']:>8.0f}/s (load generator ceiling)")
+        finally:
+            server.stop()
+        out["stored"][name] = _stored(url, name)
+    best = max((r["throughput"] for rows in out["cells"].values() for r in rows), default=0.0)
+    ceiling = out.get("generator_ceiling", {}).get("throughput", 0.0)
+    out["generator_margin"] = round(ceiling / best, 2) if best else None
+    out["generator_ok"] = bool(best) and ceiling >= GENERATOR_MARGIN * best
+    return out

@@ -1,0 +1,328 @@
+"""The job, not just the counter: a record with its number, against the plain INSERT a user could write.
+
+Contestants, each storing one `Case`-like row per call:
+- `records.insert` — `autonumber.connect(url)` with every default (group commit included);
+- `records.insert (no group commit)` — the same with group commit off, to show what it buys;
+- `peer:native-insert` — one transaction per record on a table whose number column is the
+  database's own sequence (PostgreSQL BIGSERIAL, MariaDB AUTO_INCREMENT, SQLite rowid), with a pool
+  as large as the callers;
+- `peer:django-sequences` — `get_next_value` and the row INSERT in one `transaction.atomic()`, one
+  Django connection per caller.
+Work rows hold 2 or 10 ms inside the caller's transaction before COMMIT (a sleep, standing for the
+caller's own statements); the number is then taken inside that transaction by every contestant.
+"""
+
+from __future__ import annotations
+
+import importlib
+import multiprocessing
+import time
+from collections.abc import Callable, Hashable
+from typing import Any
+
+import sqlalchemy as sa
+
+import autonumber
+from autonumber.db import create_engine
+
+from . import django_peer
+from .harness import CellResult, Op, flatten, run_cell
+
+NATIVE_TABLE = "bench_native_case"
+JOB_OBJECT = "Case"
+CALLERS = (1, 8, 32, 100)
+WORK_MS = (2.0, 10.0)
+"""Work rows run at the largest caller count (100 by default)."""
+PROCESSES, PROCESS_THREADS = 4, 25
+CONTESTANTS = (
+    "records.insert",
+    "records.insert (no group commit)",
+    "peer:native-insert",
+    "peer:django-sequences",
+)
+
+
+class JobContestant:
+    """One way to store a record with its number; `op(callers, work)` is what one caller runs."""
+
+    name = "?"
+
+    def op(self, callers: int, work: float) -> Op:
+        """The call one caller repeats; `work` seconds are spent inside its transaction."""
+        raise NotImplementedError
+
+    def facts(self) -> dict[str, Any]:
+        """Extra per-cell facts (group sizes …), reset on read."""
+        return {}
+
+    def end_cell(self) -> None:
+        """Release what one cell opened."""
+
+    def stored(self) -> dict[str, int]:
+        """Rows stored and duplicate numbers among them."""
+        return {}
+
+    def close(self) -> None:
+        """Release everything."""
+
+
+class RecordsJob(JobContestant):
+    """`Platform.records.insert`: defaults, or with group commit turned off."""
+
+    def __init__(self, url: str, *, group_commit: bool = True) -> None:
+        self.name = "records.insert" if group_commit else "records.insert (no group commit)"
+        options: dict[str, Any] = {} if group_commit else {"group_commit": False}
+        self.platform = autonumber.connect(url, **options)
+
+    def op(self, callers: int, work: float) -> Op:
+        p = self.platform
+        if not work:
+            return lambda: str(p.records.insert(JOB_OBJECT, {"Subject": "bench"})["CaseNumber"])
+
+        def in_txn() -> Hashable:
+            with p.begin() as conn:
+                value = str(p.records.insert(JOB_OBJECT, {"Subject": "bench"}, conn)["CaseNumber"])
+                time.sleep(work)
+            return value
+
+        return in_txn
+
+    def facts(self) -> dict[str, Any]:
+        groups = self.platform.records.group_commit
+        if groups is None:
+            return {}
+        s = groups.reset_stats()
+        return {"groups": s.groups, "largest_group": s.largest, "split_groups": s.split}
+
+    def stored(self) -> dict[str, int]:
+        table = self.platform.catalog.current().table(JOB_OBJECT)
+        with self.platform.db.connect() as conn:
+            total, distinct = conn.execute(
+                sa.select(sa.func.count(), sa.func.count(sa.distinct(table.c.CaseNumber)))
+            ).one()
+        return {"stored_rows": int(total), "stored_duplicates": int(total) - int(distinct)}
+
+    def close(self) -> None:
+        self.platform.close()
+
+
+def native_table() -> sa.Table:
+    """A Case-like table whose number is the database's own auto-increment / sequence."""
+    return sa.Table(
+        NATIVE_TABLE,
+        sa.MetaData(),
+        sa.Column("number", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True),
+        sa.Column("subject", sa.String(80), nullable=False),
+        sa.Column("created", sa.DateTime(), nullable=False, server_default=sa.func.current_timestamp()),
+    )
+
+
+class NativeInsert(JobContestant):
+    """INSERT … with the number from the column's sequence; one transaction per record."""
+
+    name = "peer:native-insert"
+
+    def __init__(self, url: str) -> None:
+        self.url = url
+        self.table = native_table()
+        setup = create_engine(url)
+        try:
+            self.table.create(setup, checkfirst=True)
+        finally:
+            setup.dispose()
+        self.db: sa.Engine | None = None
+
+    def op(self, callers: int, work: float) -> Op:
+        # a pool as large as the callers: no caller ever queues for a connection
+        self.db = create_engine(self.url, pool_size=callers, max_overflow=0, pool_pre_ping=False)
+        db, stmt = self.db, sa.insert(self.table).values(subject="bench")
+
+        def insert() -> Hashable:
+            with db.begin() as conn:
+                number = conn.execute(stmt).inserted_primary_key[0]  # type: ignore[index]
+                if work:
+                    time.sleep(work)
+            return int(number)
+
+        return insert
+
+    def end_cell(self) -> None:
+        if self.db is not None:
+            self.db.dispose()
+            self.db = None
+
+    def stored(self) -> dict[str, int]:
+        db = create_engine(self.url)
+        try:
+            with db.connect() as conn:
+                total, distinct = conn.execute(
+                    sa.select(sa.func.count(), sa.func.count(sa.distinct(self.table.c.number)))
+                ).one()
+        finally:
+            db.dispose()
+        return {"stored_rows": int(total), "stored_duplicates": int(total) - int(distinct)}
+
+    def close(self) -> None:
+        self.end_cell()
+
+
+class DjangoJob(JobContestant):
+    """django-sequences: the counter row locked, the row inserted, `work` spent, one COMMIT."""
+
+    name = "peer:django-sequences"
+
+    def __init__(self, url: str, alias: str) -> None:
+        self.peer = django_peer.DjangoSequences(url, alias)
+        self.work = 0.0
+
+    def _one(self) -> Hashable:
+        db = importlib.import_module("django.db")
+        get_next_value = importlib.import_module("sequences").get_next_value
+        django_peer._current.alias = self.peer.alias
+        with db.transaction.atomic(using=self.peer.alias):
+            value = int(get_next_value(django_peer.SEQUENCE, using=self.peer.alias))
+            with db.connections[self.peer.alias].cursor() as cursor:
+                cursor.execute(f"INSERT INTO {django_peer.ROW_TABLE} (value) VALUES (%s)", [value])
+            if self.work:
+                time.sleep(self.work)
+        return value
+
+    def op(self, callers: int, work: float) -> Op:
+        self.work = work
+        workers = django_peer._Workers(callers, self.peer.alias)  # one connection per caller
+        self.peer.workers = workers
+        return lambda: workers.call(self._one)
+
+    def end_cell(self) -> None:
+        self.peer.end_cell()
+
+    def stored(self) -> dict[str, int]:
+        return self.peer.verify()
+
+    def close(self) -> None:
+        self.peer.close()
+
+
+def make(name: str, url: str, backend: str) -> JobContestant:
+    """A contestant by name."""
+    if name == "records.insert":
+        return RecordsJob(url)
+    if name == "records.insert (no group commit)":
+        return RecordsJob(url, group_commit=False)
+    if name == "peer:native-insert":
+        return NativeInsert(url)
+    if name == "peer:django-sequences":
+        return DjangoJob(url, f"job_{backend}")
+    raise ValueError(name)
+
+
+def available(name: str) -> str | None:
+    """None when the contestant can run here, else why not."""
+    return django_peer.available() if name == "peer:django-sequences" else None
+
+
+def _cell(
+    contestant: JobContestant, callers: int, work: float, seconds: float, warmup: float
+) -> dict[str, Any]:
+    op = contestant.op(callers, work)
+    try:
+        cell = run_cell(op, callers, seconds, warmup)
+    finally:
+        contestant.end_cell()
+    cell.extra.update(contestant.facts())
+    return {"label": f"1×{callers}", "work_ms": work * 1000, **cell.as_dict()}
+
+
+def _child(
+    name: str, url: str, backend: str, threads: int, seconds: float, warmup: float, barrier: Any
+) -> dict[str, Any]:
+    """One process of the 4 × 25 cell: its own contestant, its threads, its latencies and values."""
+    contestant = make(name, url, backend)
+    try:
+        op = contestant.op(threads, 0.0)
+        barrier.wait(120)
+        values: list[Hashable] = []
+
+        def kept() -> Hashable:
+            value = op()
+            values.append(value)
+            return value
+
+        cell = run_cell(kept, threads, seconds, warmup)
+        contestant.end_cell()
+        return {"cell": cell, "values": [str(v) for v in flatten(values)], "facts": contestant.facts()}
+    finally:
+        contestant.close()
+
+
+def _processes(name: str, url: str, backend: str, seconds: float, warmup: float) -> dict[str, Any]:
+    spawn = multiprocessing.get_context("spawn")
+    with spawn.Manager() as manager:
+        barrier = manager.Barrier(PROCESSES)
+        with spawn.Pool(PROCESSES) as pool:
+            parts = pool.starmap(
+                _child,
+                [(name, url, backend, PROCESS_THREADS, seconds, warmup, barrier)] * PROCESSES,
+            )
+    cells: list[CellResult] = [p["cell"] for p in parts]
+    values = [v for p in parts for v in p["values"]]
+    merged = CellResult(
+        callers=PROCESSES * PROCESS_THREADS,
+        ops=sum(c.ops for c in cells),
+        seconds=max(c.seconds for c in cells),
+        latencies=[x for c in cells for x in c.latencies],
+        values=len(values),
+        duplicates=len(values) - len(set(values)),
+        errors=sum(c.errors for c in cells),
+        first_error=next((c.first_error for c in cells if c.first_error), None),
+    )
+    largest = max((p["facts"].get("largest_group", 0) for p in parts), default=0)
+    if largest:
+        merged.extra["largest_group"] = largest
+    return {"label": f"{PROCESSES}×{PROCESS_THREADS}", "work_ms": 0.0, **merged.as_dict()}
+
+
+Log = Callable[[str], None]
+
+
+def run_job(
+    url: str,
+    backend: str,
+    *,
+    callers: tuple[int, ...] = CALLERS,
+    seconds: float = 2.0,
+    warmup: float = 0.5,
+    processes: bool = True,
+    log: Log = print,
+) -> dict[str, Any]:
+    """Every contestant at every caller count, the work rows and 4 × 25, on one backend."""
+    out: dict[str, Any] = {"cells": {}, "skipped": {}, "stored": {}}
+    for name in CONTESTANTS:
+        reason = available(name)
+        if reason is not None:
+            out["skipped"][name] = reason
+            continue
+        rows: list[dict[str, Any]] = []
+        contestant = make(name, url, backend)
+        try:
+            plan = [(n, 0.0) for n in callers] + [(max(callers), w / 1000) for w in WORK_MS]
+            for n, work in plan:
+                rows.append(_cell(contestant, n, work, seconds, warmup))
+                _log_row(log, backend, name, rows[-1])
+        finally:
+            out["stored"][name] = contestant.stored()
+            contestant.close()
+        if processes and PROCESSES * PROCESS_THREADS in callers:  # the same load, over processes
+            rows.append(_processes(name, url, backend, seconds, warmup))
+            _log_row(log, backend, name, rows[-1])
+        out["cells"][name] = rows
+    return out
+
+
+def _log_row(log: Log, backend: str, name: str, row: dict[str, Any]) -> None:
+    log(
+        f"  {backend:<10} {name:<34} {row['label']:>6} work {row['work_ms']:>4.0f} ms "
+        f"{row['throughput']:>9.0f}/s  p99 {row['p99_ms']:>8.2f} ms  unique={row['unique']}"
+        + (f"  group≤{row['largest_group']}" if row.get("largest_group") else "")
+        + (f"  errors={row['errors']} ({row['first_error']})" if row["errors"] else "")
+    )

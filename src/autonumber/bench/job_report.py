@@ -1,0 +1,149 @@
+"""The job rows in numbers: ratios to the peers, the issue's targets met or missed, the docs tables."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from .report import LABELS, md_table
+
+PROJECT = "records.insert"
+NATIVE = "peer:native-insert"
+DJANGO = "peer:django-sequences"
+HTTP_PROJECT, HTTP_PEER = "autonumber serve", "peer:fastapi-native-insert"
+SERVER_BACKENDS = ("mysql", "postgresql")
+
+
+def job_cell(job: Mapping[str, Any], name: str, label: str, work_ms: float = 0.0) -> Mapping[str, Any] | None:
+    """One row of a job contestant by caller label (`1×100`, `4×25`) and work."""
+    for row in job.get("cells", {}).get(name, []):
+        if row["label"] == label and float(row["work_ms"]) == work_ms:
+            return dict(row)
+    return None
+
+
+def _ratio(mine: Mapping[str, Any] | None, theirs: Mapping[str, Any] | None) -> float | None:
+    if not mine or not theirs or not theirs["throughput"]:
+        return None
+    return round(float(mine["throughput"]) / float(theirs["throughput"]), 2)
+
+
+def job_targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The issue's targets on the job, per server backend (SQLite rows are reported, not targeted)."""
+    out: list[dict[str, Any]] = []
+
+    def add(backend: str, target: str, value: float | None, goal: str, met: bool | None) -> None:
+        out.append({"backend": backend, "target": target, "value": value, "goal": goal, "met": met})
+
+    for backend, job in doc.get("job", {}).items():
+        if backend not in SERVER_BACKENDS:
+            continue
+        for label in ("1×100", "4×25"):
+            mine, peer = job_cell(job, PROJECT, label), job_cell(job, NATIVE, label)
+            r = _ratio(mine, peer)
+            add(backend, f"records.insert ÷ native insert @{label}", r, "≥ 1.0×",
+                None if r is None else r >= 1.0)
+            add(backend, f"records.insert (group commit on) ÷ native insert @{label}", r, "≥ 2×",
+                None if r is None else r >= 2.0)
+            if mine and peer:
+                add(backend, f"records.insert p99 @{label}, ms (peer {peer['p99_ms']:.1f})",
+                    float(mine["p99_ms"]), "≤ peer's p99", float(mine["p99_ms"]) <= float(peer["p99_ms"]))
+        r = _ratio(job_cell(job, PROJECT, "1×100", 2.0), job_cell(job, DJANGO, "1×100", 2.0))
+        add(backend, "records.insert ÷ django-sequences, 2 ms work @1×100", r, "≥ 5×",
+            None if r is None else r >= 5.0)
+    for backend, http in doc.get("http", {}).items():
+        if backend not in SERVER_BACKENDS or "cells" not in http:
+            continue
+        mine = next((r for r in http["cells"].get(HTTP_PROJECT, []) if r["connections"] == 100), None)
+        peer = next((r for r in http["cells"].get(HTTP_PEER, []) if r["connections"] == 100), None)
+        r = _ratio(mine, peer)
+        add(backend, f"HTTP POST ÷ FastAPI native insert @100 conn, {http['workers']} workers", r, "≥ 1.0×",
+            None if r is None else r >= 1.0)
+        if mine and peer and mine["p99_ms"] is not None and peer["p99_ms"] is not None:
+            add(backend, f"HTTP p99 @100 conn, ms (peer {peer['p99_ms']:.1f})", float(mine["p99_ms"]),
+                "≤ peer's p99", float(mine["p99_ms"]) <= float(peer["p99_ms"]))
+        add(backend, f"load generator ceiling ÷ best POST rate (×{http.get('generator_margin')})",
+            http.get("generator_margin"), "≥ 3×", http.get("generator_ok"))
+    return out
+
+
+def _text(row: Mapping[str, Any] | None) -> str:
+    if row is None:
+        return "–"
+    mark = "" if row.get("unique", True) and not row.get("errors") else " ✗"
+    return f"{row['throughput']:,.0f} ({row['p99_ms']:.1f}){mark}"
+
+
+def job_tables(doc: Mapping[str, Any]) -> list[str]:
+    """Markdown: per backend, contestants × caller counts (calls/s, p99 ms), then HTTP."""
+    out: list[str] = []
+    for backend, job in doc.get("job", {}).items():
+        labels: list[tuple[str, float]] = []
+        for rows in job.get("cells", {}).values():
+            for row in rows:
+                key = (row["label"], float(row["work_ms"]))
+                if key not in labels:
+                    labels.append(key)
+        header = ["contestant", *[f"{lab}" + (f" +{w:g} ms" if w else "") for lab, w in labels]]
+        rows_md = [
+            [name, *[_text(job_cell(job, name, lab, w)) for lab, w in labels]]
+            for name in job.get("cells", {})
+        ]
+        out += [f"#### {LABELS.get(backend, backend)} — a record with its number, records/s (p99 ms)", "",
+                md_table(header, rows_md), ""]
+        groups = [
+            f"{name} {row['label']}: largest group {row['largest_group']}"
+            for name, rows in job.get("cells", {}).items() for row in rows
+            if row.get("largest_group") and float(row["work_ms"]) == 0 and row["label"] in ("1×100", "4×25")
+        ]
+        stored = "; ".join(f"{k}: {v['stored_rows']:,} rows, {v['stored_duplicates']} duplicates"
+                           for k, v in job.get("stored", {}).items() if v)
+        out += [f"Group sizes: {', '.join(groups) or '–'}. Stored rows checked afterwards: {stored}.", ""]
+        if job.get("skipped"):
+            out += ["Skipped: " + "; ".join(f"{k} ({v})" for k, v in job["skipped"].items()), ""]
+    for backend, http in doc.get("http", {}).items():
+        title = f"#### {LABELS.get(backend, backend)} — HTTP POST, requests/s (p99 ms)"
+        if "cells" not in http:
+            out += [title, "", f"_{http.get('skipped') or http.get('error')}_", ""]
+            continue
+        conns: Sequence[int] = sorted({r["connections"] for rows in http["cells"].values() for r in rows})
+        header = ["server", *[f"{n} connections" for n in conns]]
+        rows_md = []
+        for name, rows in http["cells"].items():
+            by = {r["connections"]: r for r in rows}
+            rows_md.append([f"{name} ({http['workers']} workers)",
+                            *[_http_text(by.get(n)) for n in conns]])
+        ceiling = http.get("generator_ceiling", {})
+        out += [title, "", md_table(header, rows_md), "",
+                f"Load generator `wrk`: trivial GET at {ceiling.get('connections')} connections reached "
+                f"{ceiling.get('throughput', 0):,.0f} requests/s, ×{http.get('generator_margin')} the best "
+                "POST rate above" + (" (≥ 3×: not the bottleneck)." if http.get("generator_ok")
+                                     else " (**under 3×: the generator may limit the POST rows**)."), ""]
+        stored = "; ".join(f"{k}: {v['stored_rows']:,} rows, {v['stored_duplicates']} duplicates"
+                           for k, v in http.get("stored", {}).items())
+        out += [f"Stored rows checked afterwards (whole tables, library rows included): {stored}.", ""]
+    return out
+
+
+def _http_text(row: Mapping[str, Any] | None) -> str:
+    if row is None:
+        return "–"
+    p99 = "?" if row["p99_ms"] is None else f"{row['p99_ms']:.1f}"
+    return f"{row['throughput']:,.0f} ({p99})" + (f" ✗ {row['errors']} errors" if row["errors"] else "")
+
+
+def job_section(doc: Mapping[str, Any]) -> list[str]:
+    """The whole job part of the generated docs section (empty when the job was not measured)."""
+    if not doc.get("job") and not doc.get("http"):
+        return []
+    rows = []
+    for t in doc.get("job_targets", []):
+        met = {True: "met", False: "**missed**", None: "n/a"}[t["met"]]
+        value = "–" if t["value"] is None else f"{t['value']:,.2f}"
+        rows.append([LABELS.get(t["backend"], t["backend"]), t["target"], value, t["goal"], met])
+    return [
+        "### The job: a record with its number (issue 17)", "",
+        *job_tables(doc),
+        "#### Targets (issue 17)", "",
+        md_table(["backend", "target", "measured", "goal", ""], rows), "",
+    ]

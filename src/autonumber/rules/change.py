@@ -1,0 +1,418 @@
+"""Planning and applying rule changes: every check first, then the writes, all or nothing.
+
+`plan_requests` reads and validates a batch of requests (add a field, set a rule) against the
+database as the earlier requests of the batch would leave it, and computes every write: the field
+row, the rule columns, the format history, the counter rows to raise or retire. Nothing is written
+until every request has passed. `execute` then writes: the new columns first (DDL), then the rows,
+then verify for the touched fields only. MariaDB/MySQL commit DDL at once, so there the rows are
+written inside a savepoint and a failure drops the columns added, leaving the database as before.
+
+Semantics (docs/changing-rules.md):
+- a format change keeps old values valid (the field remembers its formats, history.py); the counter
+  continues and is raised above every stored value the new format could render again;
+- a scope change retires the old scope's counter rows and starts the new scope's rows above every
+  value the new format could collide with (a move to `global` continues above every counter
+  handed out, under any of the field's formats);
+- a width that cannot hold a counter, a start beyond the width, a stored value no format of the
+  field reads, or a broken format is refused with one line naming the field.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+from contextlib import nullcontext
+from dataclasses import dataclass, field
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from autonumber.catalog import Rule
+from autonumber.db import dialect_for
+from autonumber.db.objects import object_table
+from autonumber.db.schema import reconcile_tables, table_names
+from autonumber.db.tables import counter_table, field_format_history, system_field, system_object
+from autonumber.errors import (
+    RuleChangeRefused,
+    SeedLimitError,
+    SeedParseError,
+    UnknownField,
+    UnknownObject,
+    VerifyError,
+)
+from autonumber.format import FieldInfo, MemoryCatalog, ObjectInfo, parse_format
+from autonumber.identifiers import check_api_name, field_id, fit_id
+from autonumber.rules import history
+from autonumber.rules.legacy import LegacyState
+from autonumber.rules.scan import ColumnScan, scan_rule
+from autonumber.rules.seed import CounterRow, plan_rows
+from autonumber.rules.store import RULE_COLUMNS, RuleSpec, metadata_view, rule_values, same_values, write_rule
+from autonumber.rules.verify import check
+
+DEFAULT_LENGTH = 30
+MAX_LENGTH = 255
+KINDS = ("add", "set")
+
+
+@dataclass(frozen=True)
+class RuleRequest:
+    """One change asked for: `add` a field (column, rule, counters) or `set` an existing rule."""
+
+    kind: str
+    rule: RuleSpec
+
+    def __post_init__(self) -> None:
+        if self.kind not in KINDS:
+            raise ValueError(f"rule request kind {self.kind!r} is not one of {', '.join(KINDS)}")
+
+
+@dataclass
+class FieldChange:
+    """What one request did (or would do): the field id and one line per change."""
+
+    field_id: str
+    changes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Plan:
+    """The validated writes of one request."""
+
+    request: RuleRequest
+    field_id: str
+    table: str
+    new_column: FieldInfo | None = None
+    new_row: dict[str, Any] | None = None
+    values: dict[str, Any] | None = None
+    previous: tuple[str, str] | None = None
+    counters: list[CounterRow] = field(default_factory=list)
+    retire: list[str] = field(default_factory=list)
+    lines: list[str] = field(default_factory=list)
+    adopted: bool = False
+    """The object is an application's own table: its column must exist; it gets a UNIQUE index."""
+
+    @property
+    def writes(self) -> bool:
+        """Whether anything is written for this request."""
+        return bool(self.new_row or self.values or self.counters or self.retire or self.adopted)
+
+
+@dataclass(frozen=True)
+class _Stored:
+    field_id: str
+    values: dict[str, Any]
+    max_length: int | None
+
+    @property
+    def format(self) -> str | None:
+        fmt = self.values.get("auto_number_format")
+        return None if fmt is None else str(fmt)
+
+    @property
+    def scope(self) -> str:
+        return str(self.values.get("auto_number_scope") or "global")
+
+
+class _Catalog(MemoryCatalog):
+    """The metadata as the batch will leave it: the stored catalog plus the fields being added."""
+
+    def __init__(self, base: MemoryCatalog) -> None:
+        super().__init__([], [])
+        self._base = base
+        self._extra: dict[tuple[str, str], FieldInfo] = {}
+
+    def add(self, info: FieldInfo) -> None:
+        self._extra[(info.object, info.name)] = info
+
+    def get_object(self, name: str) -> ObjectInfo | None:
+        return self._base.get_object(name)
+
+    def get_field(self, object_name: str, field_name: str) -> FieldInfo | None:
+        return self._extra.get((object_name, field_name)) or self._base.get_field(object_name, field_name)
+
+    def fields_of(self, object_name: str) -> Sequence[FieldInfo]:
+        extra = [f for (o, _), f in self._extra.items() if o == object_name]
+        return (*self._base.fields_of(object_name), *extra)
+
+    def record_type_columns(self) -> Collection[str]:
+        return self._base.record_type_columns()
+
+
+class _Batch:
+    """What planning knows and updates as it walks the requests (reads only)."""
+
+    def __init__(self, conn: Connection) -> None:
+        self.conn = conn
+        base, self.ids = metadata_view(conn)
+        self.catalog = _Catalog(base)
+        self.stored = _read_stored(conn)
+        o = system_object
+        self.tables = dict(conn.execute(sa.select(o.c.ApiName, o.c.TableName)).tuples().all())
+        self.object_ids = dict(conn.execute(sa.select(o.c.ApiName, o.c.Id)).tuples().all())
+        self.adopted = set(conn.execute(sa.select(o.c.ApiName).where(o.c.KeyColumn.is_not(None))).scalars())
+        self.history = history.formats_of(conn)
+        self.counters: dict[str, dict[str, int]] = {}
+        self.empty_columns: set[str] = set()
+        self.physical: dict[str, set[str]] = {}
+
+    def counters_of(self, fid: str) -> dict[str, int]:
+        """The field's counter rows (as earlier requests of the batch leave them)."""
+        if fid not in self.counters:
+            t = counter_table
+            rows = self.conn.execute(sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == fid))
+            self.counters[fid] = {key: int(nxt) for key, nxt in rows}
+        return self.counters[fid]
+
+    def columns_of(self, table: str) -> set[str]:
+        if table not in self.physical:
+            present = table in table_names(self.conn)
+            cols = sa.inspect(self.conn).get_columns(table) if present else []
+            self.physical[table] = {c["name"] for c in cols}
+        return self.physical[table]
+
+
+def _read_stored(conn: Connection) -> dict[str, _Stored]:
+    f, o = system_field, system_object
+    cols = [f.c[c] for c in RULE_COLUMNS]
+    out = {}
+    for row in conn.execute(sa.select(o.c.ApiName, f.c.ApiName, f.c.Id, f.c.MaxLength, *cols)
+                            .join(o, o.c.Id == f.c.ObjectId)):
+        values = {c.name: row._mapping[c] for c in cols}
+        out[f"{row[0]}.{row[1]}"] = _Stored(row[2], values, row[3])
+    return out
+
+
+def plan_requests(conn: Connection, requests: Sequence[RuleRequest]) -> list[Plan]:
+    """Validate every request in order and compute its writes; raise (writing nothing) on the first
+    refusal: RuleChangeRefused, FormatError, UnknownObject/UnknownField or InvalidIdentifier."""
+    batch = _Batch(conn)
+    return [_plan_add(batch, r.rule) if r.kind == "add" else _plan_set(batch, r.rule) for r in requests]
+
+
+def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
+    table = batch.tables.get(rule.object)
+    if table is None:
+        raise UnknownObject(rule.object)
+    check_api_name(rule.field, "field name")
+    existing = batch.stored.get(rule.name)
+    if existing is not None and existing.format is not None:
+        wanted = rule_values(rule, batch.catalog)
+        if not same_values(existing.values, wanted):
+            raise RuleChangeRefused(rule.name, f"it already has an autonumber rule ({existing.format!r}); "
+                                    "change it with `autonumber field set` or a set_rule operation")
+        return Plan(RuleRequest("add", rule), existing.field_id, table)
+    if rule.object in batch.adopted:  # an application's table: nothing altered, its column is adopted
+        fid = existing.field_id if existing else field_id(rule.object, rule.field)
+        plan = Plan(RuleRequest("add", rule), fid, table, adopted=True)
+        if existing is None:
+            batch.catalog.add(FieldInfo(rule.object, rule.field, "text", None, None))
+        _finish(batch, plan, rule, rule_values(rule, batch.catalog), None)
+        return plan
+    width = rule.length or (existing.max_length if existing else None) or DEFAULT_LENGTH
+    if not 1 <= width <= MAX_LENGTH:
+        raise RuleChangeRefused(rule.name, f"length {width} is not between 1 and {MAX_LENGTH}")
+    plan = Plan(RuleRequest("add", rule), existing.field_id if existing else field_id(rule.object,
+                                                                                      rule.field), table)
+    if existing is None:
+        info = FieldInfo(rule.object, rule.field, "autonumber", None, width)
+        batch.catalog.add(info)
+        plan.new_row = {"Id": plan.field_id, "ObjectId": batch.object_ids.get(rule.object,
+                                                                              fit_id(f"obj_{rule.object}")),
+                        "ApiName": rule.field, "Label": rule.field, "Type": "autonumber", "MaxLength": width}
+        plan.lines.append(f"field {plan.field_id}")
+        if rule.field not in batch.columns_of(table):
+            plan.new_column = info
+            plan.lines.append(f"added column {table}.{rule.field}")
+            batch.empty_columns.add(rule.name)
+    values = rule_values(rule, batch.catalog)
+    _finish(batch, plan, rule, values, None)
+    return plan
+
+
+def _plan_set(batch: _Batch, rule: RuleSpec) -> Plan:
+    existing = batch.stored.get(rule.name)
+    if existing is None or existing.format is None:
+        raise UnknownField(rule.name, "field has no autonumber rule (add it with `autonumber field add`)")
+    values = rule_values(rule, batch.catalog)
+    plan = Plan(RuleRequest("set", rule), existing.field_id, batch.tables[rule.object])
+    if same_values(existing.values, values):  # the same rule: only raise counters left behind
+        _finish(batch, plan, rule, None, None)
+    else:
+        _finish(batch, plan, rule, values, (existing.format, existing.scope))
+    return plan
+
+
+def _finish(batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any] | None,
+            previous: tuple[str, str] | None) -> None:
+    """Checks and counter rows shared by add and set (values None: the rule stays, counters left
+    behind the stored values are raised); records the outcome in the batch."""
+    fmt = parse_format(rule.format)
+    largest = 10 ** fmt.counter_width - 1
+    if rule.start > largest:
+        raise RuleChangeRefused(rule.name, f"start {rule.start} is beyond the counter width "
+                                f"{fmt.counter_width} (at most {largest}); widen the counter or lower start")
+    fid = plan.field_id
+    known = [*batch.history.get(fid, []), *([previous[0]] if previous else [])]
+    target = Rule(fid, rule.object, rule.field, fmt, rule.start, rule.scope, ())
+    scan = _scan(batch, plan, target, known)
+    planned, _ = plan_rows(target, scan.buckets, LegacyState())
+    current = dict(batch.counters_of(fid))
+    if previous is not None and previous[1] != rule.scope:
+        plan.retire = sorted(current)
+        if rule.scope == "global":  # continue above every counter handed out, under any format
+            floor = max([*current.values(), scan.older_max + 1])
+            planned = [_at_least(row, floor, "previous") if row.scope_key == "" else row for row in planned]
+        after = {row.scope_key: row.next_value for row in planned}
+        if current:
+            plan.lines.append(f"retired {len(current)} counter row(s) of scope {previous[1]}")
+    else:
+        after = dict(current)
+        for row in planned:
+            after[row.scope_key] = max(row.next_value, after.get(row.scope_key, 0))
+    for key, nxt in sorted(after.items()):
+        if nxt > largest:
+            raise RuleChangeRefused(rule.name, f"counter width {fmt.counter_width} cannot hold the next "
+                                    f"value {nxt} of scope {key or 'global'!r}; keep at least "
+                                    f"{len(str(nxt))} digit(s)")
+    plan.values = values
+    plan.previous = previous
+    plan.counters = [r for r in planned if plan.retire or r.next_value > current.get(r.scope_key, 0)]
+    batch.counters[fid] = after
+    if values is None:
+        if plan.counters:
+            plan.lines.append(_counter_line(fid, after, scan))
+        return
+    was = f"{previous[0]} ({previous[1]}) → " if previous else ""
+    plan.lines.append(f"rule {rule.name}: {was}{rule.format} ({rule.scope}, start {rule.start})")
+    plan.lines.append(_counter_line(fid, after, scan))
+    batch.history[fid] = [*known, rule.format]
+    was_stored = batch.stored.get(rule.name)
+    length = plan.new_column.max_length if plan.new_column else was_stored.max_length if was_stored else None
+    batch.stored[rule.name] = _Stored(fid, values, length)
+
+
+def _at_least(row: CounterRow, floor: int, source: str) -> CounterRow:
+    return row if row.next_value >= floor else CounterRow(row.field_id, row.scope_key, floor, source)
+
+
+def _counter_line(fid: str, after: dict[str, int], scan: ColumnScan) -> str:
+    shown = ", ".join(f"{k or 'global'}={v}" for k, v in sorted(after.items())[:5]) or "none yet (lazy scope)"
+    older = f", {scan.older} under an earlier format" if scan.older else ""
+    return f"counter(s) of {fid}: {shown} ({scan.rows} stored value(s){older})"
+
+
+def _scan(batch: _Batch, plan: Plan, target: Rule, known: Sequence[str]) -> ColumnScan:
+    """Read the stored values with the new format; refuse one that no format of the field reads.
+
+    A first rule on a platform column (`add`, the cut-over's formats phase) fails with the seed's
+    own SeedParseError/SeedLimitError, as `seed_counters` would, but before anything is committed."""
+    name = target.name
+    if name in batch.empty_columns or target.field_name not in batch.columns_of(plan.table):
+        return ColumnScan()
+    if plan.adopted:
+        table = sa.Table(plan.table, sa.MetaData(), autoload_with=batch.conn)
+    else:
+        fields = tuple(batch.catalog.fields_of(target.object_name))
+        table = object_table(plan.table, [f for f in fields if f.name == target.field_name], sa.MetaData())
+    try:
+        return scan_rule(batch.conn, target, table, older=history.older_patterns(target.format.source, known))
+    except SeedParseError as exc:
+        if plan.request.kind == "add" and not plan.adopted:
+            raise
+        formats = ", ".join(repr(f) for f in dict.fromkeys([*known, target.format.source]))
+        raise RuleChangeRefused(name, f"row {exc.row_id} holds {exc.value!r}, which none of the field's "
+                                f"formats ({formats}) can have produced; fix that row first") from None
+    except SeedLimitError as exc:
+        if plan.request.kind == "add" and not plan.adopted:
+            raise
+        raise RuleChangeRefused(name, str(exc)) from None
+
+
+# --- writing ------------------------------------------------------------------------------------
+
+def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> list[FieldChange]:
+    """Write validated plans in the caller's transaction, then verify the touched fields (unless
+    `verify` is False: `setup apply` verifies the whole database in its last phase).
+
+    Where DDL commits at once, a failure after a column was added rolls the rows back to a
+    savepoint and drops the column again, so the database ends exactly as it was.
+    """
+    dialect = dialect_for(conn)
+    added: list[tuple[str, str]] = []
+    try:
+        for plan in plans:
+            if plan.new_column is not None:
+                table = object_table(plan.table, [plan.new_column], sa.MetaData())
+                reconcile_tables(conn, [table])
+                added.append((plan.table, plan.new_column.name))
+        guard = conn.begin_nested() if added and not dialect.transactional_ddl else nullcontext()
+        with guard:
+            for plan in plans:
+                if plan.adopted:
+                    plan.lines += _adopt(conn, plan)
+                _write(conn, plan)
+            touched = {p.field_id for p in plans if p.writes}
+            findings = check(conn, touched) if touched and verify else []
+            if findings:
+                raise VerifyError(findings)
+    except BaseException:
+        if added and not dialect.transactional_ddl:
+            _drop_columns(conn, added)
+        raise
+    for plan in plans:  # DDL last: on MariaDB it commits what came before
+        if plan.adopted:
+            plan.lines += ensure_unique_index(conn, plan.table, plan.request.rule.field)
+    return [FieldChange(p.field_id, list(p.lines)) for p in plans]
+
+
+def _adopt(conn: Connection, plan: Plan) -> list[str]:
+    """Check the adopted table's column (text, no duplicates) and register it."""
+    from autonumber.objects.adopt import adopt_column  # objects builds on rules: imported when used
+
+    return adopt_column(conn, plan.request.rule, plan.table)
+
+
+def _write(conn: Connection, plan: Plan) -> None:
+    dialect = dialect_for(conn)
+    now = dialect.utc_now(conn)
+    rule = plan.request.rule
+    if plan.new_row is not None:
+        conn.execute(sa.insert(system_field).values(plan.new_row))
+    if plan.values is not None:
+        write_rule(conn, plan.field_id, plan.values)
+        if plan.previous is not None:
+            history.remember_current(conn, plan.field_id, *plan.previous)
+        history.record(conn, plan.field_id, rule.format, rule.scope, now)
+    t = counter_table
+    if plan.retire:
+        conn.execute(sa.delete(t).where(t.c.field_id == plan.field_id, t.c.scope_key.in_(plan.retire)))
+    stamps = {"created_date": now, "last_modified_date": now}
+    for row in plan.counters:
+        key = {"field_id": row.field_id, "scope_key": row.scope_key}
+        dialect.upsert_greatest(conn, t, key, "next_value", row.next_value, stamps)
+
+
+def ensure_unique_index(conn: Connection, table: str, column: str) -> list[str]:
+    """The UNIQUE index an adopted autonumber column gets (objects/adopt.py)."""
+    from autonumber.objects.adopt import ensure_unique_index as ensure
+
+    return ensure(conn, table, column)
+
+
+def _drop_columns(conn: Connection, added: Sequence[tuple[str, str]]) -> None:
+    """Compensate DDL that committed at once: drop the columns this change added."""
+    dialect = dialect_for(conn)
+    for table, column in added:
+        check_api_name(column, "field name")
+        # validated names; Core has no DROP COLUMN construct
+        conn.execute(sa.text(f"ALTER TABLE {dialect.quote(conn, table)} DROP COLUMN "
+                             f"{dialect.quote(conn, column)}"))
+
+
+def ensure_history_table(conn: Connection) -> None:
+    """Create `_System_FieldFormatHistory` on a database set up before it existed (idempotent)."""
+    if field_format_history.name not in table_names(conn):
+        reconcile_tables(conn, [field_format_history])
+
+
+__all__ = ["FieldChange", "Plan", "RuleRequest", "execute", "plan_requests"]

@@ -43,11 +43,12 @@ class Platform:
         journal: bool = True,
         group_commit: bool = GROUP_COMMIT,
     ) -> None:
-        split = Budget.split(max_connections_from(max_connections))
+        split = Budget.split(max_connections_from(max_connections), group_commit=group_commit)
         records = pool_size or split.records
         reservations = reservation_pool_size or split.reservations
         fresh = reservation_pool_size or split.fresh
-        self.budget = Budget(records + reservations + fresh, records, reservations, fresh)
+        group = split.group
+        self.budget = Budget(records + reservations + fresh + group, records, reservations, fresh, group)
         """The connections this Platform may hold: explicit pool sizes override the budget's split."""
 
         def pool(size: int, name: str, **kw: object) -> SAEngine:
@@ -61,6 +62,8 @@ class Platform:
         # no pre-ping on the hot path: a reservation on a dead connection is retried instead
         self.reservation_db = pool(self.budget.reservations, "reservations", pool_pre_ping=False)
         self.fresh_db = pool(self.budget.fresh, "fresh").execution_options(**{READONLY: True})
+        # The group writer's own pool: it never waits on the reservation pool for its connection.
+        self.group_db = pool(group, "group", pool_pre_ping=False) if group else None
         # Read-only pool: on SQLite a refresh must not BEGIN IMMEDIATE behind an open caller txn.
         self.catalog = Catalog(self.fresh_db, poll_interval=poll_interval)
         self.catalog.listeners.append(_publish_quarantine)
@@ -80,8 +83,8 @@ class Platform:
             self.catalog,
             self.engine,
             self.events,
-            group_commit=group_commit,
-            group_db=self.reservation_db,
+            group_commit=self.group_db is not None,
+            group_db=self.group_db,
         )
 
     @contextmanager
@@ -92,8 +95,9 @@ class Platform:
 
     def close(self) -> None:
         """Dispose of every pool."""
-        for engine in (self.db, self.reservation_db, self.fresh_db):
-            engine.dispose()
+        for engine in (self.db, self.reservation_db, self.fresh_db, self.group_db):
+            if engine is not None:
+                engine.dispose()
 
     def __enter__(self) -> Platform:
         return self

@@ -32,17 +32,25 @@ class Budget:
     records: int
     reservations: int
     fresh: int
+    group: int = 0
+    """The group-commit writer's own connection: it holds one while it may wait for a
+    reservation connection (a lazy counter row) or for a row lock held by a caller that itself
+    waits for one, so it must never take its connection from the reservation pool."""
 
     @classmethod
-    def split(cls, total: int) -> Budget:
-        """Give records (caller transactions) the most; reservations are short, fresh reads rare."""
+    def split(cls, total: int, *, group_commit: bool = False) -> Budget:
+        """Give records (caller transactions) the most; reservations are short, fresh reads rare.
+
+        With group commit, one connection of the records' share is the group writer's (none when
+        the budget is the minimum: group commit is then off)."""
         if total < MIN_CONNECTIONS:
             raise ConfigError(
                 f"max_connections must be at least {MIN_CONNECTIONS} (one per pool), got {total}"
             )
         fresh = max(1, total // 5)
         reservations = max(1, total // 4)
-        return cls(total, total - fresh - reservations, reservations, fresh)
+        group = 1 if group_commit and total > MIN_CONNECTIONS else 0
+        return cls(total, total - fresh - reservations - group, reservations, fresh, group)
 
 
 def max_connections_from(value: int | str | None) -> int:

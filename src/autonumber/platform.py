@@ -93,11 +93,16 @@ class Platform:
         with self.db.connect() as conn, self.dialect.begin_write(conn):
             yield conn
 
+    @property
+    def engines(self) -> tuple[SAEngine, ...]:
+        """Every pool of this Platform (records, reservations, fresh reads, the group writer's)."""
+        pools = (self.db, self.reservation_db, self.fresh_db, self.group_db)
+        return tuple(engine for engine in pools if engine is not None)
+
     def close(self) -> None:
         """Dispose of every pool."""
-        for engine in (self.db, self.reservation_db, self.fresh_db, self.group_db):
-            if engine is not None:
-                engine.dispose()
+        for engine in self.engines:
+            engine.dispose()
 
     def __enter__(self) -> Platform:
         return self

@@ -75,7 +75,7 @@ def checked_out_peak(p: Platform) -> Iterator[list[int]]:
         with lock:
             state[0] -= 1
 
-    pools = [p.db.pool, p.reservation_db.pool, p.fresh_db.pool]
+    pools = [e.pool for e in p.engines]
     for pool in pools:
         sa.event.listen(pool, "checkout", out)
         sa.event.listen(pool, "checkin", back)
@@ -93,7 +93,7 @@ def test_default_budget_caps_every_pool_together(db_url: str) -> None:
     p = make_platform(db_url)
     try:
         assert p.budget.total == DEFAULT_MAX_CONNECTIONS
-        sizes = [e.pool.size() for e in (p.db, p.reservation_db, p.fresh_db)]  # type: ignore[attr-defined]
+        sizes = [e.pool.size() for e in p.engines]  # type: ignore[attr-defined]
         assert sum(sizes) == DEFAULT_MAX_CONNECTIONS
         threads = 40 if not p.dialect.reserve_on_caller_when_written else 8
         with checked_out_peak(p) as peak:

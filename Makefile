@@ -27,7 +27,8 @@ install-dev: $(DEVSTAMP)
 run: $(STAMP)
 	$(BIN)/autonumber run --db $(DB)
 
-## make test: install the dev extras and run the whole suite (lint, types, tests).
+## make test: install the dev extras (and Chromium via apt-get for the browser tests, when missing)
+## and run the whole suite (lint, types, tests).
 test: $(DEVSTAMP) chromium
 	$(BIN)/ruff check src tests bench
 	$(BIN)/mypy
@@ -35,7 +36,8 @@ test: $(DEVSTAMP) chromium
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
-	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+	  (echo "make test: installing Chromium with apt-get (browser tests drive /usr/bin/chromium)" && \
+	   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
 
 ## wrk drives the HTTP rows of the bench (Debian package, like chromium for the browser tests).
 wrk:

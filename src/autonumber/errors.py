@@ -221,6 +221,43 @@ class SpecRefused(AutonumberError):
     exit_code = 3
 
 
+class ConnectionBudgetExhausted(AutonumberError):
+    """No database connection was free within the wait: the process's budget is all in use."""
+
+    def __init__(self, size: int, timeout: float, pool: str) -> None:
+        self.pool = pool
+        super().__init__(
+            f"no database connection free after waiting {timeout:g} s: all {size} connections of the "
+            f"{pool!r} pool are in use; raise the budget (connect(max_connections=N), --max-connections, "
+            "AUTONUMBER_MAX_CONNECTIONS) or send fewer concurrent requests"
+        )
+
+
+class CommitOutcomeUnknown(AutonumberError):
+    """The connection failed during COMMIT: the records may or may not be stored. Look them up by Id
+    (or retry with the same idempotency key) before inserting again."""
+
+    def __init__(self, object_name: str, record_ids: Sequence[str], cause: str) -> None:
+        self.object_name = object_name
+        self.record_ids = tuple(record_ids)
+        super().__init__(
+            f"the commit of {len(self.record_ids)} {object_name} record(s) had an unknown outcome "
+            f"({cause}); look up Id(s) {', '.join(self.record_ids)} before retrying"
+        )
+
+
+class IdempotencyConflict(AutonumberError):
+    """An idempotency key reused with a different request body."""
+
+    exit_code = 2
+
+    def __init__(self, key: str) -> None:
+        self.key = key
+        super().__init__(
+            f"idempotency key {key!r} was already used with a different request; use a new key"
+        )
+
+
 class GaplessNeedsTransaction(AutonumberError):
     """A `gapless` field asked for a number with no caller transaction to take it in."""
 

@@ -6,9 +6,11 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 
 from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Engine as SAEngine
 
 from .catalog import Catalog, CatalogSnapshot
 from .db import check_reachable, create_engine, dialect_for
+from .db.budget import DEFAULT_WAIT, Budget, max_connections_from, pool_class
 from .db.sqlite import READONLY
 from .engine import Engine, Strategy, metrics
 from .events import EventBus
@@ -33,22 +35,35 @@ class Platform:
         *,
         strategy: Strategy = DEFAULT_STRATEGY,
         max_retries: int = 5,
-        pool_size: int = 8,
-        reservation_pool_size: int = 8,
+        max_connections: int | None = None,
+        connection_timeout: float = DEFAULT_WAIT,
+        pool_size: int | None = None,
+        reservation_pool_size: int | None = None,
         poll_interval: float = 1.0,
         journal: bool = True,
         group_commit: bool = GROUP_COMMIT,
     ) -> None:
-        self.db = create_engine(url, pool_size=pool_size)
+        split = Budget.split(max_connections_from(max_connections), group_commit=group_commit)
+        records = pool_size or split.records
+        reservations = reservation_pool_size or split.reservations
+        fresh = reservation_pool_size or split.fresh
+        group = split.group
+        self.budget = Budget(records + reservations + fresh + group, records, reservations, fresh, group)
+        """The connections this Platform may hold: explicit pool sizes override the budget's split."""
+
+        def pool(size: int, name: str, **kw: object) -> SAEngine:
+            return create_engine(
+                url, pool_size=size, poolclass=pool_class(name), pool_timeout=connection_timeout, **kw
+            )
+
+        self.db = pool(self.budget.records, "records")
         check_reachable(self.db)
         self.dialect = dialect_for(self.db)
         # no pre-ping on the hot path: a reservation on a dead connection is retried instead
-        self.reservation_db = create_engine(
-            url, pool_size=reservation_pool_size, pool_pre_ping=False
-        )
-        self.fresh_db = create_engine(url, pool_size=reservation_pool_size).execution_options(
-            **{READONLY: True}
-        )
+        self.reservation_db = pool(self.budget.reservations, "reservations", pool_pre_ping=False)
+        self.fresh_db = pool(self.budget.fresh, "fresh").execution_options(**{READONLY: True})
+        # The group writer's own pool: it never waits on the reservation pool for its connection.
+        self.group_db = pool(group, "group", pool_pre_ping=False) if group else None
         # Read-only pool: on SQLite a refresh must not BEGIN IMMEDIATE behind an open caller txn.
         self.catalog = Catalog(self.fresh_db, poll_interval=poll_interval)
         self.catalog.listeners.append(_publish_quarantine)
@@ -68,8 +83,8 @@ class Platform:
             self.catalog,
             self.engine,
             self.events,
-            group_commit=group_commit,
-            group_db=self.reservation_db,
+            group_commit=self.group_db is not None,
+            group_db=self.group_db,
         )
 
     @contextmanager
@@ -78,9 +93,15 @@ class Platform:
         with self.db.connect() as conn, self.dialect.begin_write(conn):
             yield conn
 
+    @property
+    def engines(self) -> tuple[SAEngine, ...]:
+        """Every pool of this Platform (records, reservations, fresh reads, the group writer's)."""
+        pools = (self.db, self.reservation_db, self.fresh_db, self.group_db)
+        return tuple(engine for engine in pools if engine is not None)
+
     def close(self) -> None:
         """Dispose of every pool."""
-        for engine in (self.db, self.reservation_db, self.fresh_db):
+        for engine in self.engines:
             engine.dispose()
 
     def __enter__(self) -> Platform:
@@ -96,5 +117,9 @@ def _publish_quarantine(snapshot: CatalogSnapshot) -> None:
 
 
 def connect(url: str = "sqlite:///autonumber.db", **options: object) -> Platform:
-    """Open a Platform on `url` (the schema must exist: run `autonumber setup apply` first)."""
+    """Open a Platform on `url` (the schema must exist: run `autonumber setup apply` first).
+
+    `max_connections` (default AUTONUMBER_MAX_CONNECTIONS, else 10) caps the connections this
+    Platform holds in all its pools together.
+    """
     return Platform(url, **options)  # type: ignore[arg-type]

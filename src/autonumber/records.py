@@ -6,7 +6,7 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from datetime import date, datetime
+from datetime import datetime
 from decimal import Decimal
 from typing import Any
 
@@ -14,17 +14,21 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.engine import Engine as SAEngine
 
-from .catalog import Catalog, CatalogSnapshot
+from . import idempotency
+from .catalog import Catalog, CatalogSnapshot, Rule
 from .db.base import to_utc
 from .db.objects import key_column
-from .engine import Engine
+from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
-from .errors import RecordError, RecordNotFound, RuleQuarantined
+from .errors import CommitOutcomeUnknown, RecordError, RecordNotFound, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
 from .group_commit import GroupCommit
+from .values import checked_value, text_problem
 
 SYSTEM_COLUMNS = ("Id", "CreatedDate")
-SCALARS = (str, int, float, bool, Decimal)
+MAX_LIMIT = 10_000
+MAX_OFFSET = 1_000_000_000
+"""Paging bounds every backend accepts (a larger offset is refused, not sent to the database)."""
 
 
 def new_id() -> str:
@@ -41,6 +45,12 @@ def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
             value = float(value)
         out[key] = value
     return out
+
+
+def _first_line(exc: sa.exc.DBAPIError) -> str:
+    cause = exc.orig if exc.orig is not None else exc
+    lines = str(cause).strip().splitlines()
+    return lines[0] if lines else type(cause).__name__
 
 
 def insert_rows(conn: Connection, table: sa.Table, records: Sequence[Mapping[str, Any]]) -> None:
@@ -88,25 +98,44 @@ class Records:
             yield own
 
     def insert(
-        self, object_name: str, data: Mapping[str, Any], conn: Connection | None = None
+        self,
+        object_name: str,
+        data: Mapping[str, Any],
+        conn: Connection | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Insert one record; return it as stored, autonumbers included.
 
-        Without a transaction of the caller's, the checked row may share one transaction with
-        concurrent inserts of the same object (group commit) when the platform turned it on."""
+        With `idempotency_key`, a repeat of the same request returns the record stored the first
+        time (IdempotencyConflict when the key came with different values).
+        Without a transaction of the caller's or an idempotency key, the checked row may share one
+        transaction with concurrent inserts of the same object (group commit) when the platform
+        turned it on.
+        """
         snapshot = self.catalog.current()
         # an adopted table's key comes from its own database, so its rows are written one by one
-        if conn is None and self.group_commit is not None and not snapshot.is_adopted(object_name):
+        grouped = conn is None and idempotency_key is None and not snapshot.is_adopted(object_name)
+        if grouped and self.group_commit is not None:
             table = snapshot.table(object_name)
             record = self._checked(snapshot, object_name, table, data, f"{object_name} record #1")
             self._refuse_quarantined(snapshot, object_name)
             return self.group_commit.insert(object_name, record)
-        return self.insert_many(object_name, [data], conn)[0]
+        return self.insert_many(object_name, [data], conn, idempotency_key=idempotency_key)[0]
 
     def insert_many(
-        self, object_name: str, rows: Sequence[Mapping[str, Any]], conn: Connection | None = None
+        self,
+        object_name: str,
+        rows: Sequence[Mapping[str, Any]],
+        conn: Connection | None = None,
+        *,
+        idempotency_key: str | None = None,
     ) -> list[dict[str, Any]]:
-        """Insert many records of one object; each autonumber field is assigned with one batch."""
+        """Insert many records of one object; each autonumber field is assigned with one batch.
+
+        Every value is checked before any number is reserved. When our own COMMIT fails with the
+        outcome unknown, CommitOutcomeUnknown names the Ids to look up.
+        """
         snapshot = self.catalog.current()
         table = snapshot.table(object_name)
         records = [
@@ -116,7 +145,27 @@ class Records:
         if not records:
             return []
         self._refuse_quarantined(snapshot, object_name)
-        return self._write(snapshot, object_name, records, conn)
+        key = idempotency.check_key(idempotency_key) if idempotency_key is not None else None
+        request = idempotency.digest(object_name, rows) if key is not None else ""
+        if key is not None:
+            idempotency.ensure_table(self._db)
+        committing = False
+        try:
+            with self._txn(conn) as c:
+                earlier = idempotency.claim(c, key, object_name, request) if key is not None else None
+                if earlier is not None:
+                    return self._by_ids(c, object_name, table, earlier)
+                self._write(snapshot, object_name, table, records, c)
+                if key is not None:
+                    idempotency.remember(c, key, [str(r.get(key_column(table).name)) for r in records])
+                committing = conn is None
+        except sa.exc.DBAPIError as exc:
+            if committing:
+                ids = [str(r.get(key_column(table).name)) for r in records]
+                raise CommitOutcomeUnknown(object_name, ids, _first_line(exc)) from exc
+            raise
+        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
+        return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
 
     def _write_own(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Write checked records in a short transaction of their own (the group-commit writer).
@@ -128,8 +177,7 @@ class Records:
         self._refuse_quarantined(self.catalog.current(), object_name)
         for attempt in (1, 2):
             try:
-                copies = [dict(r) for r in records]
-                return self._write(self.catalog.current(), object_name, copies, None, inside=True)
+                return self._write_alone(object_name, [dict(r) for r in records])
             except sa.exc.DBAPIError as exc:
                 if exc.connection_invalidated or self.engine.dialect.is_duplicate_key(exc):
                     landed = self._landed(object_name, records)
@@ -156,45 +204,66 @@ class Records:
             rows = {r["Id"]: _plain(r) for r in conn.execute(stmt).mappings()}
         return [rows[i] for i in ids if i in rows]
 
+    def _write_alone(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """One attempt of the group writer: numbers reserved in this short transaction itself."""
+        snapshot = self.catalog.current()
+        table = snapshot.table(object_name)
+        with self._txn(None, self._group_db) as c:
+            self._write(snapshot, object_name, table, records, c, inside=True)
+        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
+        return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
+
     def _write(
         self,
         snapshot: CatalogSnapshot,
         object_name: str,
+        table: sa.Table,
         records: list[dict[str, Any]],
-        conn: Connection | None,
+        c: Connection,
         *,
         inside: bool = False,
-    ) -> list[dict[str, Any]]:
-        """Assign, publish, INSERT; `inside`: numbers reserved in this short transaction itself."""
-        table = snapshot.table(object_name)
+    ) -> None:
+        """Assign the numbers, publish RecordBeforeCreate, insert the rows in `c`'s transaction;
+        `inside`: the numbers are reserved in that transaction itself (the group writer)."""
         adopted = snapshot.is_adopted(object_name)
-        with self._txn(conn, self._group_db if inside else None) as c:
-            at = None
-            rules = snapshot.rules_of(object_name)
-            # Every token resolves before any reservation: one that fails closed consumes no number.
-            crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
-            held: list[Pending] = []
-            for rule, cross in zip(rules, crosses, strict=True):
-                assigned = self.engine.assign(rule.field_id, records, c, cross=cross, inside=inside)
-                held.append(self._hold(c, assigned.detached))
-                at = assigned.assigned_at
-                for record, value in zip(records, assigned.values, strict=True):
-                    record[rule.field_name] = value
-            if not adopted:
-                created = at if at is not None else self.engine.dialect.utc_now(c)
-                for record in records:
-                    record["CreatedDate"] = created
-            self.events.publish(RecordBeforeCreate(object_name, records, c))
-            try:
-                if adopted:
-                    _insert_adopted(c, table, records)
-                else:
-                    insert_rows(c, table, records)
-            except sa.exc.DBAPIError as exc:
-                for pending in held:  # the gap's reason, once the transaction rolls back
-                    pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
-                raise
-        return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
+        at = None
+        rules = _lock_order(snapshot.rules_of(object_name), inside)
+        # Every token resolves before any reservation: one that fails closed consumes no number.
+        crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
+        held: list[Pending] = []
+        for rule, cross in zip(rules, crosses, strict=True):
+            assigned = self.engine.assign(rule.field_id, records, c, cross=cross, inside=inside)
+            held.append(self._hold(c, assigned.detached))
+            at = assigned.assigned_at
+            for record, value in zip(records, assigned.values, strict=True):
+                record[rule.field_name] = value
+        if not adopted:
+            created = at if at is not None else self.engine.dialect.utc_now(c)
+            for record in records:
+                record["CreatedDate"] = created
+        self.events.publish(RecordBeforeCreate(object_name, records, c))
+        try:
+            if adopted:
+                _insert_adopted(c, table, records)
+            else:
+                insert_rows(c, table, records)
+        except sa.exc.DBAPIError as exc:
+            for pending in held:  # the gap's reason, once the transaction rolls back
+                pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
+            raise
+
+    def _by_ids(
+        self, c: Connection, object_name: str, table: sa.Table, ids: Sequence[str]
+    ) -> list[dict[str, Any]]:
+        """The records an earlier request with the same idempotency key stored, in its order."""
+        found = {}
+        for record_id in ids:
+            stmt = sa.select(table).where(_key_equals(table, object_name, record_id))
+            row = c.execute(stmt).mappings().first()
+            if row is None:
+                raise RecordNotFound(object_name, record_id)
+            found[record_id] = _plain(row)
+        return [found[i] for i in ids]
 
     def _hold(self, conn: Connection, ranges: list[Range]) -> Pending:
         """Journal these values as given back if the caller's transaction rolls back."""
@@ -244,27 +313,13 @@ class Records:
 
     @staticmethod
     def _value(where: str, object_name: str, column: sa.Column[Any], value: Any) -> Any:
-        if value is None:
-            return None
-        if not isinstance(value, SCALARS):
-            raise RecordError(
-                f"{where}: {object_name}.{column.name} must be a scalar, got {type(value).__name__}"
-            )
-        length = getattr(column.type, "length", None)
-        if isinstance(column.type, sa.String):
-            if not isinstance(value, str):
-                raise RecordError(f"{where}: {object_name}.{column.name} must be text, got {value!r}")
-            if length is not None and len(value) > length:
-                raise RecordError(
-                    f"{where}: {object_name}.{column.name} is {len(value)} characters; at most {length} fit"
-                )
-        if isinstance(column.type, sa.DateTime | sa.Date) and isinstance(value, str):
-            return _when(where, object_name, column, value)
-        return value
+        return checked_value(where, object_name, column, value)
 
     def get(self, object_name: str, record_id: str, conn: Connection | None = None) -> dict[str, Any]:
         """One record by Id, or RecordNotFound."""
         table = self.catalog.current().table(object_name)
+        if text_problem(record_id):
+            raise RecordNotFound(object_name, record_id)
         stmt = sa.select(table).where(_key_equals(table, object_name, record_id))
         if conn is not None:
             row = conn.execute(stmt).mappings().first()
@@ -278,6 +333,11 @@ class Records:
     def list(self, object_name: str, *, limit: int = 50, offset: int = 0) -> list[dict[str, Any]]:
         """A page of records, newest first."""
         table = self.catalog.current().table(object_name)
+        if not (0 < limit <= MAX_LIMIT and 0 <= offset <= MAX_OFFSET):
+            raise RecordError(
+                f"paging out of range: limit must be 1..{MAX_LIMIT} and offset 0..{MAX_OFFSET}, "
+                f"got limit={limit}, offset={offset}"
+            )
         key = key_column(table)
         newest = (table.c.CreatedDate.desc(), key) if "CreatedDate" in table.c else (key.desc(),)
         stmt = (
@@ -308,6 +368,8 @@ class Records:
         checked = self._checked(snapshot, object_name, table, changes, f"{object_name} {record_id!r}")
         checked.pop("Id", None)
         checked.pop(key_column(table).name, None)
+        if text_problem(record_id):
+            raise RecordNotFound(object_name, record_id)
         if not checked:
             return self.get(object_name, record_id, conn)
         with self._txn(conn) as c:
@@ -316,6 +378,16 @@ class Records:
             if result.rowcount == 0:
                 raise RecordNotFound(object_name, record_id)
             return self.get(object_name, record_id, c)
+
+
+def _lock_order(rules: Sequence[Rule], inside: bool) -> list[Rule]:
+    """The order a write takes its numbers in, so that no wait for a connection closes a cycle.
+
+    A caller's transaction reserves its standard fields (each on a reservation connection) before
+    it locks a gapless counter row: holding that lock it never waits for the reservation pool
+    whose connections may be waiting on the lock. The group writer locks its gapless rows first
+    and its standard rows last: once it holds a standard counter row, it waits on nobody."""
+    return sorted(rules, key=lambda rule: rule.gapless != inside)
 
 
 def _key_equals(table: sa.Table, object_name: str, record_id: str) -> sa.ColumnElement[bool]:
@@ -338,14 +410,3 @@ def _insert_adopted(conn: Connection, table: sa.Table, records: list[dict[str, A
         result = conn.execute(sa.insert(table), record)
         if record.get(key) is None and result.inserted_primary_key is not None:
             record[key] = result.inserted_primary_key[0]
-
-
-def _when(where: str, object_name: str, column: sa.Column[Any], text: str) -> datetime | date:
-    """An ISO 8601 date or date-time given as text, as the column's Python type."""
-    try:
-        value = datetime.fromisoformat(text)
-    except ValueError:
-        raise RecordError(f"{where}: {object_name}.{column.name} must be an ISO 8601 date or date-time, "
-                          f"got {text!r}") from None
-    plain_date = isinstance(column.type, sa.Date) and not isinstance(column.type, sa.DateTime)
-    return value.date() if plain_date else value

@@ -104,9 +104,12 @@ class ReservationLog:
         return len(self.items)
 
 
-def insert_cases(url: str, strategy: str, threads: int, per_thread: int, pool: int) -> list[str]:
-    """One process of the multi-process test: its own platform, threads × inserts of Case."""
-    p = autonumber.connect(url, strategy=strategy, pool_size=pool, reservation_pool_size=pool)
+def insert_cases(
+    url: str, strategy: str, threads: int, per_thread: int, max_connections: int | None = None
+) -> list[str]:
+    """One process of the multi-process test: its own platform (its connection budget, default 10
+    connections), threads × inserts of Case."""
+    p = autonumber.connect(url, strategy=strategy, max_connections=max_connections)
     try:
 
         def work(i: int) -> list[str]:

@@ -22,8 +22,8 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(300)]
 SERVER_THREADS, SQLITE_THREADS, PER_THREAD = 100, 8, 100
 PROCESSES, PROC_THREADS, PROC_INSERTS = 4, 10, 50
 CALLER_POOL, RESERVATION_POOL = 12, 2
-"""Bounded so 100 threads fit under PostgreSQL's default max_connections=100 (pools may overflow
-to 3× their size); threads beyond the pool wait for a connection, which is what a server would do."""
+"""12 + 2 + 2 connections: threads beyond the pools wait for a connection (first come, first served),
+which is what a server would do."""
 
 
 @pytest.mark.parametrize("strategy", all_strategies())
@@ -55,7 +55,7 @@ def test_processes_insert_unique_contiguous(db_url: str, strategy: str) -> None:
     started = time.perf_counter()
     with ProcessPoolExecutor(PROCESSES, mp_context=spawn) as pool:
         futures = [
-            pool.submit(insert_cases, db_url, strategy, PROC_THREADS, PROC_INSERTS, PROC_THREADS)
+            pool.submit(insert_cases, db_url, strategy, PROC_THREADS, PROC_INSERTS)
             for _ in range(PROCESSES)
         ]
         per_process = [f.result(timeout=120) for f in futures]

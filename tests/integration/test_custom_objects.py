@@ -22,6 +22,7 @@ from autonumber.db.tables import counter_table, system_field, system_object
 from autonumber.errors import AutonumberError
 from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
+from support import FormClient
 
 TOKEN = "t19-admin"
 
@@ -63,7 +64,7 @@ def test_custom_object_numbers_with_cross_record_token_through_cli_api_and_conso
     assert code == 0, out
     with autonumber.connect(db_url) as p:
         acc = p.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})["Id"]
-        with TestClient(create_app(p, admin_token=TOKEN)) as api:
+        with FormClient(create_app(p, admin_token=TOKEN)) as api:
             code, out = run(["records", "insert", "Shipment__c", "--data",
                              json.dumps({"Name": "box", "AccountId": acc, "Weight": 2.5}), "--db", db_url],
                             capsys)
@@ -84,7 +85,7 @@ def test_custom_object_numbers_with_cross_record_token_through_cli_api_and_conso
 
 
 def test_console_rules_page_creates_an_object_the_api_serves_at_once(db_url: str, engine: Engine) -> None:
-    with autonumber.connect(db_url) as p, TestClient(create_app(p, admin_token=TOKEN),
+    with autonumber.connect(db_url) as p, FormClient(create_app(p, admin_token=TOKEN),
                                                      follow_redirects=False) as web:
         assert web.post("/login", data={"token": TOKEN}).status_code == 303
         assert "New custom object" in web.get("/rules", headers={"Accept": "text/html"}).text
@@ -168,7 +169,7 @@ def test_adopted_table_continues_its_sequence_through_library_cli_and_api(
         assert json.loads(out.strip().splitlines()[-1])["invoice_no"] == "INV-000044"
         with engine.begin() as conn:  # the application keeps inserting rows of its own
             conn.execute(sa.insert(table).values(customer="app"))
-        with TestClient(create_app(p, admin_token=TOKEN)) as api:
+        with FormClient(create_app(p, admin_token=TOKEN)) as api:
             r = api.post("/api/records/Invoice__c", json={"customer": "api"})
             assert r.status_code == 201, r.text
             assert r.json()["invoice_no"] == "INV-000045"
@@ -254,8 +255,9 @@ def test_object_add_failing_at_the_ddl_leaves_nothing_behind(
 
     before = snapshot_rows(engine)
     monkeypatch.setattr(pack, "reconcile_tables", create_then_fail)
-    with pytest.raises(sa.exc.OperationalError, match="disk full"):
+    with pytest.raises(SystemExit) as exited:  # the CLI prints `error: database error: disk full`
         main(["object", "add", "Thing__c", "--field", "A:number", "--db", db_url])
+    assert exited.value.code == 1
     assert snapshot_rows(engine) == before
     assert "Thing__c" not in sa.inspect(engine).get_table_names()
 

@@ -56,7 +56,7 @@ def counting(p: Platform) -> Iterator[list[str]]:
     def on_execute(conn: object, cursor: object, statement: str, *args: object) -> None:
         seen.append(" ".join(statement.split())[:160])
 
-    engines = (p.db, p.reservation_db, p.fresh_db)
+    engines = p.engines
     for engine in engines:
         sa.event.listen(engine, "before_cursor_execute", on_execute)
     try:

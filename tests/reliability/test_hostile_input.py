@@ -132,7 +132,7 @@ def test_a_hostile_field_name_written_behind_the_catalog_never_reaches_sql(platf
             )
         )
     platform.catalog.refresh()
-    log = StatementLog(platform.db, platform.reservation_db, platform.fresh_db)
+    log = StatementLog(*platform.engines)
     with pytest.raises(InvalidIdentifier):
         platform.records.insert("Case", {"Subject": "a"})
     assert log.mentioning("Evil") == []

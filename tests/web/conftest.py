@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 from fastapi.testclient import TestClient
+from web_support import FormClient
 
 import autonumber
 from autonumber.db import create_engine
@@ -66,5 +67,5 @@ def admin(client: TestClient) -> TestClient:
 def pages(sqlite_platform: Platform) -> Iterator[TestClient]:
     """A browser-like client (Accept: text/html) on SQLite, not following redirects."""
     app = create_app(sqlite_platform, admin_token=TOKEN)
-    with TestClient(app, headers={"Accept": "text/html"}, follow_redirects=False) as c:
+    with FormClient(app, headers={"Accept": "text/html"}, follow_redirects=False) as c:
         yield c

@@ -260,8 +260,8 @@ def test_health_metrics_and_openapi(client: TestClient) -> None:
     assert metrics.status_code == 200 and "autonumber_reservation_seconds" in metrics.text
     assert metrics.headers["content-type"].startswith("text/plain")
     spec = client.get("/openapi.json").json()
-    for path in ("/api/records/{object}", "/api/records/{object}/{record_id}", "/api/records/{object}/bulk",
-                 "/api/autonumber/fields", "/api/autonumber/preview", "/healthz", "/metrics"):
+    for path in ("/api/records/Account", "/api/records/Account/{record_id}", "/api/records/Case/bulk",
+                 "/api/autonumber/fields", "/api/autonumber/preview", "/healthz", "/readyz", "/metrics"):
         assert path in spec["paths"]
     assert client.get("/docs").status_code == 200
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from fastapi.testclient import TestClient
+from web_support import FormClient
 
 from autonumber.platform import Platform
 
@@ -84,7 +85,7 @@ def test_rules_save_goes_through_validation(pages: TestClient, admin_token: str)
 def test_rules_page_without_a_token_is_read_only(sqlite_platform: Platform) -> None:
     from autonumber.web import create_app
 
-    with TestClient(create_app(sqlite_platform), headers={"Accept": "text/html"},
+    with FormClient(create_app(sqlite_platform), headers={"Accept": "text/html"},
                     follow_redirects=False) as c:
         html = c.get("/rules").text
         assert 'id="admin-disabled"' in html and "AUTONUMBER_ADMIN_TOKEN=" in html

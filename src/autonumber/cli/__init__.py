@@ -5,6 +5,7 @@ from __future__ import annotations
 import sys
 from collections.abc import Sequence
 
+import sqlalchemy as sa
 import typer
 from rich.console import Console
 
@@ -29,5 +30,19 @@ def main(argv: Sequence[str] | None = None) -> None:
             standalone_mode=True,
         )
     except AutonumberError as exc:
-        Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {exc}", markup=False)
-        sys.exit(exc.exit_code)
+        _fail(str(exc), exc.exit_code)
+    except sa.exc.DBAPIError as exc:
+        _fail(f"database error: {exc.orig if exc.orig is not None else exc}", 1)
+    except Exception as exc:  # a bug: still one line and a non-zero exit, never a traceback
+        _fail(f"internal error ({type(exc).__name__}: {exc}); please report it", 1)
+
+
+def one_line(message: str) -> str:
+    """A message as one printable line: lines joined, lone surrogates escaped."""
+    joined = " | ".join(part.strip() for part in message.splitlines() if part.strip())
+    return joined.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
+def _fail(message: str, code: int) -> None:
+    Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {one_line(message)}", markup=False)
+    sys.exit(code)

@@ -80,6 +80,9 @@ def insert_many(
         lines = file.read_text(encoding="utf-8").splitlines()
     except OSError as exc:
         raise RecordError(f"cannot read {file}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        line = exc.object[: exc.start].count(b"\n") + 1
+        raise RecordError(f"{file}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})") from None
     numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
     rows = [_parse_object(line, f"{file}:{n}") for n, line in numbered]
     with _platform(db) as p:

@@ -12,7 +12,7 @@ from autonumber.setup.apply import apply
 from autonumber.setup.generate import load_spec
 
 from .common import DEFAULT_URL, DbOption
-from .serve_cmd import HostOption, PortOption, start_server
+from .serve_cmd import HostOption, MaxConnectionsOption, PortOption, WorkersOption, start_server
 
 
 def prepare_database(db: str) -> None:
@@ -24,7 +24,7 @@ def prepare_database(db: str) -> None:
     finally:
         engine.dispose()
     changes = sum(len(result.changes) for result in results)
-    typer.echo(f"database ready: setup apply made {changes} change(s); V1-V6 hold")
+    typer.echo(f"database ready: setup apply made {changes} change(s); V1-V7 hold")
 
 
 def run(
@@ -32,6 +32,8 @@ def run(
     host: HostOption = "127.0.0.1",
     port: PortOption = 8000,
     no_serve: Annotated[bool, typer.Option("--no-serve", help="Only prepare the database.")] = False,
+    workers: WorkersOption = 1,
+    max_connections: MaxConnectionsOption = None,
 ) -> None:
     """Prepare the database (bootstrap if needed), then serve the console, printing its URL.
 
@@ -39,4 +41,4 @@ def run(
     """
     prepare_database(db)
     if not no_serve:
-        start_server(db, host, port)
+        start_server(db, host, port, workers=workers, max_connections=max_connections)

@@ -1,13 +1,20 @@
-"""`autonumber serve`: the web console and HTTP API under Uvicorn."""
+"""`autonumber serve`: the web console and HTTP API under Uvicorn, in one or several worker processes."""
 
 from __future__ import annotations
 
+import ipaddress
 import os
+import secrets
+import shutil
+import tempfile
+from pathlib import Path
 from typing import Annotated
 
 import typer
 
-from autonumber.web.auth import ENV
+from autonumber.db.budget import ENV as MAX_CONNECTIONS_ENV
+from autonumber.db.budget import max_connections_from
+from autonumber.web.auth import API_ENV, ENV, SECRET_ENV
 
 from .common import DEFAULT_URL, DbOption
 
@@ -15,27 +22,113 @@ HostOption = Annotated[
     str, typer.Option("--host", help="Interface to bind; the default keeps the console on this machine.")
 ]
 PortOption = Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0 picks a free one).")]
+WorkersOption = Annotated[
+    int,
+    typer.Option("--workers", min=1, max=64, help="Worker processes; each has its own connection budget."),
+]
+MaxConnectionsOption = Annotated[
+    int | None,
+    typer.Option("--max-connections", min=3, envvar=MAX_CONNECTIONS_ENV, show_default=False,
+                 help="Database connections per worker, all pools together (default 10)."),
+]
+DATABASE_ENV = "AUTONUMBER_DATABASE_URL"
+MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
+GRACEFUL_SECONDS = 30
 
 
-def serve(host: HostOption = "127.0.0.1", port: PortOption = 8000, db: DbOption = DEFAULT_URL) -> None:
+def serve(
+    host: HostOption = "127.0.0.1",
+    port: PortOption = 8000,
+    db: DbOption = DEFAULT_URL,
+    workers: WorkersOption = 1,
+    max_connections: MaxConnectionsOption = None,
+) -> None:
     """Serve the web console and the JSON API (OpenAPI at /docs) on an existing database.
 
-    Admin changes (the rules page) need AUTONUMBER_ADMIN_TOKEN in the environment.
+    Admin changes (the rules page) need AUTONUMBER_ADMIN_TOKEN; AUTONUMBER_API_TOKEN, when set, is
+    required for every write. SIGTERM lets in-flight requests finish (up to 30 s) before exiting.
 
-    Example: AUTONUMBER_ADMIN_TOKEN=s3cret autonumber serve --port 8000 --db sqlite:///autonumber.db
+    Example: AUTONUMBER_API_TOKEN=t0ken autonumber serve --workers 4 --max-connections 10 --db postgresql+psycopg://…
     """
-    start_server(db, host, port)
+    start_server(db, host, port, workers=workers, max_connections=max_connections)
 
 
-def start_server(db: str, host: str, port: int) -> None:
-    """Open the database, print the URL and run Uvicorn until interrupted."""
+def start_server(
+    db: str, host: str, port: int, *, workers: int = 1, max_connections: int | None = None
+) -> None:
+    """Check the database, print the URL and run Uvicorn until interrupted or terminated."""
     import uvicorn
 
-    from autonumber.web import create_app
+    budget = max_connections_from(max_connections)
+    os.environ[DATABASE_ENV] = db
+    os.environ[MAX_CONNECTIONS_ENV] = str(budget)
+    # sessions and CSRF tokens must verify on whichever worker answers
+    os.environ.setdefault(SECRET_ENV, secrets.token_hex(32))
+    metrics_dir = _metrics_dir() if workers > 1 else None
+    from autonumber.web.server import app_from_env
 
-    token = os.environ.get(ENV) or None
-    app = create_app(db, admin_token=token)
+    app = app_from_env() if workers == 1 else None  # opens the database now: a bad URL fails here
+    if app is None:
+        _check_database(db)
+    _warn_if_exposed(host)
+    token = os.environ.get(ENV)
     shown = f"[{host}]" if ":" in host else host
-    typer.echo(f"autonumber console on http://{shown}:{port}/  (API docs: /docs; admin "
-               f"{'enabled' if token else f'disabled, set {ENV} to enable'})")
-    uvicorn.run(app, host=host, port=port, log_level="warning")
+    typer.echo(f"autonumber console on http://{shown}:{port}/  (API docs: /docs; {workers} worker(s) × "
+               f"{budget} database connections; admin "
+               f"{'enabled' if token else f'disabled, set {ENV} to enable'}; writes "
+               f"{'need ' + API_ENV if os.environ.get(API_ENV) else 'open to anyone who can reach it'})")
+    try:
+        if app is not None:
+            uvicorn.run(app, host=host, port=port, log_level="warning",
+                        timeout_graceful_shutdown=GRACEFUL_SECONDS)
+        else:
+            uvicorn.run("autonumber.web.server:app_from_env", factory=True, host=host, port=port,
+                        workers=workers, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SECONDS)
+    finally:
+        if metrics_dir is not None and os.environ.get(MULTIPROC_ENV) == str(metrics_dir):
+            shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _metrics_dir() -> Path | None:
+    """PROMETHEUS_MULTIPROC_DIR for the workers: /metrics then sums every worker's numbers.
+
+    An operator's own directory is emptied (files of an earlier run would be counted); without one
+    a private temporary directory is made and removed on exit.
+    """
+    given = os.environ.get(MULTIPROC_ENV)
+    if given:
+        path = Path(given)
+        path.mkdir(parents=True, exist_ok=True)
+        for stale in path.glob("*.db"):
+            stale.unlink()
+        return None
+    path = Path(tempfile.mkdtemp(prefix="autonumber-metrics-"))
+    os.environ[MULTIPROC_ENV] = str(path)
+    return path
+
+
+def _check_database(db: str) -> None:
+    """Open the database once in the supervisor so a bad URL is one line, not N worker tracebacks."""
+    import autonumber
+
+    autonumber.connect(db, max_connections=3).close()
+
+
+def _warn_if_exposed(host: str) -> None:
+    """Say loudly when writes are open to a network beyond this machine."""
+    if os.environ.get(API_ENV) or _loopback(host):
+        return
+    typer.secho(
+        f"WARNING: serving on {host} without {API_ENV}: anyone who can reach this port can create "
+        f"and edit records. Set {API_ENV}=<a secret> (and put a TLS reverse proxy in front).",
+        err=True, fg=typer.colors.RED, bold=True,
+    )
+
+
+def _loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False

@@ -3,6 +3,7 @@ existing rows untouched (the seed's ReconcileTableColumns)."""
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable
 
 import sqlalchemy as sa
@@ -66,3 +67,23 @@ def create_legacy_tables(engine: Engine) -> list[str]:
 def table_names(bind: Engine | Connection) -> set[str]:
     """The tables that exist now."""
     return set(sa.inspect(bind).get_table_names())
+
+
+_ensured: set[tuple[str, str]] = set()
+_ensure_lock = threading.Lock()
+
+
+def ensure_table(engine: Engine, table: sa.Table) -> None:
+    """Create one system table on a database set up before it existed (checked once per process)."""
+    key = (str(engine.url), table.name)
+    if key in _ensured:
+        return
+    with _ensure_lock:
+        if key in _ensured:
+            return
+        try:
+            table.create(engine, checkfirst=True)
+        except sa.exc.DBAPIError:  # another process created it between the check and the create
+            if not sa.inspect(engine).has_table(table.name):
+                raise
+        _ensured.add(key)

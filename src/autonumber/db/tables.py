@@ -198,6 +198,29 @@ SYSTEM_TABLES: tuple[sa.Table, ...] = (
 )
 
 
+idempotency_table = sa.Table(
+    "_System_IdempotencyKey",
+    metadata,
+    sa.Column("idempotency_key", sa.String(255), primary_key=True),
+    sa.Column("object_name", sa.String(64), nullable=False),
+    sa.Column("request_digest", sa.String(64), nullable=False),
+    sa.Column("record_ids", sa.Text, nullable=False),
+    sa.Column("created_date", Timestamp6, nullable=False, server_default=utc_now6()),
+)
+"""One row per idempotent create: the key, a digest of its request and the Ids it stored (kept
+at least 24 h; `autonumber.idempotency.purge` removes older rows)."""
+
+web_session_table = sa.Table(
+    "_System_WebSession",
+    metadata,
+    sa.Column("session_digest", sa.String(64), primary_key=True),
+    sa.Column("role", sa.String(16), nullable=False),
+    sa.Column("expires_at", Timestamp6, nullable=False),
+)
+"""Console logins: a row per live session (logout deletes it), so every worker sees a logout."""
+
+SYSTEM_TABLES = (*SYSTEM_TABLES, idempotency_table, web_session_table)
+
 legacy_metadata = sa.MetaData()
 
 legacy_autonumber = sa.Table(
@@ -248,6 +271,7 @@ __all__ = [
     "Timestamp6",
     "counter_table",
     "field_format_history",
+    "idempotency_table",
     "legacy_autonumber",
     "legacy_compound",
     "legacy_identifier_rule",
@@ -260,4 +284,5 @@ __all__ = [
     "system_object",
     "system_record_type",
     "utc_now6",
+    "web_session_table",
 ]

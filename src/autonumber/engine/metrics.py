@@ -28,12 +28,19 @@ FALLBACKS = Counter(
 FALLBACK_IN_FLIGHT = Gauge(
     "autonumber_fallback_in_flight",
     "Fallback-lane reservations running now (the per-counter semaphore keeps it ≤ 1 per counter).",
+    multiprocess_mode="livesum",
 )
 QUARANTINED = Gauge(
     "autonumber_quarantined_fields",
     "Autonumber fields whose rule failed re-validation and refuse to assign numbers.",
+    multiprocess_mode="max",
 )
 LAZY_ROWS = Counter(
     "autonumber_lazy_counter_rows",
     "Counter rows created at runtime for a new per_day/per_prefix scope.",
+)
+RECORDS_CREATED = Counter(
+    "autonumber_records_created",
+    "Records inserted (committed or handed to the caller's transaction), by object.",
+    ["object"],
 )

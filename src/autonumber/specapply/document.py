@@ -70,6 +70,9 @@ def read_document(path: str | Path) -> SpecDocument:
         text = p.read_text(encoding="utf-8")
     except OSError as exc:
         raise SpecError(f"cannot read data-spec {p}: {exc.strerror or exc}") from None
+    except UnicodeDecodeError as exc:
+        raise SpecError(f"data-spec {p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
+                        f"{exc.start})") from None
     return parse_document(text, str(path))
 
 

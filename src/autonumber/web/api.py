@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import os
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Body, Depends, Query, Request, Response
-from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
+from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
+from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest, multiprocess
+
+from autonumber.records import MAX_OFFSET
 
 from .models import (
     BulkIn,
@@ -16,6 +19,7 @@ from .models import (
     HealthOut,
     PreviewIn,
     PreviewOut,
+    ReadyOut,
     RecordIn,
     RecordPage,
     RuleChangeIn,
@@ -30,13 +34,42 @@ def console(request: Request) -> Console:
 
 
 ConsoleDep = Annotated[Console, Depends(console)]
+WORKER = Gauge(
+    "autonumber_worker", "1 per serving process; under --workers one series per worker pid.",
+    multiprocess_mode="all",
+)
+
+
+def writer(request: Request) -> None:
+    """Writes need AUTONUMBER_API_TOKEN (or the admin token) as a Bearer header when it is set."""
+    c: Console = request.app.state.console
+    c.admin.require_writer(request)
+
+
+WriterDep = Depends(writer)
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        max_length=255,
+        description="Send the same key to retry safely: the same key and body return the records "
+        "stored the first time (kept at least 24 h); the same key with another body is a 422.",
+    ),
+]
 ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut, "description": text}
     for code, text in (
+        (400, "a request the server cannot read (e.g. a malformed body)"),
+        (401, "AUTONUMBER_API_TOKEN is set and the request has no valid Bearer token (writes), or "
+              "an admin call without the admin token"),
+        (403, "a cross-origin browser request, or admin changes disabled on this server"),
         (404, "unknown object, record or field"),
         (409, "the field's rule is quarantined (RuleQuarantined) or its counter is full"),
-        (422, "bad JSON, a wrong type, an autonumber field supplied, or a cross-record token that "
+        (422, "bad JSON, a wrong type, text with NUL or a lone surrogate, an autonumber field "
+              "supplied, an Idempotency-Key reused with another body, or a cross-record token that "
               "cannot be resolved (TokenResolveError names the token and the cause)"),
+        (503, "the database is unavailable or busy, or a commit's outcome is unknown (the body's "
+              "record_ids say which Ids to look up); retry later, with the same Idempotency-Key"),
     )
 }
 
@@ -44,16 +77,18 @@ api = APIRouter(prefix="/api", responses=ERRORS)
 ops = APIRouter()
 
 
-@api.post("/records/{object}", status_code=201, tags=["records"])
-def create_record(object: str, data: Annotated[RecordIn, Body()], c: ConsoleDep) -> dict[str, Any]:
+@api.post("/records/{object}", status_code=201, tags=["records"], dependencies=[WriterDep])
+def create_record(
+    object: str, data: Annotated[RecordIn, Body()], c: ConsoleDep, key: IdempotencyKey = None
+) -> dict[str, Any]:
     """Insert one record; the response holds its assigned numbers."""
-    return c.insert(object, data)
+    return c.insert(object, data, idempotency_key=key)
 
 
-@api.post("/records/{object}/bulk", status_code=201, tags=["records"])
-def create_records(object: str, body: BulkIn, c: ConsoleDep) -> BulkOut:
+@api.post("/records/{object}/bulk", status_code=201, tags=["records"], dependencies=[WriterDep])
+def create_records(object: str, body: BulkIn, c: ConsoleDep, key: IdempotencyKey = None) -> BulkOut:
     """Insert many records in one transaction (one reservation batch per autonumber field)."""
-    stored = c.insert_many(object, body.records)
+    stored = c.insert_many(object, body.records, idempotency_key=key)
     return BulkOut(object=object, count=len(stored), records=stored)
 
 
@@ -62,7 +97,7 @@ def list_records(
     object: str,
     c: ConsoleDep,
     limit: Annotated[int, Query(ge=1, le=500)] = 50,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> RecordPage:
     """One page of records, newest first."""
     total, records = c.page(object, limit, offset)
@@ -75,7 +110,7 @@ def get_record(object: str, record_id: str, c: ConsoleDep) -> dict[str, Any]:
     return c.get(object, record_id)
 
 
-@api.patch("/records/{object}/{record_id}", tags=["records"])
+@api.patch("/records/{object}/{record_id}", tags=["records"], dependencies=[WriterDep])
 def update_record(
     object: str, record_id: str, changes: Annotated[RecordIn, Body()], c: ConsoleDep
 ) -> dict[str, Any]:
@@ -118,16 +153,31 @@ def field_gaps(
     return c.gaps(field_id, scope_key, first, last)
 
 
-@ops.get("/healthz", tags=["ops"])
+@ops.get("/healthz", tags=["ops"], responses={503: {"model": ErrorOut, "description": "database down"}})
 def healthz(c: ConsoleDep) -> HealthOut:
     """The server runs and the database answers with its clock."""
     dialect = c.platform.dialect
     with c.platform.db.connect() as conn:
         clock = dialect.utc_now(conn)
-    return HealthOut(status="ok", backend=dialect.name, database_clock=clock.isoformat())
+    return HealthOut(
+        status="ok", backend=dialect.name, database_clock=clock.isoformat(), worker_pid=os.getpid()
+    )
+
+
+@ops.get("/readyz", tags=["ops"], responses={503: {"model": ErrorOut, "description": "not ready"}})
+def readyz(c: ConsoleDep) -> ReadyOut:
+    """Ready for traffic: the database answers and the catalog is loaded (a load balancer's probe)."""
+    with c.platform.db.connect() as conn:
+        c.platform.dialect.utc_now(conn)
+    objects = len(c.snapshot.objects)
+    return ReadyOut(status="ready", objects=objects, worker_pid=os.getpid())
 
 
 @ops.get("/metrics", tags=["ops"], response_class=Response)
 def metrics() -> Response:
-    """Prometheus metrics of this process (reservations, fallbacks, quarantined fields)."""
+    """Prometheus metrics of the whole server: summed over every worker when run with --workers."""
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        registry = CollectorRegistry()
+        multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]
+        return Response(generate_latest(registry), media_type=CONTENT_TYPE_LATEST)
     return Response(generate_latest(), media_type=CONTENT_TYPE_LATEST)

@@ -2,40 +2,66 @@
 
 from __future__ import annotations
 
+from collections.abc import Awaitable, Callable
 from pathlib import Path
 
-from fastapi import FastAPI
+from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
 from autonumber.platform import Platform, connect
 
 from . import errors
-from .api import api, ops
-from .auth import AdminAuth
+from .api import WORKER, api, ops
+from .auth import AdminAuth, cross_origin
+from .openapi import install_docs
 from .pages import pages
 from .service import Console
 
 HERE = Path(__file__).parent
 
 
-def create_app(url_or_platform: str | Platform, admin_token: str | None = None) -> FastAPI:
+def create_app(
+    url_or_platform: str | Platform,
+    admin_token: str | None = None,
+    *,
+    api_token: str | None = None,
+    secret: str | None = None,
+) -> FastAPI:
     """Build the app over a database URL (opened now) or an open Platform.
 
     `admin_token` enables admin changes (rules page, PUT /api/autonumber/fields/…); None disables
-    them. `autonumber serve` passes AUTONUMBER_ADMIN_TOKEN.
+    them. `api_token`, when set, is required for every write. `autonumber serve` passes
+    AUTONUMBER_ADMIN_TOKEN and AUTONUMBER_API_TOKEN; `secret` signs sessions and CSRF tokens
+    (default AUTONUMBER_SECRET_KEY, else random per process).
     """
     platform = connect(url_or_platform) if isinstance(url_or_platform, str) else url_or_platform
     app = FastAPI(
         title="autonumber",
         summary="Salesforce-grade auto-numbers for CRM records: records API, rules and preview.",
         version="0.1.0",
+        docs_url=None,
+        redoc_url=None,
     )
-    app.state.console = Console(platform, AdminAuth(admin_token))
+    auth = AdminAuth(admin_token, api_token=api_token, engine=platform.db, secret=secret)
+    app.state.console = Console(platform, auth)
     app.state.templates = Jinja2Templates(directory=HERE / "templates")
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api)
     app.include_router(ops)
     app.include_router(pages)
     errors.install(app)
+    install_docs(app)
+    WORKER.set(1)
+    app.middleware("http")(same_origin_only)
     return app
+
+
+async def same_origin_only(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+    """Refuse a state-changing request that a page of another site made the browser send."""
+    reason = cross_origin(request)
+    if reason is not None:
+        return await errors.respond_error(
+            request, 403, f"cross-origin request refused: {reason} (send it from this site's own pages)"
+        )
+    return await call_next(request)

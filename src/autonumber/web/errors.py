@@ -8,19 +8,25 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+import sqlalchemy as sa
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Match
 
 from autonumber import errors as e
 
-from .auth import AdminDisabled, AdminRequired
+from .auth import AdminDisabled, AdminRequired, ForbiddenRequest, TooManyLogins, WriteTokenRequired
 
 log = logging.getLogger("autonumber.web")
+METHODS = ("GET", "HEAD", "POST", "PUT", "PATCH", "DELETE")
 
 STATUS: list[tuple[type[e.AutonumberError], int]] = [
     (AdminRequired, 401),
+    (WriteTokenRequired, 401),
+    (ForbiddenRequest, 403),
+    (TooManyLogins, 429),
     (AdminDisabled, 403),
     (e.UnknownObject, 404),
     (e.RecordNotFound, 404),
@@ -34,6 +40,9 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
     (e.RecordError, 422),
     (e.InvalidIdentifier, 422),
     (e.ConfigError, 422),
+    (e.IdempotencyConflict, 422),
+    (e.CommitOutcomeUnknown, 503),
+    (e.ConnectionBudgetExhausted, 503),
     (e.ReservationFailed, 503),
     (e.LockTimeout, 503),
     (e.CounterMissing, 500),
@@ -41,7 +50,8 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
 """Most specific first: the first class an error is an instance of gives the status."""
 
 _IDS = ("rule", "format", "position", "field_id", "field", "token", "cause", "chains", "record_id",
-        "scope_key", "value", "width", "reason", "attempts", "violations")
+        "scope_key", "value", "width", "reason", "attempts", "violations", "record_ids",
+        "retry_after")
 
 
 def status_of(exc: e.AutonumberError) -> int:
@@ -77,9 +87,23 @@ def _html(request: Request, status: int, message: str) -> Response:
 
 def _respond(request: Request, status: int, body: dict[str, Any]) -> Response:
     if _wants_json(request):
-        headers = {"Retry-After": "1"} if status == 503 else None
-        return JSONResponse(body, status_code=status, headers=headers)
-    return _html(request, status, str(body["error"]))
+        return JSONResponse(body, status_code=status, headers=_retry(status, body))
+    response = _html(request, status, str(body["error"]))
+    response.headers.update(_retry(status, body))
+    return response
+
+
+def _retry(status: int, body: dict[str, Any]) -> dict[str, str]:
+    if status == 503:
+        return {"Retry-After": "1"}
+    if status == 429:
+        return {"Retry-After": str(body.get("retry_after", 60))}
+    return {}
+
+
+async def respond_error(request: Request, status: int, message: str) -> Response:
+    """An error response outside the exception handlers (middleware)."""
+    return _respond(request, status, {"error": message})
 
 
 async def on_autonumber_error(request: Request, exc: Exception) -> Response:
@@ -100,12 +124,37 @@ async def on_validation_error(request: Request, exc: Exception) -> Response:
 
 
 async def on_http_error(request: Request, exc: Exception) -> Response:
-    """Routing errors (404, 405) in the same shape."""
+    """Routing errors (404, 405) in the same shape; a 405 says which methods are allowed."""
     assert isinstance(exc, StarletteHTTPException)
     message = str(exc.detail)
+    headers = dict(exc.headers or {})
     if exc.status_code == 404 and message == "Not Found":
         message = f"no such page or endpoint: {request.method} {request.url.path}"
-    return _respond(request, exc.status_code, {"error": message})
+    if exc.status_code == 405:
+        allowed = allowed_methods(request)
+        headers["Allow"] = ", ".join(allowed)
+        message = f"{request.method} is not allowed on {request.url.path}; use {' or '.join(allowed)}"
+    response = _respond(request, exc.status_code, {"error": message})
+    response.headers.update(headers)
+    return response
+
+
+def allowed_methods(request: Request) -> list[str]:
+    """The methods some route of this path accepts."""
+    routes = request.app.router.routes
+    return [
+        method for method in METHODS
+        if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
+    ]
+
+
+async def on_database_error(request: Request, exc: Exception) -> Response:
+    """The database went away or refused: 503 so the client retries later (logged for operators)."""
+    assert isinstance(exc, sa.exc.DBAPIError)
+    log.warning("database error on %s %s: %s", request.method, request.url.path, exc.orig)
+    if not isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError)):
+        return await on_unexpected(request, exc)
+    return _respond(request, 503, {"error": "the database is unavailable; retry later"})
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:
@@ -119,4 +168,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(e.AutonumberError, on_autonumber_error)
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
+    app.add_exception_handler(sa.exc.DBAPIError, on_database_error)
     app.add_exception_handler(Exception, on_unexpected)

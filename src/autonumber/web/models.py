@@ -96,6 +96,7 @@ class PreviewIn(BaseModel):
     field: str | None = Field(None, description="the autonumber field being edited (Object.Field)")
 
 
+
 class PreviewOut(BaseModel):
     """The rendered value and what the format is made of."""
 
@@ -151,3 +152,12 @@ class HealthOut(BaseModel):
     status: Literal["ok"]
     backend: str
     database_clock: str
+    worker_pid: int
+
+
+class ReadyOut(BaseModel):
+    """The worker can take traffic: database reachable, catalog loaded."""
+
+    status: Literal["ready"]
+    objects: int
+    worker_pid: int

@@ -3,25 +3,35 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Annotated, Any
 from urllib.parse import quote, unquote
 
-from fastapi import APIRouter, Depends, Request
+from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
 from autonumber.errors import AutonumberError, RecordError
 from autonumber.objects.custom import create_object
+from autonumber.records import MAX_OFFSET
 from autonumber.setup.standard import CORE_OBJECTS
 
 from .api import ConsoleDep, console
-from .auth import COOKIE, ENV
+from .auth import API_ENV, COOKIE, CSRF_COOKIE, ENV, new_csrf_cookie
 from .service import Console, FormField
 
 PAGE_SIZE = 25
+MAX_PAGE = MAX_OFFSET // PAGE_SIZE
 FLASH = "autonumber_flash"
 
-pages = APIRouter(include_in_schema=False, dependencies=[Depends(console)])
+
+async def csrf_protect(request: Request) -> None:
+    """Every form POST must carry the CSRF token of its page (checked before the route runs)."""
+    if request.method == "POST":
+        c: Console = request.app.state.console
+        c.admin.check_csrf(request, await request.form())
+
+
+pages = APIRouter(include_in_schema=False, dependencies=[Depends(console), Depends(csrf_protect)])
 
 
 NAV_OBJECTS = tuple(spec.name for spec in CORE_OBJECTS)
@@ -38,13 +48,18 @@ def render(request: Request, name: str, context: dict[str, Any], status: int = 2
     """Render a template with the common context; show and clear a pending flash message."""
     c: Console = request.app.state.console
     flash = unquote(request.cookies.get(FLASH, "")) or None
+    csrf_cookie = request.cookies.get(CSRF_COOKIE) or new_csrf_cookie()
     ctx = {"objects": nav_objects(c.snapshot.objects), "admin": c.admin.is_admin(request),
-           "admin_enabled": c.admin.enabled, "flash": flash, "env_name": ENV, **context}
+           "role": c.admin.role(request), "login_enabled": c.admin.login_enabled,
+           "admin_enabled": c.admin.enabled, "flash": flash, "env_name": ENV, "api_env_name": API_ENV,
+           "csrf_token": c.admin.csrf_token(csrf_cookie), **context}
     response: Response = request.app.state.templates.TemplateResponse(
         request, name, ctx, status_code=status
     )
     if flash:
         response.delete_cookie(FLASH)
+    if request.cookies.get(CSRF_COOKIE) != csrf_cookie:
+        response.set_cookie(CSRF_COOKIE, csrf_cookie, httponly=True, samesite="strict")
     return response
 
 
@@ -63,9 +78,10 @@ def home(request: Request, c: ConsoleDep) -> Response:
 
 
 @pages.get("/o/{object}", response_class=HTMLResponse)
-def list_page(request: Request, object: str, c: ConsoleDep, page: int = 1) -> Response:
+def list_page(
+    request: Request, object: str, c: ConsoleDep, page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1
+) -> Response:
     """One page of an object's records."""
-    page = max(page, 1)
     total, records = c.page(object, PAGE_SIZE, (page - 1) * PAGE_SIZE)
     fields = c.form_fields(object)
     return render(request, "list.html", {
@@ -98,12 +114,15 @@ def _form(request: Request, c: Console, object: str, record: dict[str, Any] | No
 def new_page(request: Request, object: str, c: ConsoleDep) -> Response:
     """The create form: inputs and pickers; autonumber fields are assigned on save."""
     c.require_object(object)
+    if not c.admin.can_write(request):
+        return redirect(f"/login?next=/o/{object}/new")
     return _form(request, c, object, None, dict(request.query_params))
 
 
 @pages.post("/o/{object}/new", response_class=HTMLResponse)
 async def create(request: Request, object: str, c: ConsoleDep) -> Response:
     """Insert the record; on an error, show the form again with the message."""
+    c.admin.require_writer(request)
     fields = await run_in_threadpool(c.form_fields, c.require_object(object))
     values = _form_values(fields, await request.form(), keep_empty=False)
     try:
@@ -129,12 +148,15 @@ def view_page(request: Request, object: str, record_id: str, c: ConsoleDep) -> R
 def edit_page(request: Request, object: str, record_id: str, c: ConsoleDep) -> Response:
     """The edit form: autonumber fields shown read-only."""
     record = c.get(object, record_id)
+    if not c.admin.can_write(request):
+        return redirect(f"/login?next=/o/{object}/{record_id}/edit")
     return _form(request, c, object, record, record)
 
 
 @pages.post("/o/{object}/{record_id}/edit", response_class=HTMLResponse)
 async def save(request: Request, object: str, record_id: str, c: ConsoleDep) -> Response:
     """Save ordinary fields (autonumber inputs, if posted anyway, are refused by the library)."""
+    c.admin.require_writer(request)
     record = await run_in_threadpool(c.get, object, record_id)
     fields = await run_in_threadpool(c.form_fields, object)
     form = await request.form()
@@ -202,27 +224,34 @@ async def save_object(request: Request, c: ConsoleDep) -> Response:
 
 @pages.get("/login", response_class=HTMLResponse)
 def login_page(request: Request, next: str = "/rules") -> Response:
-    """The admin login form."""
+    """The login form (admin token or API token)."""
     return render(request, "login.html", {"next": _local(next), "error": None})
 
 
 @pages.post("/login", response_class=HTMLResponse)
 async def login(request: Request, c: ConsoleDep) -> Response:
-    """Check the token; set the admin cookie (a digest of it)."""
+    """Check the token (rate limited per client); start a signed, expiring server-side session."""
     form = await request.form()
     target = _local(str(form.get("next", "/rules")))
-    if not c.admin.enabled or not c.admin.check_token(str(form.get("token", ""))):
-        error = (f"admin changes are disabled: start the server with {ENV} set" if not c.admin.enabled
-                 else "wrong token")
+    client = request.client.host if request.client else "unknown"
+    c.admin.limiter.check(client)
+    role = c.admin.role_of_token(str(form.get("token", "")))
+    if role is None:
+        if c.admin.login_enabled:
+            c.admin.limiter.failed(client)
+        error = (f"logging in is disabled: start the server with {ENV} or {API_ENV} set"
+                 if not c.admin.login_enabled else "wrong token")
         return render(request, "login.html", {"next": target, "error": error}, 401)
-    response = redirect(target, "logged in as admin")
-    response.set_cookie(COOKIE, c.admin.cookie_value(), httponly=True, samesite="strict")
+    value, max_age = await run_in_threadpool(c.admin.start_session, role)
+    response = redirect(target, f"logged in as {role}")
+    response.set_cookie(COOKIE, value, max_age=max_age, httponly=True, samesite="strict")
     return response
 
 
 @pages.post("/logout")
-def logout() -> Response:
-    """Forget the admin cookie."""
+async def logout(request: Request, c: ConsoleDep) -> Response:
+    """End the session on the server and forget the cookie."""
+    await run_in_threadpool(c.admin.end_session, request)
     response = redirect("/", "logged out")
     response.delete_cookie(COOKIE)
     return response
@@ -230,4 +259,4 @@ def logout() -> Response:
 
 def _local(url: str) -> str:
     """Only same-site paths as redirect targets."""
-    return url if url.startswith("/") and not url.startswith("//") else "/rules"
+    return url if url.startswith("/") and not url.startswith("//") and "\\" not in url else "/rules"

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import socket
 import threading
 import time
@@ -33,3 +34,17 @@ def serve_in_thread(app: FastAPI, host: str = "127.0.0.1", timeout: float = 15.0
         server.should_exit = True
         thread.join(timeout)
         sock.close()
+
+
+def app_from_env() -> FastAPI:
+    """The app a `serve` worker runs, configured from the environment `serve` prepared."""
+    from autonumber.cli.serve_cmd import DATABASE_ENV
+    from autonumber.platform import connect
+
+    from . import create_app
+    from .auth import API_ENV, ENV
+
+    url = os.environ.get(DATABASE_ENV, "sqlite:///autonumber.db")
+    return create_app(
+        connect(url), admin_token=os.environ.get(ENV) or None, api_token=os.environ.get(API_ENV) or None
+    )

@@ -89,13 +89,19 @@ class Console:
             for name in sorted(snap.objects)
         ]
 
-    def insert(self, obj: str, data: Mapping[str, Any]) -> dict[str, Any]:
-        """Insert one record, numbers assigned."""
-        return self.platform.records.insert(self.require_object(obj), data)
+    def insert(
+        self, obj: str, data: Mapping[str, Any], idempotency_key: str | None = None
+    ) -> dict[str, Any]:
+        """Insert one record, numbers assigned (once per idempotency key)."""
+        return self.platform.records.insert(self.require_object(obj), data, idempotency_key=idempotency_key)
 
-    def insert_many(self, obj: str, rows: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
-        """Insert records in one transaction."""
-        return self.platform.records.insert_many(self.require_object(obj), rows)
+    def insert_many(
+        self, obj: str, rows: Sequence[Mapping[str, Any]], idempotency_key: str | None = None
+    ) -> list[dict[str, Any]]:
+        """Insert records in one transaction (once per idempotency key)."""
+        return self.platform.records.insert_many(
+            self.require_object(obj), rows, idempotency_key=idempotency_key
+        )
 
     def get(self, obj: str, record_id: str) -> dict[str, Any]:
         """One record, or RecordNotFound."""

@@ -1,0 +1,144 @@
+"""Field values checked against their column before any number is reserved.
+
+Every value a database would refuse (a NUL or a lone surrogate in text, a number out of range, a
+word in a number column, an unparseable date) is a RecordError naming the record and the field,
+so a bad request consumes no number and writes nothing.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from datetime import date, datetime
+from decimal import Decimal, InvalidOperation
+from typing import Any
+
+import sqlalchemy as sa
+
+from .errors import RecordError
+
+SCALARS = (str, int, float, bool, Decimal)
+BIGINT_MAX = 2**63 - 1
+INTEGER_MAX: dict[type[Any], int] = {
+    sa.SmallInteger: 2**15 - 1, sa.Integer: 2**31 - 1, sa.BigInteger: BIGINT_MAX,
+}
+INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
+NUMBER_TEXT = re.compile(r"[+-]?[0-9]{1,18}(\.[0-9]{1,18})?")
+BOOLEAN_WORDS = {"true": True, "false": False, "1": True, "0": False}
+
+
+def text_problem(value: str) -> str | None:
+    """Why `value` cannot be stored as text on every backend, or None."""
+    nul = value.find("\x00")
+    if nul >= 0:
+        return f"contains a NUL character (U+0000) at position {nul + 1}"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        return f"contains a lone surrogate (U+{ord(value[exc.start]):04X}) at position {exc.start + 1}"
+    return None
+
+
+def check_text(value: str, what: str) -> str:
+    """`value` unchanged, or a RecordError saying `what` holds a NUL or a lone surrogate."""
+    problem = text_problem(value)
+    if problem:
+        raise RecordError(f"{what} {problem}; send valid UTF-8 text without NUL")
+    return value
+
+
+def checked_value(where: str, object_name: str, column: sa.Column[Any], value: Any) -> Any:
+    """The value to store in `column`, or a RecordError naming `where` and the field."""
+    if value is None:
+        return None
+    name = f"{where}: {object_name}.{column.name}"
+    if not isinstance(value, SCALARS):
+        raise RecordError(f"{name} must be a scalar, got {type(value).__name__}")
+    kind = column.type
+    if isinstance(kind, sa.String):
+        return _text(name, kind, value)
+    if isinstance(kind, sa.Boolean):
+        return _boolean(name, value)
+    if isinstance(kind, sa.Integer):
+        return _integer(name, value, INTEGER_MAX.get(type(kind), BIGINT_MAX))
+    if isinstance(kind, sa.Float):
+        return _float(name, value)
+    if isinstance(kind, sa.Numeric):
+        digits = (kind.precision - (kind.scale or 0)) if kind.precision else None
+        return _number(name, value, Decimal(10) ** digits if digits else None)
+    if isinstance(kind, sa.DateTime | sa.Date):
+        return _when(name, kind, value)
+    return value
+
+
+def _shown(value: Any) -> str:
+    return repr(value)[:60]
+
+
+def _text(name: str, kind: sa.String, value: Any) -> str:
+    if not isinstance(value, str):
+        raise RecordError(f"{name} must be text, got {_shown(value)}")
+    check_text(value, name)
+    if kind.length is not None and len(value) > kind.length:
+        raise RecordError(f"{name} is {len(value)} characters; at most {kind.length} fit")
+    return value
+
+
+def _boolean(name: str, value: Any) -> bool:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.lower() in BOOLEAN_WORDS:
+        return BOOLEAN_WORDS[value.lower()]
+    raise RecordError(f"{name} must be true or false, got {_shown(value)}")
+
+
+def _integer(name: str, value: Any, limit: int) -> int:
+    if isinstance(value, str) and INTEGER_TEXT.fullmatch(value.strip()):
+        value = int(value)  # a console form posts text
+    if isinstance(value, float) and value.is_integer():
+        value = int(value)
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise RecordError(f"{name} must be a whole number, got {_shown(value)}")
+    if abs(value) > limit:
+        raise RecordError(f"{name} is out of range: at most {limit} in absolute value")
+    return int(value)
+
+
+def _float(name: str, value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float | Decimal):
+        raise RecordError(f"{name} must be a number, got {_shown(value)}")
+    number = float(value)
+    if not math.isfinite(number):
+        raise RecordError(f"{name} must be a finite number, got {value}")
+    return number
+
+
+def _number(name: str, value: Any, limit: Decimal | None) -> Decimal:
+    if isinstance(value, bool) or (isinstance(value, str) and not NUMBER_TEXT.fullmatch(value.strip())):
+        raise RecordError(f"{name} must be a number, got {_shown(value)}")
+    if isinstance(value, str):
+        value = value.strip()
+    if isinstance(value, float) and not math.isfinite(value):
+        raise RecordError(f"{name} must be a finite number, got {value}")
+    try:
+        number = Decimal(str(value)) if isinstance(value, float) else Decimal(value)
+    except InvalidOperation:
+        raise RecordError(f"{name} must be a number, got {_shown(value)}") from None
+    if not number.is_finite() or (limit is not None and abs(number) >= limit):
+        raise RecordError(f"{name} is out of range: less than {limit} in absolute value")
+    return number
+
+
+def _when(name: str, kind: sa.types.TypeEngine[Any], value: Any) -> datetime | date:
+    """An ISO 8601 date or date-time given as text, as the column's Python type."""
+    if isinstance(value, datetime | date):
+        return value
+    if not isinstance(value, str):
+        raise RecordError(f"{name} must be an ISO 8601 date or date-time, got {_shown(value)}")
+    check_text(value, name)
+    try:
+        parsed = datetime.fromisoformat(value)
+    except ValueError:
+        raise RecordError(f"{name} must be an ISO 8601 date or date-time, got {_shown(value)}") from None
+    plain_date = isinstance(kind, sa.Date) and not isinstance(kind, sa.DateTime)
+    return parsed.date() if plain_date else parsed

@@ -1,0 +1,130 @@
+"""Idempotent creates and ambiguous commits, on SQLite, MariaDB and PostgreSQL.
+
+The same Idempotency-Key twice stores one record and answers with the same numbers; the same key
+with another body is a 422; a COMMIT whose connection dies raises CommitOutcomeUnknown naming the
+Ids to look up (HTTP 503), and a retry with the same key returns what was in fact stored.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from fastapi.testclient import TestClient
+
+from autonumber.errors import CommitOutcomeUnknown, IdempotencyConflict
+from autonumber.platform import Platform
+
+ACME = {"Name": "Acme", "BillingCountryCode": "SG"}
+
+
+def test_same_key_twice_stores_one_record(client: TestClient, platform: Platform) -> None:
+    headers = {"Idempotency-Key": "order-4711"}
+    first = client.post("/api/records/Account", json=ACME, headers=headers)
+    again = client.post("/api/records/Account", json=ACME, headers=headers)
+    assert first.status_code == again.status_code == 201
+    assert again.json()["Id"] == first.json()["Id"]
+    assert again.json()["Account_ID__c"] == first.json()["Account_ID__c"]
+    assert platform.records.count("Account") == 1
+    nxt = client.post("/api/records/Account", json=ACME, headers={"Idempotency-Key": "order-4712"}).json()
+    assert int(nxt["Account_ID__c"][-6:]) == int(first.json()["Account_ID__c"][-6:]) + 1  # no number lost
+
+
+def test_same_key_other_body_is_422(client: TestClient, platform: Platform) -> None:
+    headers = {"Idempotency-Key": "k1"}
+    assert client.post("/api/records/Account", json=ACME, headers=headers).status_code == 201
+    r = client.post("/api/records/Account", json={**ACME, "Name": "Other"}, headers=headers)
+    assert r.status_code == 422 and "k1" in r.json()["error"]
+    r = client.post("/api/records/Case", json={"Subject": "x"}, headers=headers)
+    assert r.status_code == 422
+    assert platform.records.count("Account") == 1 and platform.records.count("Case") == 0
+
+
+def test_bulk_with_a_key_is_stored_once(client: TestClient, platform: Platform) -> None:
+    body = {"records": [{"Subject": f"s{i}"} for i in range(5)]}
+    headers = {"Idempotency-Key": "bulk-1"}
+    first = client.post("/api/records/Case/bulk", json=body, headers=headers).json()
+    again = client.post("/api/records/Case/bulk", json=body, headers=headers).json()
+    assert [r["CaseNumber"] for r in again["records"]] == [r["CaseNumber"] for r in first["records"]]
+    assert platform.records.count("Case") == 5
+
+
+def test_concurrent_requests_with_one_key_store_one_record(client: TestClient, platform: Platform) -> None:
+    def send(_: int) -> tuple[int, Any]:
+        r = client.post("/api/records/Case", json={"Subject": "dup"}, headers={"Idempotency-Key": "race"})
+        return r.status_code, r.json()
+
+    with ThreadPoolExecutor(8) as pool:
+        results = list(pool.map(send, range(16)))
+    assert {status for status, _ in results} == {201}, results
+    assert len({body["Id"] for _, body in results}) == 1
+    assert platform.records.count("Case") == 1
+
+
+def test_library_insert_with_a_key(platform: Platform) -> None:
+    a = platform.records.insert("Case", {"Subject": "x"}, idempotency_key="lib-1")
+    b = platform.records.insert("Case", {"Subject": "x"}, idempotency_key="lib-1")
+    assert a["Id"] == b["Id"] and a["CaseNumber"] == b["CaseNumber"]
+    with pytest.raises(IdempotencyConflict):
+        platform.records.insert("Case", {"Subject": "y"}, idempotency_key="lib-1")
+    assert platform.records.count("Case") == 1
+
+
+@contextmanager
+def commit_then_lose_connection(platform: Platform) -> Iterator[None]:
+    """The records pool's next COMMIT reaches the database, then the connection dies before the
+    answer comes back: the caller cannot know the outcome."""
+    fired = []
+
+    def on_commit(conn: sa.engine.Connection) -> None:
+        if fired:
+            return
+        fired.append(True)
+        dbapi = conn.connection.dbapi_connection
+        assert dbapi is not None
+        dbapi.commit()
+        dbapi.close()
+
+    sa.event.listen(platform.db, "commit", on_commit)
+    try:
+        yield
+    finally:
+        sa.event.remove(platform.db, "commit", on_commit)
+
+
+def test_unknown_commit_outcome_names_the_ids(platform: Platform) -> None:
+    with commit_then_lose_connection(platform), pytest.raises(CommitOutcomeUnknown) as caught:
+        platform.records.insert_many("Case", [{"Subject": "lost answer"}])  # never grouped
+    assert len(caught.value.record_ids) == 1
+    assert "look up" in str(caught.value) and caught.value.record_ids[0] in str(caught.value)
+    stored = platform.records.get("Case", caught.value.record_ids[0])  # it was in fact stored
+    assert stored["Subject"] == "lost answer"
+
+
+def test_unknown_commit_is_503_and_a_retry_with_the_key_returns_the_stored_record(
+    client: TestClient, platform: Platform
+) -> None:
+    headers = {"Idempotency-Key": "retry-me"}
+    client.post("/api/records/Case", json={"Subject": "w"}, headers={"Idempotency-Key": "warm-up"})
+    with commit_then_lose_connection(platform):
+        r = client.post("/api/records/Case", json={"Subject": "x"}, headers=headers)
+    assert r.status_code == 503 and r.headers["Retry-After"]
+    ids = r.json()["record_ids"]
+    again = client.post("/api/records/Case", json={"Subject": "x"}, headers=headers)
+    assert again.status_code == 201 and [again.json()["Id"]] == ids
+    assert platform.records.count("Case") == 2
+
+
+def test_keys_are_kept_at_least_a_day(platform: Platform) -> None:
+    from datetime import timedelta
+
+    from autonumber import idempotency
+
+    platform.records.insert("Case", {"Subject": "x"}, idempotency_key="kept")
+    assert idempotency.purge(platform.db, older_than=timedelta(0)) == 0  # never less than 24 h
+    again = platform.records.insert("Case", {"Subject": "x"}, idempotency_key="kept")
+    assert platform.records.count("Case") == 1 and again["CaseNumber"]

@@ -1,0 +1,164 @@
+"""Console and API security: same-origin check, CSRF tokens, signed expiring sessions that logout
+ends on the server, login rate limiting, the optional API token, the loud warning of `serve`."""
+
+from __future__ import annotations
+
+import re
+import time
+from collections.abc import Iterator
+
+import pytest
+from fastapi.testclient import TestClient
+from web_support import FormClient, csrf_token
+
+from autonumber.platform import Platform
+from autonumber.web import auth as web_auth
+from autonumber.web import create_app
+
+ADMIN = "admin-secret"
+API = "api-secret"
+CASE_RULE = "Case.CaseNumber"
+HOST = "http://testserver"
+
+
+@pytest.fixture
+def browser(platform: Platform) -> Iterator[FormClient]:
+    """An admin-enabled console on each backend, seen through a browser-like client."""
+    app = create_app(platform, admin_token=ADMIN, api_token=API)
+    with FormClient(app, base_url=HOST, headers={"Accept": "text/html"}, follow_redirects=False) as c:
+        yield c
+
+
+def login(c: TestClient, token: str = ADMIN) -> None:
+    r = c.post("/login", data={"token": token, "next": "/rules"})
+    assert r.status_code == 303, r.text
+
+
+def case_format(platform: Platform) -> str:
+    platform.catalog.refresh()
+    rule = platform.catalog.current().rules[platform.catalog.current().field_id(CASE_RULE)]
+    return str(rule.format.source)
+
+
+def test_cross_origin_rule_change_with_a_valid_admin_session_is_refused(
+    browser: FormClient, platform: Platform
+) -> None:
+    login(browser)
+    before = case_format(platform)
+    token = csrf_token(browser)
+    for headers in ({"Origin": "http://testserver:8001"}, {"Origin": "http://evil.example"},
+                    {"Referer": "http://sub.testserver/page"}, {"Origin": "null"}):
+        r = browser.post(f"/rules/{CASE_RULE}", data={"format": "X-{00000000}", "csrf_token": token},
+                         headers=headers)
+        assert r.status_code == 403, (headers, r.status_code)
+        assert "cross-origin" in r.text
+    assert case_format(platform) == before
+    # the same request from the console's own origin goes through
+    r = browser.post(f"/rules/{CASE_RULE}", data={"format": "X-{00000000}", "csrf_token": token},
+                     headers={"Origin": HOST})
+    assert r.status_code == 303 and case_format(platform) == "X-{00000000}"
+
+
+def test_a_form_without_its_csrf_token_is_refused(browser: FormClient, platform: Platform) -> None:
+    login(browser)
+    before = case_format(platform)
+    for token in ("", "forged", csrf_token(browser) + "x"):
+        r = browser.post(f"/rules/{CASE_RULE}", data={"format": "Y-{00000000}", "csrf_token": token})
+        assert r.status_code == 403 and "CSRF" in r.text
+    assert case_format(platform) == before
+    r = browser.post("/o/Case/new", data={"Subject": "x", "csrf_token": ""})
+    assert r.status_code == 403 and platform.records.count("Case") == 0
+
+
+def test_every_console_form_carries_a_csrf_token(browser: FormClient) -> None:
+    login(browser)
+    for path in ("/rules", "/o/Case/new", "/login"):
+        html = browser.get(path).text
+        forms = re.findall(r"<form[^>]*method=\"post\".*?</form>", html, re.S)
+        assert forms, path
+        for form in forms:
+            assert 'name="csrf_token"' in form, (path, form[:120])
+
+
+def test_logout_ends_the_session_on_the_server(browser: FormClient, platform: Platform) -> None:
+    login(browser)
+    stolen = browser.cookies.get(web_auth.COOKIE)
+    assert stolen and browser.get("/rules").status_code == 200
+    assert browser.post("/logout", data={}).status_code == 303
+    browser.cookies.set(web_auth.COOKIE, stolen)  # a copy of the cookie kept by an attacker
+    assert browser.get("/rules").headers["location"] == "/login?next=/rules"
+    r = browser.post(f"/rules/{CASE_RULE}", data={"format": "Z-{00000000}"})
+    assert r.status_code == 303 and "admin%20token%20required" in r.headers["set-cookie"]
+    assert case_format(platform) != "Z-{00000000}"
+
+
+def test_sessions_expire_and_cannot_be_forged(
+    browser: FormClient, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    login(browser, API)  # a writer session
+    cookie = browser.cookies.get(web_auth.COOKIE)
+    assert cookie is not None
+    sid, role, expires, signature = cookie.split(".")
+    assert role == "writer"
+    browser.cookies.set(web_auth.COOKIE, f"{sid}.admin.{expires}.{signature}")  # promoted by hand
+    assert browser.get("/rules").status_code == 303
+    browser.cookies.set(web_auth.COOKIE, cookie)
+    assert browser.get("/o/Case/new").status_code == 200
+    later = time.time() + web_auth.SESSION_LIFETIME.total_seconds() + 60
+    monkeypatch.setattr(web_auth.time, "time", lambda: later)
+    assert browser.get("/o/Case/new").headers["location"].startswith("/login")
+
+
+def test_login_is_rate_limited(browser: FormClient) -> None:
+    for _ in range(web_auth.LOGIN_ATTEMPTS):
+        assert browser.post("/login", data={"token": "guess"}).status_code == 401
+    r = browser.post("/login", data={"token": ADMIN})
+    assert r.status_code == 429 and int(r.headers["Retry-After"]) > 0
+    assert web_auth.COOKIE not in browser.cookies
+
+
+def test_api_token_is_required_for_every_write(browser: FormClient, platform: Platform) -> None:
+    api = TestClient(browser.app)
+    assert api.post("/api/records/Case", json={"Subject": "x"}).status_code == 401
+    assert api.post("/api/records/Case/bulk", json={"records": [{"Subject": "x"}]}).status_code == 401
+    wrong = {"Authorization": "Bearer nope"}
+    assert api.post("/api/records/Case", json={"Subject": "x"}, headers=wrong).status_code == 401
+    assert platform.records.count("Case") == 0
+    for token in (API, ADMIN):
+        bearer = {"Authorization": f"Bearer {token}"}
+        ok = api.post("/api/records/Case", json={"Subject": "x"}, headers=bearer)
+        assert ok.status_code == 201
+    rec = ok.json()
+    assert api.patch(f"/api/records/Case/{rec['Id']}", json={"Subject": "y"}).status_code == 401
+    assert api.get(f"/api/records/Case/{rec['Id']}").status_code == 200  # reads stay open
+    writer = {"Authorization": f"Bearer {API}"}
+    assert api.put(f"/api/autonumber/fields/{CASE_RULE}", json={"format": "W-{00000000}"},
+                   headers=writer).status_code == 401  # the API token is not an admin token
+    # the console: no login, no create form; a post is refused
+    assert browser.get("/o/Case/new").headers["location"] == "/login?next=/o/Case/new"
+    assert browser.post("/o/Case/new", data={"Subject": "z"}).status_code == 401
+    login(browser, API)
+    assert browser.post("/o/Case/new", data={"Subject": "z"}).status_code == 303
+    assert platform.records.count("Case") == 3
+
+
+def test_405_names_the_allowed_methods(client: TestClient) -> None:
+    r = client.delete("/api/records/Account")
+    assert r.status_code == 405 and r.headers["Allow"] == "GET, POST"
+    assert client.put("/api/autonumber/preview").headers["Allow"] == "POST"
+
+
+def test_serve_warns_loudly_on_a_public_host_without_an_api_token(
+    capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from autonumber.cli.serve_cmd import _warn_if_exposed
+
+    monkeypatch.delenv(web_auth.API_ENV, raising=False)
+    for host in ("127.0.0.1", "::1", "localhost"):
+        _warn_if_exposed(host)
+        assert capsys.readouterr().err == ""
+    _warn_if_exposed("0.0.0.0")
+    assert "WARNING" in capsys.readouterr().err
+    monkeypatch.setenv(web_auth.API_ENV, "t")
+    _warn_if_exposed("0.0.0.0")
+    assert capsys.readouterr().err == ""

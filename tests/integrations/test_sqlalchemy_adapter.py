@@ -141,6 +141,23 @@ def test_rolled_back_session_leaves_a_gap(platform: Platform, app_engine: sa.Eng
     assert counters(stored(app_engine)) == [1, 4]
 
 
+def test_rolled_back_session_leaves_no_gap_for_a_gapless_field(
+    platform: Platform, app_engine: sa.Engine
+) -> None:
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix", numbering="gapless")
+    with Session(app_engine) as s:
+        s.add_all([Invoice(customer="kept")])
+        s.commit()
+    with Session(app_engine) as s:
+        s.add_all([Invoice(customer="lost"), Invoice(customer="lost")])
+        s.flush()
+        s.rollback()
+    with Session(app_engine) as s:
+        s.add_all([Invoice(customer="after"), Invoice(customer="after")])
+        s.commit()
+    assert counters(stored(app_engine)) == [1, 2, 3]
+
+
 def test_binding_registers_once_and_refuses_another_rule(platform: Platform, app_engine: sa.Engine) -> None:
     autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
     with autonumber.connect(platform.db.url.render_as_string(hide_password=False)) as other:

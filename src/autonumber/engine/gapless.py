@@ -33,6 +33,11 @@ def _where(rule: Rule, key: str) -> sa.ColumnElement[bool]:
     return sa.and_(T.c.field_id == rule.field_id, T.c.scope_key == key)
 
 
+def _exists(conn: Connection, rule: Rule, key: str) -> bool:
+    """Whether the counter row exists, by a plain read (it takes no lock, not even a gap lock)."""
+    return conn.execute(sa.select(T.c.next_value).where(_where(rule, key))).first() is not None
+
+
 def reserve_gapless(
     reserver: Reserver,
     rule: Rule,
@@ -58,6 +63,11 @@ def reserve_gapless(
                 reserver.hooks.clock(conn) if reserver.hooks.clock is not None else dialect.utc_now(conn)
             )
             key = rule.scope_key(now, cross)
+            if lazy == 0 and not dialect.reserve_on_caller_when_written and not _exists(conn, rule, key):
+                # created before the caller's UPDATE looks for it: an UPDATE that finds no row takes a
+                # gap lock under REPEATABLE READ (an application's own MariaDB session), which would
+                # block the creation below on our own transaction
+                lazy = reserver._after_missing(rule, _Missing(now, key), cross, None, lazy)
             after = dialect.atomic_increment(conn, T, _where(rule, key), "next_value", n,
                                              {"last_modified_date": now})
         if after is not None:

@@ -51,7 +51,7 @@ class Binding:
         if not instances:
             return
         conn = None
-        gapless = bool(getattr(self.platform.engine.rule(self.field_id), "gapless", False))
+        gapless = self.platform.engine.rule(self.field_id).gapless
         if gapless or (session.info.get(WROTE) and self.platform.dialect.reserve_on_caller_when_written):
             conn = session.connection()  # in the session's transaction (SQLite: it holds the write lock)
         mapper: Mapper[Any] = sa.inspect(self.cls)
@@ -68,6 +68,7 @@ def autonumbered(
     format: str,
     scope: str = "global",
     start: int = 1,
+    numbering: str = "standard",
     object_name: str | None = None,
 ) -> Binding:
     """Bind a mapped string column to an autonumber rule and number new instances at flush.
@@ -85,7 +86,7 @@ def autonumbered(
     if not isinstance(table, sa.Table) or len(columns) != 1 or column.table is not table:
         raise TypeError(f"{attribute}: bind a plain column of a mapped table")
     name = object_name or table.name
-    rule = RuleSpec(name, column.name, format, scope=scope, start=start)
+    rule = RuleSpec(name, column.name, format, scope=scope, start=start, numbering=numbering)
     field_id = ensure_field(platform, name, table.name, rule)
     with _lock:
         found = _bindings.get((cls, attribute.key))

@@ -173,9 +173,16 @@ class Records:
         Its numbers are reserved in that transaction and commit or roll back with the rows. When
         the connection dies, nobody knows whether the COMMIT landed: the rows are written again
         under the same Ids, and if that is refused as a duplicate Id the first COMMIT did land —
-        the stored records are returned. Never a record stored twice, never a number reused."""
+        the stored records are returned. A lost race (deadlock, serialization or Galera
+        certification failure, at a statement or at COMMIT) rolled everything back, numbers
+        included: it is retried with jitter within the reservation retry budget. Never a record
+        stored twice, never a number reused."""
         self._refuse_quarantined(self.catalog.current(), object_name)
-        for attempt in (1, 2):
+        reserver = self.engine.reserver
+        reconnected = False
+        attempt = 0
+        while True:
+            attempt += 1
             try:
                 return self._write_alone(object_name, [dict(r) for r in records])
             except sa.exc.DBAPIError as exc:
@@ -183,9 +190,13 @@ class Records:
                     landed = self._landed(object_name, records)
                     if landed is not None:
                         return landed
-                if attempt == 2 or not exc.connection_invalidated:
-                    raise
-        raise AssertionError("unreachable")
+                if exc.connection_invalidated and not reconnected:
+                    reconnected = True
+                    continue
+                if self.engine.dialect.is_retryable(exc) and attempt < reserver.max_retries:
+                    reserver.sleep(reserver.jitter(min(attempt, 6)))
+                    continue
+                raise
 
     def _landed(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
         """The records as stored when an earlier COMMIT of theirs did land (Ids are fresh uuid4s, so

@@ -20,7 +20,7 @@ from .db.base import to_utc
 from .db.objects import key_column
 from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
-from .errors import CommitOutcomeUnknown, RecordError, RecordNotFound, RuleQuarantined
+from .errors import CommitOutcomeUnknown, RecordError, RecordNotFound, ReservationFailed, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
 from .group_commit import GroupCommit
 from .values import checked_value, text_problem
@@ -174,9 +174,9 @@ class Records:
         the connection dies, nobody knows whether the COMMIT landed: the rows are written again
         under the same Ids, and if that is refused as a duplicate Id the first COMMIT did land —
         the stored records are returned. A lost race (deadlock, serialization or Galera
-        certification failure, at a statement or at COMMIT) rolled everything back, numbers
-        included: it is retried with jitter within the reservation retry budget. Never a record
-        stored twice, never a number reused."""
+        certification failure, at a statement or at COMMIT; a reservation out of retries) rolled
+        everything back, numbers included: it is retried with jitter within the reservation retry
+        budget. Never a record stored twice, never a number reused."""
         self._refuse_quarantined(self.catalog.current(), object_name)
         reserver = self.engine.reserver
         reconnected = False
@@ -185,6 +185,11 @@ class Records:
             attempt += 1
             try:
                 return self._write_alone(object_name, [dict(r) for r in records])
+            except ReservationFailed:  # its retry budget ran out inside the group: all rolled back
+                if attempt >= reserver.max_retries:
+                    raise
+                reserver.sleep(reserver.jitter(min(attempt, 6)))
+                continue
             except sa.exc.DBAPIError as exc:
                 if exc.connection_invalidated or self.engine.dialect.is_duplicate_key(exc):
                     landed = self._landed(object_name, records)

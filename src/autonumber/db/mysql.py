@@ -18,9 +18,10 @@ from autonumber.errors import LockTimeout
 from .base import Dialect, server_flag, to_utc
 from .lease import lease_lock
 
-RETRYABLE = {1213, 1205, 1020, 1180, 1181, 9007, 8002, 8022}
+RETRYABLE = {1213, 1205, 1020, 1180, 1181, 1305, 9007, 8002, 8022}
 """Deadlock / Galera certification failure (1213), lock wait timeout (1205), record changed (1020),
-commit/rollback failures (1180/1181), and TiDB write conflicts (9007, 8002, 8022)."""
+commit/rollback failures (1180/1181), a savepoint the server dropped when a deadlock rolled the whole
+transaction back (1305), and TiDB write conflicts (9007, 8002, 8022)."""
 MAX_LOCK_NAME = 64
 
 

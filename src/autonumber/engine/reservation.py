@@ -156,7 +156,11 @@ class Reserver:
     def _lost(self, exc: sa.exc.DBAPIError, conn: Connection | None) -> bool:
         """A lost race, or our own reservation connection died: either way nothing was handed out,
         so the attempt is retried (at worst the dead transaction had committed: a gap, never a
-        duplicate). On the caller's connection a dead link is the caller's failure, not ours."""
+        duplicate). On the caller's connection a dead link is the caller's failure, not ours; and on
+        a server backend a lost race there (the group writer's transaction) has rolled that whole
+        transaction back, so it is raised for its owner to retry as a whole (records._write_own)."""
+        if conn is not None and not self.dialect.reserve_on_caller_when_written:
+            return False
         return self.dialect.is_retryable(exc) or (conn is None and exc.connection_invalidated)
 
     def jitter(self, attempt: int) -> float:

@@ -23,6 +23,7 @@ from autonumber.platform import Platform
 from autonumber.rules import verify
 from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
+from support import FormClient
 
 TOKEN = "rule-change-token"
 FLASH = "autonumber_flash"
@@ -263,7 +264,7 @@ def test_the_console_and_the_cli_give_the_same_answer(
 ) -> None:
     for _ in range(3):
         new_case(platform)
-    pages = TestClient(create_app(platform, admin_token=TOKEN), headers={"Accept": "text/html"},
+    pages = FormClient(create_app(platform, admin_token=TOKEN), headers={"Accept": "text/html"},
                        follow_redirects=False)
     pages.post("/login", data={"token": TOKEN})
 

@@ -353,7 +353,7 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     for key in ("start", "length"):
         if key in args and (not isinstance(args[key], int) or isinstance(args[key], bool)):
             raise SpecError(f"{op}: {key} must be an integer, got {args[key]!r}")
-        if key in args and not 0 <= args[key] < 2**63:
+        if key == "length" and key in args and not 0 <= args[key] < 2**63:  # start: the rule's own check
             raise SpecError(f"{op}: {key} {args[key]} is out of range (0 to {2**63 - 1})")
     obj = check_api_name(args["object"], "object name")
     fld = check_api_name(args["field"], "field name")

@@ -84,7 +84,7 @@ def test_run_bootstraps_and_reports(tmp_path: Path, capsys: pytest.CaptureFixtur
     url = f"sqlite:///{tmp_path / 'run.db'}"
     assert _run(["run", "--no-serve", "--db", url]) == 0
     out, err = capsys.readouterr()
-    assert "database ready" in out and "V1-V6 hold" in out
+    assert "database ready" in out and "V1-V7 hold" in out
     assert "made 0 change(s)" not in out
     assert "Traceback" not in err
     assert (tmp_path / "run.db").exists()

@@ -2,7 +2,7 @@
 
 A snapshot is immutable; `Catalog.current()` re-reads `_System_Field` when the rule columns changed
 (checked at most every `poll_interval` seconds) and quarantines a rule that no longer validates
-(spec §5.6) instead of assigning numbers from it.
+(docs/changing-rules.md) instead of assigning numbers from it.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """An in-process event bus: `RecordBeforeCreate` is published after numbers are assigned and
-before the row is inserted (spec §3.2), so subscribers see the final values."""
+before the row is inserted, so subscribers see the final values."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Prometheus metrics of the engine (spec §5.2, runbook §11): one set per process."""
+"""Prometheus metrics of the engine (docs/engine.md, docs/runbook.md): one set per process."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Adding an autonumber field and changing a rule without code (§1.1 goal 3, §7.2 k, §5.6).
+"""Adding an autonumber field and changing a rule without code (docs/changing-rules.md).
 
 The one implementation behind `autonumber field add|set`, the data-spec operations
 `add_autonumber_field` / `set_rule`, `setup apply`'s formats phase, the console rules page and

@@ -1,4 +1,4 @@
-"""The legacy tables (§4.4, DESIGN.md §5): read as counter floors, backed up, then dropped.
+"""The legacy tables (docs/setup.md): read as counter floors, backed up, then dropped.
 
 A backup is `<name>__bak_<YYYYMMDD>` (UTC day of the database clock), a column-for-column copy made
 with INSERT … SELECT. A legacy table is dropped only when its backup holds the same number of rows.
@@ -148,7 +148,7 @@ def backup_table(conn: Connection, name: str, day: str) -> tuple[str, str]:
 
 
 def drop_legacy(conn: Connection, backups: dict[str, str], names: Sequence[str]) -> list[str]:
-    """Drop each legacy table whose backup exists with the same row count (§8.3)."""
+    """Drop each legacy table whose backup exists with the same row count."""
     present = table_names(conn)
     changes: list[str] = []
     for name in names:

@@ -1,4 +1,4 @@
-"""`seed_counters` (§8.2): counter rows from live values and the legacy tables, never lowering one.
+"""`seed_counters` (docs/setup.md): counter rows from live values and the legacy tables, never lowering one.
 
 next_value = GREATEST(max parsed + 1, legacy CurrentNumber + 1, compound CurrentNumber + 1,
 IdentifierSeq CurrentValue + 1, auto_number_start), per row written:
@@ -9,7 +9,7 @@ IdentifierSeq CurrentValue + 1, auto_number_start), per row written:
 - `per_prefix` reads the compound row whose Prefix is the bucket's rendered prefix (the value up to
   the counter), which is exactly what the legacy listener counted; a compound Prefix the format cannot
   have produced can never collide with a future value and is reported, not applied. Other scopes
-  take the object's largest compound CurrentNumber, as §8.2 3.d says.
+  take the object's largest compound CurrentNumber (a conservative floor).
 
 Every column is scanned before anything is written, so an unparseable value writes no counter.
 Writes are upserts with GREATEST in batches of 200, the cutover lock released between batches.

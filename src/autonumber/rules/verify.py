@@ -1,4 +1,4 @@
-"""`setup verify` (§5.3.3), BINDING: V1–V7 as structured findings, one line each when printed.
+"""`setup verify` (docs/setup.md), binding: V1–V7 as structured findings, one line each when printed.
 
 Adapted to `per_prefix`, which is lazy like `per_day`: only `global` fields need a row up front.
 V1 also fails a bucket whose `next_value` is not above the largest live value of that bucket
@@ -27,7 +27,7 @@ from .history import older_by_field
 from .scan import scan_rule
 
 METADATA_RULES = frozenset({4, 6, 7, 8, 10})
-"""§6.2 rules about token refs resolving against metadata: reported as V2, the others as V4."""
+"""Validation rules about token refs resolving against metadata (V2); the others are V4 (docs/formats.md)."""
 
 
 @dataclass(frozen=True)

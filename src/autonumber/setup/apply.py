@@ -1,4 +1,4 @@
-"""`setup apply`: the cut-over as named, ordered phases under the bootstrap lock (§7.2 a–c, g, §8).
+"""`setup apply`: the cut-over as named, ordered phases under the bootstrap lock (docs/setup.md).
 
 Each phase is idempotent and records its last run in `_System_SetupState`; re-running after a
 failure redoes only what is not done yet. `PHASES` is the read-only plan `setup plan` prints.
@@ -113,7 +113,7 @@ def _formats(ctx: Context) -> list[str]:
 
 
 def _record_type_codes(ctx: Context) -> list[str]:
-    """§7.2 b.5, with its dependency assertion: codes need the record types to exist first."""
+    """Record type codes, with their dependency assertion: codes need the record types to exist first."""
     dialect = dialect_for(ctx.engine)
     users = [r.name for r in ctx.spec.rules if "{RecordType." in r.format]
     with ctx.engine.connect() as conn, dialect.begin_write(conn):
@@ -122,7 +122,7 @@ def _record_type_codes(ctx: Context) -> list[str]:
             raise SetupError(
                 "setup phase record_type_codes: _System_RecordType is empty but format(s) of "
                 f"{', '.join(users)} use {{RecordType.…}} tokens; the record-type pack must run first "
-                "(§7.2 b.5 dependency assertion)"
+                "(record types before their codes)"
             )
         changed = seed_record_type_codes(conn, ctx.spec.record_types)
     return [f"set RecordTypeCode on {changed} record type(s)"] if changed else []
@@ -167,21 +167,20 @@ def _verify(ctx: Context) -> list[str]:
 PHASES: tuple[Phase, ...] = (
     Phase("check_duplicates", "refuse to start when an autonumber column holds a value twice "
           "(names field, value, row Ids)", _check_duplicates),
-    Phase("schema", "create or reconcile the system tables (§7.2 a)", _schema),
-    Phase("standard_pack", "objects, fields, record types and object tables (DESIGN.md §5b)",
-          _standard_pack),
-    Phase("formats", "parse, validate and store every autonumber rule with canonical token refs "
-          "(§7.2 b)", _formats),
+    Phase("schema", "create or reconcile the system tables", _schema),
+    Phase("standard_pack", "objects, fields, record types and object tables", _standard_pack),
+    Phase("formats", "parse, validate and store every autonumber rule with canonical token refs",
+          _formats),
     Phase("unique_indexes", "a UNIQUE index on every autonumber column (created when missing)",
           _unique_indexes),
-    Phase("record_type_codes", "set RecordTypeCode where NULL; assert record types exist (§7.2 b.5)",
+    Phase("record_type_codes", "set RecordTypeCode where NULL; assert record types exist",
           _record_type_codes),
-    Phase("backup_legacy", "copy each legacy table to <name>__bak_<YYYYMMDD> and compare row counts "
-          "(§7.3)", _backup),
+    Phase("backup_legacy", "copy each legacy table to <name>__bak_<YYYYMMDD> and compare row counts",
+          _backup),
     Phase("seed_counters", "counter rows from live values and legacy tables under "
-          "'autonumber_cutover' (§8.2)", _seed),
-    Phase("drop_legacy", "drop the legacy tables whose backup matches (§8.3)", _drop),
-    Phase("verify", "V1–V7; any violation fails the apply (§5.3.3)", _verify),
+          "'autonumber_cutover'", _seed),
+    Phase("drop_legacy", "drop the legacy tables whose backup matches", _drop),
+    Phase("verify", "V1–V7; any violation fails the apply", _verify),
 )
 
 

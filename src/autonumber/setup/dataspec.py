@@ -1,4 +1,4 @@
-"""The canonical data-spec (§8.1): YAML frontmatter plus markdown tables, parsed and cross-checked.
+"""The canonical data-spec (docs/setup.md): YAML frontmatter plus markdown tables, parsed and cross-checked.
 
 Sections: `## Objects` (object | table | fields), `## Autonumber Fields` (object | field | format |
 start | scope | token refs | length | notes) and `## RecordType Codes` (object | DeveloperName |
@@ -36,7 +36,7 @@ _FIELD = re.compile(r"^(?P<name>[^:]+):(?P<kind>text|ref|autonumber)\((?P<arg>[^
 
 @dataclass(frozen=True)
 class SpecMeta:
-    """The frontmatter of §8.1."""
+    """The data-spec's frontmatter."""
 
     api_version: str
     id: str
@@ -311,7 +311,7 @@ def _record_type(row: _Row, where: _Where) -> RecordTypeSpec:
     code = c["RecordTypeCode"]
     if not c["DeveloperName"] or not 1 <= len(code) <= 16:
         raise where.error("DeveloperName must be set and RecordTypeCode 1..16 characters "
-                          f"(VARCHAR(16), §4.5), got {code!r}", sec, row.line)
+                          f"(VARCHAR(16)), got {code!r}", sec, row.line)
     return RecordTypeSpec(obj, c["DeveloperName"], code)
 
 

@@ -1,4 +1,4 @@
-"""`autonumber spec generate/check`: the data-spec rendered as a plain-data Python module (§7.4).
+"""`autonumber spec generate/check`: the data-spec rendered as a plain-data Python module (docs/setup.md).
 
 The module is what `setup apply` reads by default, so an installed package needs no markdown file;
 `spec check` regenerates it in memory and reports a unified diff when the checked-in copy is stale.

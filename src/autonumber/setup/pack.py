@@ -1,4 +1,4 @@
-"""The standard pack: CRM objects, their fields and the Contract record types (DESIGN.md §5b)."""
+"""The standard pack: CRM objects, their fields and the Contract record types (docs/setup.md)."""
 
 from __future__ import annotations
 
@@ -46,7 +46,7 @@ class ObjectSpec:
 
 @dataclass(frozen=True)
 class RecordTypeSpec:
-    """A record type and its code (§4.5)."""
+    """A record type and its code."""
 
     object: str
     developer_name: str
@@ -54,7 +54,7 @@ class RecordTypeSpec:
 
 
 CORE_OBJECT_NAMES = ("Account", "Opportunity", "Contract", "Quote", "Order", "Case")
-"""The CRM objects of DESIGN.md §5b; the data-spec adds one object per Salesforce catalog row."""
+"""The standard CRM objects; the data-spec adds one object per Salesforce catalog row."""
 
 
 def objects_from_data(rows: Iterable[tuple[str, str, tuple[tuple[str, str, str | None, int | None], ...]]]
@@ -137,7 +137,7 @@ def autonumber_targets(objects: Iterable[ObjectSpec]) -> list[Target]:
 
 
 def install_record_types(conn: Connection, record_types: Sequence[RecordTypeSpec]) -> list[str]:
-    """Register record types (new rows only; codes are seeded separately, §7.2 b.5)."""
+    """Register record types (new rows only; codes are seeded separately)."""
     rows: list[dict[str, object]] = [
         {"Id": record_type_id(spec), "ObjectId": object_id(spec.object),
          "DeveloperName": spec.developer_name, "Name": spec.developer_name}
@@ -151,7 +151,7 @@ def install_record_types(conn: Connection, record_types: Sequence[RecordTypeSpec
 
 
 def seed_record_type_codes(conn: Connection, record_types: Iterable[RecordTypeSpec]) -> int:
-    """Set RecordTypeCode where it is still NULL (idempotent, §8.5); return rows changed."""
+    """Set RecordTypeCode where it is still NULL (idempotent); return rows changed."""
     changed = 0
     t = system_record_type
     for spec in record_types:

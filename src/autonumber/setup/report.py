@@ -1,4 +1,4 @@
-"""`setup report`: the Local Deployment Verification Report (§10.3) from real runs on a SCRATCH database.
+"""`setup report`: the deployment report (docs/deployment-report.md) from runs on a SCRATCH database.
 
 Three tables: idempotency (three sequential applies on a populated legacy database), concurrency
 (three `autonumber setup apply` processes at once on an empty one) and multi-state startup (empty,

@@ -15,7 +15,7 @@ CORE_OBJECTS: tuple[ObjectSpec, ...] = tuple(
 CONTRACT_RECORD_TYPES: tuple[RecordTypeSpec, ...] = tuple(
     RecordTypeSpec(*row) for row in _seed.RECORD_TYPE_CODES
 )
-"""The nine Contract record types of §4.5 with their codes."""
+"""The nine Contract record types with their codes."""
 
 
 def _core_rules() -> tuple[RuleSpec, ...]:

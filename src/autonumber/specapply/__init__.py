@@ -1,5 +1,5 @@
 """`autonumber spec apply` and `autonumber field add|set`: the only sanctioned way to change rules
-and to roll the cut-over back (§5.6, §7.2 k–l, §7.3). See docs/changing-rules.md and docs/runbook.md."""
+and to roll the cut-over back. See docs/changing-rules.md and docs/runbook.md."""
 
 from __future__ import annotations
 

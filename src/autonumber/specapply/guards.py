@@ -1,4 +1,4 @@
-"""The status lifecycle and the rollback guards (§7.2 l, §7.3): pure decisions, no database.
+"""The status lifecycle and the rollback guards (docs/runbook.md): pure decisions, no database.
 
 - `pending` → applied in the environment given, then recorded `applied` for it;
 - `applied` and `draft-rollback` → skipped (exit 0, nothing applied);

@@ -4,7 +4,7 @@ SpecError when it cannot run) and `run` (does it and returns what changed). Ever
 idempotent, so a MariaDB apply interrupted between two implicitly committed DDL statements is
 completed by running the spec again.
 
-Rollback (§7.3):
+Rollback (docs/runbook.md):
 - `restore_legacy_backups`: the four legacy tables from their newest `<name>__bak_<YYYYMMDD>`;
 - `set_legacy_current_numbers_from_live`: counter-drift correction (step 5) — each legacy
   `_System_AutoNumber.CurrentNumber` raised to the largest number used since the cut-over (its
@@ -13,7 +13,7 @@ Rollback (§7.3):
   with that prefix, rows added for prefixes first used after the cut-over;
 - `drop_autonumber_schema`: the guard trigger, `_System_AutoNumberCounter`, the format history, the
   six rule columns of `_System_Field` and `_System_RecordType.RecordTypeCode`.
-Cleanup (§11 Phase 2): `verify` (V1–V7 must hold) and `drop_backups`.
+Cleanup (docs/runbook.md): `verify` (V1–V7 must hold) and `drop_backups`.
 Rules: `add_autonumber_field` and `set_rule`, thin over `autonumber.rules` (the runner plans and
 applies consecutive rule operations as one batch). Objects: `add_object` (a custom object)
 and `adopt_object` (an existing application table), see autonumber.objects.

@@ -10,9 +10,7 @@ from pathlib import Path
 import pytest
 import sqlalchemy as sa
 
-MYSQL_URL = os.environ.get(
-    "AUTONUMBER_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/autonumber_test"
-)
+MYSQL_URL = os.environ.get("AUTONUMBER_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/autonumber_test")
 PG_URL = os.environ.get(
     "AUTONUMBER_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/autonumber_test"
 )
@@ -38,8 +36,10 @@ def wipe_database(url: str) -> None:
                 for name in names:
                     conn.execute(sa.text(f'DROP TABLE IF EXISTS "{name}" CASCADE'))
                 for (seq,) in conn.execute(
-                    sa.text("SELECT sequence_name FROM information_schema.sequences "
-                            "WHERE sequence_schema = 'public'")
+                    sa.text(
+                        "SELECT sequence_name FROM information_schema.sequences "
+                        "WHERE sequence_schema = 'public'"
+                    )
                 ):
                     conn.execute(sa.text(f'DROP SEQUENCE IF EXISTS "{seq}" CASCADE'))
             else:
@@ -88,6 +88,16 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 def server_db_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
     """An empty MariaDB or PostgreSQL database."""
     yield _url_for(request.param, tmp_path)
+
+
+@pytest.fixture
+def engine(db_url: str) -> Iterator[sa.Engine]:
+    """A SQLAlchemy engine on `db_url`, disposed after the test (files that need more override it)."""
+    from autonumber.db import create_engine
+
+    eng = create_engine(db_url)
+    yield eng
+    eng.dispose()
 
 
 @pytest.fixture

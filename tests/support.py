@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+import pytest
 from fastapi.testclient import TestClient
 
 import autonumber
@@ -14,6 +15,16 @@ from autonumber.setup.bootstrap import bootstrap
 
 CASE = "Case.CaseNumber"
 _TRAILING_DIGITS = re.compile(r"(\d+)$")
+
+
+def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    """Run the `autonumber` CLI in-process; return its exit code and everything it printed."""
+    from autonumber.cli import main
+
+    with pytest.raises(SystemExit) as info:
+        main(argv)
+    out, err = capsys.readouterr()
+    return int(info.value.code or 0), out + err
 
 
 def make_platform(url: str, **options: Any) -> Platform:

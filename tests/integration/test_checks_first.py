@@ -7,15 +7,12 @@ where it was on every strategy; a raw UPDATE of date_src/on_change to garbage qu
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import sqlalchemy as sa
 from engine_support import counter_rows, make_platform, set_next_value, store_rules
 from sqlalchemy.engine import Engine
 
 import autonumber
-from autonumber.cli import main
 from autonumber.db import create_engine
 from autonumber.db.tables import system_field
 from autonumber.engine import STRATEGIES
@@ -23,30 +20,25 @@ from autonumber.errors import CounterOverflow, FormatError, RuleQuarantined
 from autonumber.rules.store import RuleSpec
 from autonumber.setup.bootstrap import bootstrap
 from autonumber.specapply.operations import run_rule
+from support import run_cli
 
 CASE = "Case.CaseNumber"
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = create_engine(db_url)
-    bootstrap(eng)
-    yield eng
-    eng.dispose()
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(info.value.code or 0), out + err
+def engine(engine: Engine, db_url: str) -> Engine:
+    """The shared engine, bootstrapped (naming `db_url` keeps the per-backend parameters)."""
+    bootstrap(engine)
+    return engine
 
 
 def rules(engine: Engine) -> dict[str, tuple[str | None, int]]:
     f = system_field
     with engine.connect() as conn:
-        return {i: (fmt, int(s)) for i, fmt, s in conn.execute(
-            sa.select(f.c.Id, f.c.auto_number_format, f.c.auto_number_start))}
+        return {
+            i: (fmt, int(s))
+            for i, fmt, s in conn.execute(sa.select(f.c.Id, f.c.auto_number_format, f.c.auto_number_start))
+        }
 
 
 def columns(engine: Engine, table: str) -> set[str]:
@@ -57,13 +49,16 @@ def test_cli_refuses_a_start_the_counter_cannot_hold(
     engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = rules(engine)
-    code, out = run(["field", "add", "Case", "W__c", "--format", "W-{0}", "--start", "10", "--db", db_url],
-                    capsys)
+    code, out = run_cli(
+        ["field", "add", "Case", "W__c", "--format", "W-{0}", "--start", "10", "--db", db_url], capsys
+    )
     assert code == 2 and out.count("\n") == 1, out
     assert "Case.W__c: start 10 does not fit the counter of 'W-{0}' (width 1, largest 9)" in out
     assert "W__c" not in columns(engine, "Case")  # refused before the column was created
-    code, out = run(["field", "set", "Order", "OrderNumber", "--format", "{00}", "--start", "5000",
-                     "--db", db_url], capsys)
+    code, out = run_cli(
+        ["field", "set", "Order", "OrderNumber", "--format", "{00}", "--start", "5000", "--db", db_url],
+        capsys,
+    )
     assert code == 2 and out.count("\n") == 1, out
     assert "Order.OrderNumber: start 5000 does not fit the counter of '{00}' (width 2, largest 99)" in out
     assert rules(engine) == before
@@ -73,10 +68,12 @@ def test_data_spec_operations_refuse_it_too(engine: Engine) -> None:
     before = rules(engine)
     with pytest.raises(FormatError, match=r"width 1, largest 9"), engine.begin() as conn:
         run_rule("add_autonumber_field")(
-            conn, {"object": "Case", "field": "W__c", "format": "W-{0}", "start": 10})
+            conn, {"object": "Case", "field": "W__c", "format": "W-{0}", "start": 10}
+        )
     with pytest.raises(FormatError, match=r"start 5000 does not fit .* \(width 2"), engine.begin() as conn:
         run_rule("set_rule")(
-            conn, {"object": "Order", "field": "OrderNumber", "format": "{00}", "start": 5000})
+            conn, {"object": "Order", "field": "OrderNumber", "format": "{00}", "start": 5000}
+        )
     assert rules(engine) == before
 
 
@@ -103,8 +100,9 @@ def test_a_refused_overflow_leaves_the_counter_where_it_was(db_url: str, strateg
         p.close()
 
 
-@pytest.mark.parametrize(("column", "value"), [("auto_number_date_src", "tomorrow"),
-                                               ("auto_number_on_change", "shred")])
+@pytest.mark.parametrize(
+    ("column", "value"), [("auto_number_date_src", "tomorrow"), ("auto_number_on_change", "shred")]
+)
 def test_tampered_policy_columns_quarantine_the_rule(db_url: str, column: str, value: str) -> None:
     make_platform(db_url).close()
     engine = create_engine(db_url)

@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import re
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -17,80 +16,110 @@ from sqlalchemy.engine import Engine
 
 import autonumber
 from autonumber.cli import main
-from autonumber.db import create_engine
 from autonumber.db.tables import counter_table, system_field, system_object
 from autonumber.errors import AutonumberError
 from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
-from support import FormClient
+from support import FormClient, run_cli
 
 TOKEN = "t19-admin"
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = create_engine(db_url)
-    bootstrap(eng)
-    yield eng
-    eng.dispose()
-
-
-def run(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
-    with pytest.raises(SystemExit) as info:
-        main(argv)
-    out, err = capsys.readouterr()
-    return int(info.value.code or 0), out + err
+def engine(engine: Engine, db_url: str) -> Engine:
+    """The shared engine, bootstrapped (naming `db_url` keeps the per-backend parameters)."""
+    bootstrap(engine)
+    return engine
 
 
 def snapshot_rows(engine: Engine) -> tuple[object, ...]:
     """Every metadata and counter row, to prove a refused command changed nothing."""
     with engine.connect() as conn:
-        return tuple(sorted(map(tuple, conn.execute(sa.select(t))), key=repr)
-                     for t in (system_object, system_field, counter_table))
+        return tuple(
+            sorted(map(tuple, conn.execute(sa.select(t))), key=repr)
+            for t in (system_object, system_field, counter_table)
+        )
 
 
-SHIPMENT = ["--field", "Name:text(80)", "--field", "AccountId:ref(Account)", "--field", "Weight:number",
-            "--field", "ShipDate:date"]
+SHIPMENT = [
+    "--field",
+    "Name:text(80)",
+    "--field",
+    "AccountId:ref(Account)",
+    "--field",
+    "Weight:number",
+    "--field",
+    "ShipDate:date",
+]
 
 
 def test_custom_object_numbers_with_cross_record_token_through_cli_api_and_console(
     engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out = run(["object", "add", "Shipment__c", *SHIPMENT, "--db", db_url], capsys)
+    code, out = run_cli(["object", "add", "Shipment__c", *SHIPMENT, "--db", db_url], capsys)
     assert code == 0, out
-    code, out = run(["field", "add", "Shipment__c", "Shipment_No__c", "--format",
-                     "SHP-{Account.BillingCountryCode}-{000000}", "--scope", "per_prefix", "--db", db_url],
-                    capsys)
+    code, out = run_cli(
+        [
+            "field",
+            "add",
+            "Shipment__c",
+            "Shipment_No__c",
+            "--format",
+            "SHP-{Account.BillingCountryCode}-{000000}",
+            "--scope",
+            "per_prefix",
+            "--db",
+            db_url,
+        ],
+        capsys,
+    )
     assert code == 0, out
     with autonumber.connect(db_url) as p:
         acc = p.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})["Id"]
         with FormClient(create_app(p, admin_token=TOKEN)) as api:
-            code, out = run(["records", "insert", "Shipment__c", "--data",
-                             json.dumps({"Name": "box", "AccountId": acc, "Weight": 2.5}), "--db", db_url],
-                            capsys)
+            code, out = run_cli(
+                [
+                    "records",
+                    "insert",
+                    "Shipment__c",
+                    "--data",
+                    json.dumps({"Name": "box", "AccountId": acc, "Weight": 2.5}),
+                    "--db",
+                    db_url,
+                ],
+                capsys,
+            )
             assert code == 0, out
             assert json.loads(out.strip().splitlines()[-1])["Shipment_No__c"] == "SHP-SG-000001"
             r = api.post("/api/records/Shipment__c", json={"Name": "crate", "AccountId": acc})
             assert r.status_code == 201, r.text
             assert r.json()["Shipment_No__c"] == "SHP-SG-000002"
-            page = api.post("/o/Shipment__c/new", data={"Name": "pallet", "AccountId": acc},
-                            headers={"Accept": "text/html"}, follow_redirects=False)
+            page = api.post(
+                "/o/Shipment__c/new",
+                data={"Name": "pallet", "AccountId": acc},
+                headers={"Accept": "text/html"},
+                follow_redirects=False,
+            )
             assert page.status_code == 303, page.text
             view = api.get(page.headers["location"], headers={"Accept": "text/html"}).text
             assert re.search(r"SHP-SG-000003", view)
         numbers = sorted(r["Shipment_No__c"] for r in p.records.list("Shipment__c"))
     assert numbers == ["SHP-SG-000001", "SHP-SG-000002", "SHP-SG-000003"]
-    code, out = run(["object", "add", "Shipment__c", *SHIPMENT, "--db", db_url], capsys)
+    code, out = run_cli(["object", "add", "Shipment__c", *SHIPMENT, "--db", db_url], capsys)
     assert code == 0 and "unchanged" in out  # the same definition again is a no-op
 
 
 def test_console_rules_page_creates_an_object_the_api_serves_at_once(db_url: str, engine: Engine) -> None:
-    with autonumber.connect(db_url) as p, FormClient(create_app(p, admin_token=TOKEN),
-                                                     follow_redirects=False) as web:
+    with (
+        autonumber.connect(db_url) as p,
+        FormClient(create_app(p, admin_token=TOKEN), follow_redirects=False) as web,
+    ):
         assert web.post("/login", data={"token": TOKEN}).status_code == 303
         assert "New custom object" in web.get("/rules", headers={"Accept": "text/html"}).text
-        r = web.post("/rules/objects/new", data={"object": "Crate__c",
-                                                 "fields": "Label:text(20)\nAccountId:ref(Account)"})
+        r = web.post(
+            "/rules/objects/new",
+            data={"object": "Crate__c", "fields": "Label:text(20)\nAccountId:ref(Account)"},
+        )
         assert r.status_code == 303 and r.headers["location"] == "/o/Crate__c"
         made = web.post("/api/records/Crate__c", json={"Label": "c1"})
         assert made.status_code == 201, made.text
@@ -113,25 +142,31 @@ def test_object_add_refuses_bad_definitions_and_writes_nothing(
     engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str], fields: list[str], match: str
 ) -> None:
     before = snapshot_rows(engine)
-    code, out = run(["object", "add", "Thing__c", *fields, "--db", db_url], capsys)
+    code, out = run_cli(["object", "add", "Thing__c", *fields, "--db", db_url], capsys)
     assert code == 2 and match in out and "Traceback" not in out and len(out.strip().splitlines()) == 1
     assert snapshot_rows(engine) == before
     assert "Thing__c" not in sa.inspect(engine).get_table_names()
 
 
-def test_object_add_refuses_an_existing_table(engine: Engine, db_url: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
-    code, out = run(["object", "add", "_System_Lock", "--field", "A:number", "--db", db_url], capsys)
+def test_object_add_refuses_an_existing_table(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = run_cli(["object", "add", "_System_Lock", "--field", "A:number", "--db", db_url], capsys)
     assert code == 2 and "invalid" in out
-    code, out = run(["object", "add", "Account", "--field", "Other:number", "--db", db_url], capsys)
+    code, out = run_cli(["object", "add", "Account", "--field", "Other:number", "--db", db_url], capsys)
     assert code == 2 and "already exists" in out
 
 
 def invoices(engine: Engine, values: list[str | None]) -> sa.Table:
     """The application's own table: an integer autoincrement key and its own invoice numbers."""
     md = sa.MetaData()
-    table = sa.Table("invoices", md, sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
-                     sa.Column("customer", sa.String(40)), sa.Column("invoice_no", sa.String(20)))
+    table = sa.Table(
+        "invoices",
+        md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("customer", sa.String(40)),
+        sa.Column("invoice_no", sa.String(20)),
+    )
     md.create_all(engine)
     with engine.begin() as conn:
         for i, v in enumerate(values):
@@ -150,21 +185,24 @@ def test_adopted_table_continues_its_sequence_through_library_cli_and_api(
     engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     table = invoices(engine, ["INV-000041", "INV-000042", None])
-    code, out = run(["object", "adopt", "Invoice__c", "--table", "invoices", "--db", db_url], capsys)
+    code, out = run_cli(["object", "adopt", "Invoice__c", "--table", "invoices", "--db", db_url], capsys)
     assert code == 0, out
-    code, out = run(["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url],
-                    capsys)
+    code, out = run_cli(
+        ["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url], capsys
+    )
     assert code == 0, out
     assert unique_on(engine, "invoice_no")
-    code, out = run(["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url],
-                    capsys)
+    code, out = run_cli(
+        ["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url], capsys
+    )
     assert code == 0, out  # again: the rule and the index are already there
     with autonumber.connect(db_url) as p:
         first = p.records.insert("Invoice__c", {"customer": "lib"})
         assert first["invoice_no"] == "INV-000043" and isinstance(first["id"], int)
         assert p.records.get("Invoice__c", str(first["id"]))["customer"] == "lib"
-        code, out = run(["records", "insert", "Invoice__c", "--data", '{"customer": "cli"}', "--db", db_url],
-                        capsys)
+        code, out = run_cli(
+            ["records", "insert", "Invoice__c", "--data", '{"customer": "cli"}', "--db", db_url], capsys
+        )
         assert code == 0, out
         assert json.loads(out.strip().splitlines()[-1])["invoice_no"] == "INV-000044"
         with engine.begin() as conn:  # the application keeps inserting rows of its own
@@ -181,19 +219,30 @@ def test_adopted_table_continues_its_sequence_through_library_cli_and_api(
         cols = {c["name"] for c in sa.inspect(conn).get_columns("invoices")}
         stored = conn.execute(sa.select(table.c.invoice_no).order_by(table.c.id)).scalars().all()
     assert cols == {"id", "customer", "invoice_no"}  # nothing added to the application's table
-    assert stored == ["INV-000041", "INV-000042", None, "INV-000043", "INV-000044", None, "INV-000045",
-                      "INV-000046", "INV-000047", "INV-000048"]
+    assert stored == [
+        "INV-000041",
+        "INV-000042",
+        None,
+        "INV-000043",
+        "INV-000044",
+        None,
+        "INV-000045",
+        "INV-000046",
+        "INV-000047",
+        "INV-000048",
+    ]
 
 
 def test_adopting_a_column_with_an_unreadable_value_changes_nothing(
     engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     invoices(engine, ["INV-000041", "INV-000042", "INV-42X"])
-    code, out = run(["object", "adopt", "Invoice__c", "--table", "invoices", "--db", db_url], capsys)
+    code, out = run_cli(["object", "adopt", "Invoice__c", "--table", "invoices", "--db", db_url], capsys)
     assert code == 0, out
     before = snapshot_rows(engine)
-    code, out = run(["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url],
-                    capsys)
+    code, out = run_cli(
+        ["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url], capsys
+    )
     assert code == 2, out
     assert "'INV-42X'" in out and "row 3" in out and len(out.strip().splitlines()) == 1
     assert snapshot_rows(engine) == before
@@ -204,10 +253,11 @@ def test_adopting_a_column_with_duplicates_is_refused(
     engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     invoices(engine, ["INV-000041", "INV-000041"])
-    assert run(["object", "adopt", "Invoice__c", "--table", "invoices", "--db", db_url], capsys)[0] == 0
+    assert run_cli(["object", "adopt", "Invoice__c", "--table", "invoices", "--db", db_url], capsys)[0] == 0
     before = snapshot_rows(engine)
-    code, out = run(["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url],
-                    capsys)
+    code, out = run_cli(
+        ["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url], capsys
+    )
     assert code == 2 and "'INV-000041' is stored more than once" in out
     assert snapshot_rows(engine) == before
 
@@ -215,13 +265,13 @@ def test_adopting_a_column_with_duplicates_is_refused(
 def test_adopt_refuses_missing_table_and_keyless_table(
     engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out = run(["object", "adopt", "X__c", "--table", "nope", "--db", db_url], capsys)
+    code, out = run_cli(["object", "adopt", "X__c", "--table", "nope", "--db", db_url], capsys)
     assert code == 2 and "'nope' does not exist" in out
     with engine.begin() as conn:
         conn.execute(sa.text("CREATE TABLE keyless (a INTEGER)"))
-    code, out = run(["object", "adopt", "X__c", "--table", "keyless", "--db", db_url], capsys)
+    code, out = run_cli(["object", "adopt", "X__c", "--table", "keyless", "--db", db_url], capsys)
     assert code == 2 and "single-column primary key" in out
-    code, out = run(["object", "adopt", "X__c", "--table", "Account", "--db", db_url], capsys)
+    code, out = run_cli(["object", "adopt", "X__c", "--table", "Account", "--db", db_url], capsys)
     assert code == 2 and "already belongs to object Account" in out
 
 
@@ -230,10 +280,13 @@ def test_object_added_by_the_cli_is_served_by_a_running_api_and_console(
 ) -> None:
     with autonumber.connect(db_url, poll_interval=0.05) as p, TestClient(create_app(p)) as web:
         assert web.post("/api/records/Parcel__c", json={"Label": "x"}).status_code == 404
-        code, out = run(["object", "add", "Parcel__c", "--field", "Label:text(20)", "--db", db_url], capsys)
+        code, out = run_cli(
+            ["object", "add", "Parcel__c", "--field", "Label:text(20)", "--db", db_url], capsys
+        )
         assert code == 0, out
-        code, out = run(["field", "add", "Parcel__c", "Parcel_No__c", "--format", "P-{0000}", "--db", db_url],
-                        capsys)
+        code, out = run_cli(
+            ["field", "add", "Parcel__c", "Parcel_No__c", "--format", "P-{0000}", "--db", db_url], capsys
+        )
         assert code == 0, out
         time.sleep(0.1)  # the next catalog poll sees the new metadata version
         r = web.post("/api/records/Parcel__c", json={"Label": "x"})
@@ -297,7 +350,7 @@ def test_data_spec_adds_an_object_and_adopts_a_table(
     invoices(engine, ["INV-000041", "INV-000042"])
     spec = tmp_path / "shipments.md"
     spec.write_text(SPEC, encoding="utf-8")
-    code, out = run(["spec", "apply", str(spec), "--env", "staging", "--db", db_url], capsys)
+    code, out = run_cli(["spec", "apply", str(spec), "--env", "staging", "--db", db_url], capsys)
     assert code == 0, out
     with autonumber.connect(db_url) as p:
         acc = p.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})["Id"]
@@ -310,9 +363,13 @@ def test_a_dropped_adopted_table_quarantines_its_rules_only(
     engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
     invoices(engine, ["INV-000041"])
-    assert run(["object", "adopt", "Invoice__c", "--table", "invoices", "--db", db_url], capsys)[0] == 0
-    assert run(["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url],
-               capsys)[0] == 0
+    assert run_cli(["object", "adopt", "Invoice__c", "--table", "invoices", "--db", db_url], capsys)[0] == 0
+    assert (
+        run_cli(
+            ["field", "add", "Invoice__c", "invoice_no", "--format", "INV-{000000}", "--db", db_url], capsys
+        )[0]
+        == 0
+    )
     with engine.begin() as conn:
         conn.execute(sa.text("DROP TABLE invoices"))
     with autonumber.connect(db_url) as p:

@@ -9,11 +9,9 @@ the test asserts exactly that instead of microseconds.
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta
 from typing import Any
 
-import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine, make_url
 
@@ -22,13 +20,6 @@ from autonumber.db.schema import reconcile_system_schema
 from autonumber.db.tables import counter_table
 
 SAMPLES = 1000
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = create_engine(db_url)
-    yield eng
-    eng.dispose()
 
 
 def _samples(engine: Engine) -> tuple[datetime, list[datetime], datetime]:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import multiprocessing
 import time
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
@@ -18,13 +17,6 @@ from autonumber.errors import LockTimeout
 NAME = "autonumber:test:lock"
 SHORT = 0.5
 LONG = 10.0
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = create_engine(db_url)
-    yield eng
-    eng.dispose()
 
 
 def _try_lock(engine: Engine, name: str, timeout: float) -> tuple[str, float]:

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
@@ -23,13 +21,6 @@ AUTONUMBER_DEFAULTS = {
     "auto_number_numbering": "standard",
     "auto_number_time_zone": "UTC",
 }
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = create_engine(db_url)
-    yield eng
-    eng.dispose()
 
 
 def _columns(engine: Engine, table: str) -> set[str]:

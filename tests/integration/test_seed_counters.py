@@ -6,7 +6,7 @@ on SQLite, MariaDB and PostgreSQL.
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 import autonumber
 from autonumber.catalog import load_snapshot
-from autonumber.db import create_engine, dialect_for
+from autonumber.db import dialect_for
 from autonumber.db.schema import create_legacy_tables
 from autonumber.db.tables import counter_table, legacy_autonumber, legacy_compound
 from autonumber.errors import SeedLimitError, SeedParseError
@@ -37,13 +37,6 @@ SPEC = DataSpec(
              "_System_CompoundAutoNumber", "_System_IdentifierRule", "_System_IdentifierSeq"), ()),
     (*CORE_OBJECTS, WIDGET), (*CORE_RULES, *WIDGET_RULES), CONTRACT_RECORD_TYPES, "test",
 )
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = create_engine(db_url)
-    yield eng
-    eng.dispose()
 
 
 def prepare(engine: Engine) -> None:

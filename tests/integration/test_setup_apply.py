@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -12,7 +11,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.cli import main
-from autonumber.db import create_engine
 from autonumber.db.schema import table_names
 from autonumber.db.tables import LEGACY_TABLES, counter_table, system_field, system_record_type
 from autonumber.errors import SetupError
@@ -24,13 +22,6 @@ from autonumber.setup.generate import default_spec
 from autonumber.setup.pack import field_id
 
 SPEC = default_spec()
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = create_engine(db_url)
-    yield eng
-    eng.dispose()
 
 
 def state(engine: Engine) -> dict[str, Any]:

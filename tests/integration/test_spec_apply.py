@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -34,13 +33,6 @@ ENGINEER = {"name": "alice", "role": "engineer"}
 SRE = {"name": "bob", "role": "sre"}
 LOG = "_System_DataSpecApplyLog"
 SA_RT = "rt_Contract_Services_Agreement"
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = create_engine(db_url)
-    yield eng
-    eng.dispose()
 
 
 @pytest.fixture

@@ -7,13 +7,10 @@ holds a duplicate makes apply fail before it changes anything, naming field, val
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
-from autonumber.db import create_engine
 from autonumber.db.schema import table_names
 from autonumber.db.tables import LEGACY_TABLES, counter_table
 from autonumber.db.unique import index_name
@@ -27,13 +24,6 @@ from autonumber.setup.generate import default_spec
 from support import make_platform
 
 SPEC = default_spec()
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = create_engine(db_url)
-    yield eng
-    eng.dispose()
 
 
 def _case() -> sa.TableClause:

@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.cli import main
-from autonumber.db import create_engine, dialect_for
+from autonumber.db import dialect_for
 from autonumber.db.tables import counter_table, system_field, system_record_type
 from autonumber.errors import VerifyError
 from autonumber.rules.verify import Finding, verify_or_raise
@@ -18,11 +16,10 @@ from autonumber.setup.bootstrap import bootstrap
 
 
 @pytest.fixture
-def engine(db_url: str) -> Iterator[Engine]:
-    eng = create_engine(db_url)
-    bootstrap(eng)
-    yield eng
-    eng.dispose()
+def engine(engine: Engine, db_url: str) -> Engine:
+    """The shared engine, bootstrapped (naming `db_url` keeps the per-backend parameters)."""
+    bootstrap(engine)
+    return engine
 
 
 def run(engine: Engine, *statements: sa.Executable) -> None:

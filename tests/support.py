@@ -3,6 +3,9 @@
 from __future__ import annotations
 
 import re
+import threading
+from collections.abc import Callable, Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 import pytest
@@ -64,3 +67,34 @@ class FormClient(TestClient):
         if isinstance(data, dict) and "csrf_token" not in data:
             kwargs["data"] = {**data, "csrf_token": csrf_token(self)}
         return super().post(url, *args, **kwargs)
+
+
+def invoice_counters(values: Sequence[str]) -> list[int]:
+    """The counters of `INV-{YYYY}-{00000}` values of this year, in order (the ORM adapter suites)."""
+    year = datetime.now(UTC).year
+    out = []
+    for v in values:
+        m = re.fullmatch(rf"INV-{year}-(\d{{5}})", v)
+        assert m is not None, v
+        out.append(int(m.group(1)))
+    return out
+
+
+def run_together(work: Callable[[int], None], threads: int) -> list[BaseException]:
+    """Run `work(t)` for t in range(threads) on threads released at once; return what they raised."""
+    errors: list[BaseException] = []
+    barrier = threading.Barrier(threads)
+
+    def run(t: int) -> None:
+        try:
+            barrier.wait()
+            work(t)
+        except BaseException as exc:  # returned to the test, which asserts on it
+            errors.append(exc)
+
+    pool = [threading.Thread(target=run, args=(t,)) for t in range(threads)]
+    for th in pool:
+        th.start()
+    for th in pool:
+        th.join()
+    return errors

@@ -7,10 +7,7 @@ from __future__ import annotations
 
 import importlib.util
 import itertools
-import re
-import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 from typing import Any
 
 import django
@@ -23,6 +20,7 @@ import autonumber
 from autonumber.db import create_engine
 from autonumber.rules.fields import stored_rule
 from autonumber.setup.bootstrap import bootstrap
+from support import invoice_counters, run_together
 
 pymysql.install_as_MySQLdb()
 if not settings.configured:  # the same settings as the bench's django-sequences peer (one process)
@@ -87,16 +85,6 @@ def alias(db_url: str) -> Iterator[str]:
     close_platforms()
 
 
-def counters(values: list[str]) -> list[int]:
-    year = datetime.now(UTC).year
-    out = []
-    for v in values:
-        m = re.fullmatch(rf"INV-{year}-(\d{{5}})", v)
-        assert m is not None, v
-        out.append(int(m.group(1)))
-    return out
-
-
 def numbers(alias: str) -> list[str]:
     return [n for n in Invoice.objects.using(alias).order_by("id").values_list("number", flat=True) if n]
 
@@ -112,7 +100,7 @@ def test_first_save_numbers_then_read_only_and_bulk_create(alias: str) -> None:
     a = Invoice.objects.using(alias).create(customer="a")
     b = Invoice(customer="b")
     b.save(using=alias)
-    assert counters([a.number, b.number]) == [1, 2]
+    assert invoice_counters([a.number, b.number]) == [1, 2]
     a.customer = "a2"
     a.save(using=alias)  # other fields stay editable
     loaded = Invoice.objects.using(alias).get(pk=a.pk)
@@ -123,38 +111,28 @@ def test_first_save_numbers_then_read_only_and_bulk_create(alias: str) -> None:
     with pytest.raises(ReadOnlyAutoNumber, match="cannot be supplied"):
         Invoice.objects.using(alias).create(customer="c", number="INV-1999-00002")
     made = Invoice.objects.using(alias).bulk_create([Invoice(customer=f"bulk{i}") for i in range(5)])
-    assert counters([m.number for m in made]) == [3, 4, 5, 6, 7]
-    assert counters(numbers(alias)) == [1, 2, 3, 4, 5, 6, 7]
+    assert invoice_counters([m.number for m in made]) == [3, 4, 5, 6, 7]
+    assert invoice_counters(numbers(alias)) == [1, 2, 3, 4, 5, 6, 7]
 
 
 def test_eight_threads_number_100_instances_unique_and_contiguous(alias: str) -> None:
     Invoice.objects.using(alias).create(customer="warm")  # registers the field once, up front
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(8)
     shares = [13, 13, 13, 13, 12, 12, 12, 11]
 
     def work(t: int) -> None:
         try:
-            barrier.wait()
             for i in range(shares[t]):
                 if i % 4 == 3:
                     Invoice.objects.using(alias).bulk_create([Invoice(customer=f"t{t}")])
                 else:
                     Invoice.objects.using(alias).create(customer=f"t{t}")
-        except BaseException as exc:  # reported below
-            errors.append(exc)
         finally:
             connections.close_all()
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert errors == []
+    assert run_together(work, 8) == []
     values = numbers(alias)
     assert len(values) == 100 and len(set(values)) == 100
-    assert sorted(counters(values)) == list(range(1, 101))
+    assert sorted(invoice_counters(values)) == list(range(1, 101))
 
 
 def test_rolled_back_transaction_leaves_a_gap(alias: str) -> None:
@@ -163,7 +141,7 @@ def test_rolled_back_transaction_leaves_a_gap(alias: str) -> None:
         Invoice.objects.using(alias).create(customer="lost")
         raise RuntimeError("roll back")
     Invoice.objects.using(alias).create(customer="after")
-    assert counters(numbers(alias)) == [1, 3]
+    assert invoice_counters(numbers(alias)) == [1, 3]
 
 
 def test_migration_operation_registers_the_field(alias: str, db_url: str) -> None:
@@ -181,5 +159,5 @@ def test_migration_operation_registers_the_field(alias: str, db_url: str) -> Non
     assert rule is not None and rule.format == FORMAT and rule.scope == "per_prefix"
     assert op.deconstruct() == ("RegisterAutoNumber", ["invoice", "number"], {})
     with autonumber.connect(db_url) as p:  # the library continues the same sequence
-        assert counters([p.records.insert("dj_invoices", {"customer": "lib"})["number"]]) == [1]
-    assert counters([Invoice.objects.using(alias).create(customer="dj").number]) == [2]
+        assert invoice_counters([p.records.insert("dj_invoices", {"customer": "lib"})["number"]]) == [1]
+    assert invoice_counters([Invoice.objects.using(alias).create(customer="dj").number]) == [2]

@@ -4,10 +4,7 @@ rolled-back session leaves a gap (the default policy reserves outside the sessio
 
 from __future__ import annotations
 
-import re
-import threading
 from collections.abc import Iterator
-from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
@@ -18,6 +15,7 @@ from autonumber.db import create_engine
 from autonumber.integrations.sqlalchemy import autonumbered, unbind
 from autonumber.platform import Platform
 from autonumber.setup.bootstrap import bootstrap
+from support import invoice_counters, run_together
 
 
 class Base(DeclarativeBase):
@@ -55,16 +53,6 @@ def app_engine(db_url: str, platform: Platform) -> Iterator[sa.Engine]:
     eng.dispose()
 
 
-def counters(values: list[str]) -> list[int]:
-    year = datetime.now(UTC).year
-    out = []
-    for v in values:
-        m = re.fullmatch(rf"INV-{year}-(\d{{5}})", v)
-        assert m is not None, v
-        out.append(int(m.group(1)))
-    return out
-
-
 def stored(eng: sa.Engine) -> list[str]:
     with Session(eng) as s:
         return [n for n in s.scalars(sa.select(Invoice.number).order_by(Invoice.id)) if n is not None]
@@ -90,7 +78,7 @@ def test_add_all_commit_numbers_in_order_with_one_reservation(
     with Session(app_engine) as s:
         rows = s.scalars(sa.select(Invoice).order_by(Invoice.id)).all()
         assert [r.customer for r in rows] == [f"c{i}" for i in range(5)]
-        assert counters([r.number or "" for r in rows]) == [1, 2, 3, 4, 5]
+        assert invoice_counters([r.number or "" for r in rows]) == [1, 2, 3, 4, 5]
 
 
 def test_eight_threads_number_100_instances_unique_and_contiguous(
@@ -99,35 +87,24 @@ def test_eight_threads_number_100_instances_unique_and_contiguous(
     autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
     sizes = [1, 2, 3, 4, 5, 2, 3, 5]  # per thread: sessions of these sizes until its share is done
     shares = [13, 13, 13, 13, 12, 12, 12, 12]
-    errors: list[BaseException] = []
-    barrier = threading.Barrier(8)
 
     def work(t: int) -> None:
-        try:
-            barrier.wait()
-            left = shares[t]
-            while left:
-                n = min(sizes[t], left)
-                with Session(app_engine) as s:
-                    s.add_all([Invoice(customer=f"t{t}") for _ in range(n)])
-                    s.commit()
-                left -= n
-        except BaseException as exc:  # reported below
-            errors.append(exc)
+        left = shares[t]
+        while left:
+            n = min(sizes[t], left)
+            with Session(app_engine) as s:
+                s.add_all([Invoice(customer=f"t{t}") for _ in range(n)])
+                s.commit()
+            left -= n
 
-    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
-    for th in threads:
-        th.start()
-    for th in threads:
-        th.join()
-    assert errors == []
+    assert run_together(work, 8) == []
     values = stored(app_engine)
     assert len(values) == 100 and len(set(values)) == 100
-    assert sorted(counters(values)) == list(range(1, 101))
+    assert sorted(invoice_counters(values)) == list(range(1, 101))
 
 
-def test_rolled_back_session_leaves_a_gap(platform: Platform, app_engine: sa.Engine) -> None:
-    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+def kept_lost_after(app_engine: sa.Engine, after: int) -> list[int]:
+    """Commit one invoice, roll back a session that flushed two, commit `after` more: the counters."""
     with Session(app_engine) as s:
         s.add_all([Invoice(customer="kept")])
         s.commit()
@@ -136,26 +113,21 @@ def test_rolled_back_session_leaves_a_gap(platform: Platform, app_engine: sa.Eng
         s.flush()
         s.rollback()
     with Session(app_engine) as s:
-        s.add(Invoice(customer="after"))
+        s.add_all([Invoice(customer="after") for _ in range(after)])
         s.commit()
-    assert counters(stored(app_engine)) == [1, 4]
+    return invoice_counters(stored(app_engine))
+
+
+def test_rolled_back_session_leaves_a_gap(platform: Platform, app_engine: sa.Engine) -> None:
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    assert kept_lost_after(app_engine, 1) == [1, 4]
 
 
 def test_rolled_back_session_leaves_no_gap_for_a_gapless_field(
     platform: Platform, app_engine: sa.Engine
 ) -> None:
     autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix", numbering="gapless")
-    with Session(app_engine) as s:
-        s.add_all([Invoice(customer="kept")])
-        s.commit()
-    with Session(app_engine) as s:
-        s.add_all([Invoice(customer="lost"), Invoice(customer="lost")])
-        s.flush()
-        s.rollback()
-    with Session(app_engine) as s:
-        s.add_all([Invoice(customer="after"), Invoice(customer="after")])
-        s.commit()
-    assert counters(stored(app_engine)) == [1, 2, 3]
+    assert kept_lost_after(app_engine, 2) == [1, 2, 3]
 
 
 def test_binding_registers_once_and_refuses_another_rule(platform: Platform, app_engine: sa.Engine) -> None:
@@ -169,7 +141,7 @@ def test_binding_registers_once_and_refuses_another_rule(platform: Platform, app
     with Session(app_engine) as s:
         s.add(Invoice(customer="x", number=None))
         s.commit()
-    assert counters(stored(app_engine)) == [1]
+    assert invoice_counters(stored(app_engine)) == [1]
     indexes = sa.inspect(app_engine).get_indexes("sa_invoices")
     assert any(i.get("unique") and i["column_names"] == ["number"] for i in indexes)
 
@@ -184,4 +156,4 @@ def test_several_flushes_in_one_transaction(platform: Platform, app_engine: sa.E
     with Session(app_engine) as s:
         s.add(Invoice(customer="next"))
         s.commit()
-    assert counters(stored(app_engine)) == [1, 2, 3, 4, 5, 6, 7]
+    assert invoice_counters(stored(app_engine)) == [1, 2, 3, 4, 5, 6, 7]

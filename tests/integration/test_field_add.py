@@ -16,6 +16,8 @@ from autonumber.rules.verify import verify
 from autonumber.setup.bootstrap import bootstrap
 from support import run_cli
 
+ADD_MEMBER = ["field", "add", "Account", "Member_No__c", "--format", "MB-{000000}", "--start", "100"]
+
 
 @pytest.fixture
 def engine(db_url: str) -> Iterator[Engine]:
@@ -40,21 +42,7 @@ def counters(engine: Engine, field_id: str) -> dict[str, int]:
 def test_field_add_creates_column_rule_and_counter_and_verify_holds(
     engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    code, out = run_cli(
-        [
-            "field",
-            "add",
-            "Account",
-            "Member_No__c",
-            "--format",
-            "MB-{000000}",
-            "--start",
-            "100",
-            "--db",
-            db_url,
-        ],
-        capsys,
-    )
+    code, out = run_cli([*ADD_MEMBER, "--db", db_url], capsys)
     assert code == 0, out
     assert counters(engine, "Account.Member_No__c") == {"": 100}
     assert verify(engine) == []
@@ -63,21 +51,7 @@ def test_field_add_creates_column_rule_and_counter_and_verify_holds(
         assert conn.execute(sa.select(table.c.Member_No__c)).scalars().all() == [None, None, None]
     with autonumber.connect(db_url) as p:
         assert p.records.insert("Account", {"Name": "new"})["Member_No__c"] == "MB-000100"
-    code, out = run_cli(
-        [
-            "field",
-            "add",
-            "Account",
-            "Member_No__c",
-            "--format",
-            "MB-{000000}",
-            "--start",
-            "100",
-            "--db",
-            db_url,
-        ],
-        capsys,
-    )
+    code, out = run_cli([*ADD_MEMBER, "--db", db_url], capsys)
     assert code == 0, out  # the same rule again is a no-op
     assert counters(engine, "Account.Member_No__c") == {"": 101}
 

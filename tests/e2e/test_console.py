@@ -1,4 +1,4 @@
-"""Spec §10.4 cases 30-34 in a real browser: numbers appear on save, stay locked, rules preview live."""
+"""Cases 30-34 in a real browser: numbers appear on save, stay locked, rules preview live."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Case 18 (§10.2) and its multi-process variant: concurrent `records.insert` calls, each in its
+"""Case 18 and its multi-process variant: concurrent `records.insert` calls, each in its
 own caller transaction, get unique and contiguous numbers, with no deadlock error, under every
 reservation strategy. MariaDB/PostgreSQL: 100 threads × 100; SQLite (one writer): 8 threads × 100."""
 

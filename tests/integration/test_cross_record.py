@@ -1,4 +1,4 @@
-"""Cross-record tokens on every backend (issue 5; spec §3.4, §3.5, §6.5, §10.1 cases 8–12).
+"""Cross-record tokens on every backend (issue 5; cases 8–12; docs/cross-record.md).
 
 Resolution runs before any reservation, so a token that fails closed writes nothing: no record
 and no counter movement. Most tests pin the database clock through the dialect's `utc_now` seam so
@@ -167,7 +167,7 @@ def test_case8b_concurrent_update_on_servers(
 def test_case8b_repeatable_read_snapshot_is_stale_only_for_caller_txn(
     server_db_url: str, strategy: str, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """The §3.5 trade-off, shown by running the caller at REPEATABLE READ: its snapshot (taken at
+    """The fresh-read trade-off, shown by running the caller at REPEATABLE READ: its snapshot (taken at
     its first read) keeps the old country for caller_txn; fresh_read still sees the commit."""
     bootstrap(create_engine(server_db_url))
     with autonumber.connect(server_db_url) as p:

@@ -1,4 +1,4 @@
-"""The engine on a real database (spec §10.1 cases 1–4, 6, 16, 17, 17a, 17b; §10.2 19, 20, 27).
+"""The engine on a real database (cases 1–4, 6, 16, 17, 17a, 17b, 19, 20, 27).
 
 Dates are injected through the engine's `clock` hook, which replaces the database clock sample;
 without the hook (every other test) the database clock drives the scope key and the date tokens.
@@ -158,7 +158,7 @@ def test_case17a_first_request_of_a_new_day_creates_one_row(platform: Platform) 
 
 
 def test_case17a_new_day_starts_above_live_values(platform: Platform) -> None:
-    """A lazy row starts at GREATEST(start, live max of that day + 1) (§5.2 6.d)."""
+    """A lazy row starts at GREATEST(start, live max of that day + 1) (docs/engine.md, lazy rows)."""
     store_rules(platform, PER_DAY)
     platform.engine.hooks.clock = at(DAY_N)
     for _ in range(4):
@@ -208,12 +208,12 @@ def test_case20_rolled_back_callers_leave_gaps(platform: Platform) -> None:
     nxt = number(platform.records.insert("Case", {"Subject": "next"})["CaseNumber"])
     assert count(platform, "Case") == 4
     if platform.dialect.reserve_on_caller_when_written:
-        # SQLite (DESIGN.md §4): the reservation ran on the caller's transaction, in a savepoint,
+        # SQLite (docs/engine.md): the reservation ran on the caller's transaction, in a savepoint,
         # so a rolled-back caller returns its numbers: no gaps, still unique and increasing.
         assert committed == [prev + 1, prev + 2]
         assert nxt == prev + 3
     else:
-        # Servers (§5.7): every reservation committed on its own; three permanent gaps.
+        # Servers: every reservation committed on its own; three permanent gaps.
         assert committed == [prev + 2, prev + 4]
         assert nxt == prev + 6
 

@@ -1,4 +1,4 @@
-"""Case 28 (§10.2, C#1): the application clock is skewed +5 min; the scope key and the date tokens
+"""Case 28: the application clock is skewed +5 min; the scope key and the date tokens
 still come from ONE database clock sample taken inside the reservation transaction."""
 
 from __future__ import annotations

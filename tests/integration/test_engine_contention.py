@@ -1,4 +1,4 @@
-"""Lost races on the CAS path (spec §10.2 cases 21, 22, 22a): bounded retries with jitter, then
+"""Lost races on the CAS path (cases 21, 22, 22a): bounded retries with jitter, then
 the fallback lane, serialised per counter by its semaphore; numbers stay unique throughout."""
 
 from __future__ import annotations

@@ -1,8 +1,8 @@
-"""Case 29 (§10.2, C#3): the reservation runs in its own short transaction, so a caller
+"""Case 29: the reservation runs in its own short transaction, so a caller
 transaction that stays open for 2 s after its insert does not delay another caller's reservation.
 
 Not on SQLite: there a caller transaction holds the database's single write lock from its start
-(DESIGN.md §4), so a second writer waits by design; docs/engine.md explains the rule."""
+(docs/engine.md, the SQLite rule), so a second writer waits by design; docs/engine.md explains the rule."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""`autonumber field add|set` (§1.1 goal 3, §7.2 k): no code to add a field; the column, the validated
+"""`autonumber field add|set`: no code to add a field; the column, the validated
 rule and the counter row come in one step, so verify (V5) holds at once; existing rows keep NULL."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""The optional database guard (§5.6 hook 2): `setup apply --with-guard-trigger` on MariaDB and
+"""The optional database guard (docs/changing-rules.md): `setup apply --with-guard-trigger` on MariaDB and
 PostgreSQL refuses raw rule edits while the applier's own writes pass; SQLite relies on quarantine."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""A rule changed behind the applier's back (§5.6 hook 1): the catalog re-validates it, the field is
+"""A rule changed behind the applier's back: the catalog re-validates it, the field is
 quarantined (assign_one/assign_batch/insert raise RuleQuarantined, the gauge counts it) until a repair
 through the applier — `field set` or a data-spec's `set_rule` — lifts it."""
 

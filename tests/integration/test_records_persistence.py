@@ -1,4 +1,4 @@
-"""Record persistence (spec §3.2): numbers are assigned, `RecordBeforeCreate` is published, then
+"""Record persistence: numbers are assigned, `RecordBeforeCreate` is published, then
 the row is inserted; autonumber fields can be neither supplied nor changed; bad input is one
 clear error and writes nothing."""
 

@@ -1,4 +1,4 @@
-"""seed_counters (§8.2): live values and legacy tables → counter rows; fail closed; never lower.
+"""seed_counters (docs/setup.md): live values and legacy tables → counter rows; fail closed; never lower.
 
 Cases 23, 23b, 24, 25, 26, the `CAT.{0000}` literal and a legacy CurrentNumber above the live max,
 on SQLite, MariaDB and PostgreSQL.
@@ -96,7 +96,7 @@ def test_case_26_compound_counter_continues_per_prefix(engine: Engine, db_url: s
     assert got[(fid, "DE-MA-260416-")] == 8  # a compound prefix with no live rows keeps its state
     seed = next(r for r in results if r.name == "seed_counters")
     assert any("OLD2019" in line and "not applied" in line for line in seed.changes)
-    # ContractNumber is global: it takes the object's largest compound counter as a floor (§8.2 3.d).
+    # ContractNumber is global: it takes the object's largest compound counter as a floor.
     assert got[("Contract.ContractNumber", "")] == 901
     with autonumber.connect(db_url) as platform:
         rule = platform.catalog.current().rule(fid)

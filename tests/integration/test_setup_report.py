@@ -1,4 +1,4 @@
-"""`setup report` (§10.3) on a scratch SQLite database: three tables from real runs."""
+"""`setup report` on a scratch SQLite database: three tables from real runs."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """`spec apply` on real databases: case D1, every refusal changes nothing, the full rollback cycle on a
-database made by `autonumber demo legacy`, the backup cleanup (§7.2 l, §7.3, §10.2 D1, §11 Phase 2)."""
+database made by `autonumber demo legacy`, the backup cleanup (docs/runbook.md)."""
 
 from __future__ import annotations
 

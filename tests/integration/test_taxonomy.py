@@ -1,4 +1,4 @@
-"""Taxonomy tokens on every backend (issue 5; spec §4.5, §6.3 row 7, §10.1 case 13, §10.2 R1):
+"""Taxonomy tokens on every backend (issue 5; case 13):
 `{RecordType.RecordTypeCode}` resolves through the record's RecordTypeId against
 `_System_RecordType.RecordTypeCode`; a record type without a code fails closed."""
 
@@ -20,7 +20,7 @@ from autonumber.setup.bootstrap import bootstrap
 
 DAY = datetime(2026, 4, 17, 9, 30, tzinfo=UTC)
 TYPE = "{RecordType.RecordTypeCode}"
-SPEC_CODES = {  # spec §4.5: DeveloperName → RecordTypeCode
+SPEC_CODES = {  # DeveloperName → RecordTypeCode
     "Services Agreement": "CSA",
     "Services Agreement Online": "TCSA",
     "Customer Reference Agreement": "CRA",
@@ -64,7 +64,7 @@ def test_case13_every_seeded_record_type_renders_its_code(platform: Platform, sg
 
 
 def test_r1_pure_taxonomy_format(platform: Platform) -> None:
-    """§6.3 row 7: `{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}` renders CSA-260417-01, while
+    """`{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}` renders CSA-260417-01, while
     DeveloperName stays the human-readable "Services Agreement"."""
     with platform.db.connect() as conn, platform.dialect.begin_write(conn):
         store_rule(conn, RuleSpec("Contract", "ContractNumber", f"{TYPE}-{{YY}}{{MM}}{{DD}}-{{00}}",

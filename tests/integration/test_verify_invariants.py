@@ -1,4 +1,4 @@
-"""`setup verify` (§5.3.3): each of V1–V7 caught on a database corrupted on purpose, and R2."""
+"""`setup verify` (docs/setup.md): each of V1–V7 caught on a database corrupted on purpose, and R2."""
 
 from __future__ import annotations
 

@@ -6,7 +6,7 @@ back after taking numbers / a format change; the threads run at once. Afterwards
 - each caller saw its numbers strictly increase (monotonic per scope — the counter is global);
 - gaps only where a caller rolled back: committed ∪ rolled-back numbers is exactly the range the
   counter advanced over, and the two sets are disjoint. A backend that reserves on the caller's
-  connection (SQLite, DESIGN.md §3) returns rolled-back numbers instead: there the committed
+  connection (SQLite, docs/engine.md) returns rolled-back numbers instead: there the committed
   numbers alone fill the range, without any gap.
 """
 

@@ -1,4 +1,4 @@
-"""Parser: the §6.1 grammar, rules 0-2, positions, hints, robustness and linear time."""
+"""Parser: the grammar (docs/formats.md), rules 0-2, positions, hints, robustness and linear time."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from autonumber.format import MAX_WIDTH, CrossRef, TokenKind, parse_format
 @pytest.mark.parametrize(
     ("fmt", "rule", "position"),
     [
-        ("AUTO-", 1, None),  # §6.4: no counter token
+        ("AUTO-", 1, None),  # no counter token
         ("{0000}-{0000}", 1, 7),  # two counter tokens
         ("{YYYY}", 1, None),  # no counter token
         ("{HH}-{0000}", 0, 0),  # unknown date token
@@ -66,7 +66,7 @@ def test_messages_are_actionable() -> None:
 
 @pytest.mark.parametrize(
     ("fmt", "width"),
-    [  # custom formats seen in the wild (reference/sf-autonumber-fields.md §3)
+    [  # custom formats seen in the wild (Salesforce orgs)
         ("Account SC-{0000}", 4),
         ("ALL-{0}", 1),
         ("RD-Schedule-{0000000000}", 10),

@@ -1,4 +1,4 @@
-"""Renderer: §6.3 rows, §10.1 cases 1, 2 and 6, time zones, null cross values, the compiled path."""
+"""Renderer: the pass examples, cases 1, 2 and 6, time zones, null cross values, the compiled path."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ SG = {"Account.BillingCountryCode": "SG", "RecordType.RecordTypeCode": "CSA"}
 
 @pytest.mark.parametrize(
     ("fmt", "expected"),
-    [  # §6.3, counter=1, assignedAt=2026-04-17 UTC
+    [  # the pass examples, counter=1, assignedAt=2026-04-17 UTC
         ("{0000}", "0001"),
         ("{00000000}", "00000001"),
         ("IBG-B-{YYYY}{MM}{DD}-{000000}", "IBG-B-20260417-000001"),

@@ -1,4 +1,4 @@
-"""J1 (§4.1): one canonicalizer, idempotent through decode; the TokenRef model's stored shape."""
+"""J1: one canonicalizer, idempotent through decode; the TokenRef model's stored shape."""
 
 from __future__ import annotations
 

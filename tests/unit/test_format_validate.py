@@ -1,4 +1,4 @@
-"""Metadata rules 4-10 (§6.2) and token-ref derivation against an in-memory catalog (no database)."""
+"""Metadata rules 4-10 and token-ref derivation against an in-memory catalog (no database)."""
 
 from __future__ import annotations
 
@@ -79,7 +79,7 @@ def rule_of(fmt: str, source: str, catalog: MemoryCatalog = CAT, **kw: Any) -> i
 
 @pytest.mark.parametrize(
     ("fmt", "source", "rule"),
-    [  # §6.4, every row; the metadata rows on the object the table names
+    [  # the fail examples, every row; the metadata rows on the object the table names
         ("AUTO-", "Account", 1),
         ("{0000}-{0000}", "Account", 1),
         ("{YYYY}", "Account", 1),
@@ -115,7 +115,7 @@ def test_record_type_developer_name_is_accepted_at_parse() -> None:
 
 @pytest.mark.parametrize(
     ("fmt", "source", "target"),
-    [  # §6.3 pass rows on their objects
+    [  # the pass examples on their objects
         ("{0000}", "Contract", "ContractNumber"),
         ("{00000000}", "Order", "Order_Number__c"),
         ("IBG-B-{YYYY}{MM}{DD}-{000000}", "Account", "Account_ID__c"),
@@ -140,7 +140,7 @@ def test_case_7_rendered_length_over_max_length_is_rule_5() -> None:
     assert rule_of("{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{000000}", "Contract",
                    target_field="ContractNumber") == 5
     assert rule_of("{Account.Name}-{0}", "Contract", target_field="Contract_Number__c") == 5
-    # RecordTypeCode is VARCHAR(16) (§4.5) when the catalog gives no MaxLength: 16 + 10 > 20
+    # RecordTypeCode is VARCHAR(16) when the catalog gives no MaxLength: 16 + 10 > 20
     assert rule_of("{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}", "Contract",
                    target_field="ContractNumber") == 5
     # a value with no MaxLength cannot be bounded: fail closed
@@ -214,7 +214,7 @@ def test_rule_9_scope() -> None:
 
 
 def test_depth_2_fallback_matches_the_spec_json() -> None:
-    """The §4.1 example, byte for byte, from a Quote format plus an explicit override."""
+    """The documented example, byte for byte, from a Quote format plus an explicit override."""
     bcc = "{Account.BillingCountryCode}"
     override = {
         "tokenLiteral": bcc,

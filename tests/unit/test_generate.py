@@ -1,4 +1,4 @@
-"""`spec generate/check` (§7.4, case 23a): the generated seed is current; a mutated spec is caught."""
+"""`spec generate/check` (case 23a): the generated seed is current; a mutated spec is caught."""
 
 from __future__ import annotations
 

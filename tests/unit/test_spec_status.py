@@ -1,4 +1,4 @@
-"""The status lifecycle and rollback guards of `spec apply`, without a database (§7.2 l, §7.3)."""
+"""The status lifecycle and rollback guards of `spec apply`, without a database (docs/runbook.md)."""
 
 from __future__ import annotations
 

@@ -8,8 +8,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-_NAME = r"^[A-Za-z][A-Za-z0-9_]*$"
-_LITERAL = r"^\{[A-Za-z][A-Za-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*\}$"
+from autonumber.api_names import API_NAME_PATTERN
+
+_NAME = rf"^{API_NAME_PATTERN}$"
+_LITERAL = rf"^\{{{API_NAME_PATTERN}\.{API_NAME_PATTERN}\}}$"
 
 ReadStrategy = Literal["caller_txn", "fresh_read"]
 

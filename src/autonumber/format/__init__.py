@@ -10,8 +10,6 @@ from .model import Format as Format
 from .parser import parse_format as parse_format
 from .report import FormatReport as FormatReport
 from .report import check_format as check_format
-from .scan import ScanMatch as ScanMatch
-from .scan import ScanPattern as ScanPattern
 from .scope import MAX_KEY as MAX_SCOPE_KEY
 from .token_refs import ChainStep as ChainStep
 from .token_refs import TokenRef as TokenRef
@@ -25,6 +23,8 @@ from .tokens import TokenKind as TokenKind
 from .validate import derive_token_refs as derive_token_refs
 from .validate import validate_format as validate_format
 from .validate import validate_scope as validate_scope
+from .value_patterns import ScanMatch as ScanMatch
+from .value_patterns import ScanPattern as ScanPattern
 
 __all__ = [
     "MAX_SCOPE_KEY",

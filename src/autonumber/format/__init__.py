@@ -14,6 +14,7 @@ from .scope import MAX_KEY as MAX_SCOPE_KEY
 from .token_refs import ChainStep as ChainStep
 from .token_refs import TokenRef as TokenRef
 from .token_refs import canonicalize_token_refs as canonicalize_token_refs
+from .token_refs import describe_chain as describe_chain
 from .token_refs import load_token_refs as load_token_refs
 from .tokens import MAX_WIDTH as MAX_WIDTH
 from .tokens import SCOPES as SCOPES
@@ -46,6 +47,7 @@ __all__ = [
     "canonicalize_token_refs",
     "check_format",
     "derive_token_refs",
+    "describe_chain",
     "load_token_refs",
     "parse_format",
     "validate_format",

@@ -43,6 +43,24 @@ class TokenRef(BaseModel):
         """`Object.Field`, the key render() takes the resolved value under."""
         return f"{self.targetObject}.{self.targetField}"
 
+
+def describe_chain(chain: Sequence[ChainStep], arrow: str = " → ") -> str:
+    """The walk of one chain: `OpportunityId → Opportunity.AccountId → Account.BillingCountryCode`.
+
+    A step that does not follow the field the step before it read names its own FK after a comma;
+    the `format check` report passes `arrow="->"`.
+    """
+    out, read = "", None
+    for step in chain:
+        if read is None:
+            out = step.fk
+        elif step.fk != read:
+            out += f", {step.fk}"
+        out += f"{arrow}{step.targetObject}.{step.targetField}"
+        read = step.targetField
+    return out
+
+
 _TOKEN_REFS = TypeAdapter(list[TokenRef])
 
 

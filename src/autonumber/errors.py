@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from autonumber.api_names import API_NAME_PATTERN
+
 
 class AutonumberError(Exception):
     """Base class of every error this package raises on purpose."""
@@ -29,7 +31,7 @@ class InvalidIdentifier(AutonumberError):
     def __init__(self, name: str, what: str = "identifier") -> None:
         self.name = name
         super().__init__(
-            f"invalid {what} {name!r}: API names must match ^[A-Za-z][A-Za-z0-9_]*$"
+            f"invalid {what} {name!r}: API names must match ^{API_NAME_PATTERN}$"
         )
 
 

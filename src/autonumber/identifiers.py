@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import hashlib
-import re
 
+from autonumber.api_names import API_NAME
 from autonumber.errors import InvalidIdentifier
 
-API_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
 MAX_LENGTH = 64
 
 

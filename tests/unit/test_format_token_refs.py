@@ -10,7 +10,13 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from autonumber.format import ChainStep, TokenRef, canonicalize_token_refs, load_token_refs
+from autonumber.format import (
+    ChainStep,
+    TokenRef,
+    canonicalize_token_refs,
+    describe_chain,
+    load_token_refs,
+)
 
 _NAME = st.builds(
     lambda head, tail: head + tail,
@@ -81,3 +87,18 @@ def test_model_rejects_bad_shapes() -> None:
     ]:
         with pytest.raises(ValidationError):
             load_token_refs([bad])
+
+
+def test_describe_chain() -> None:
+    opp = ChainStep(fk="OpportunityId", targetObject="Opportunity", targetField="AccountId")
+    acc = ChainStep(fk="AccountId", targetObject="Account", targetField="BillingCountryCode")
+    owner = ChainStep(fk="OwnerId", targetObject="User", targetField="Country")
+    assert describe_chain([acc]) == "AccountId → Account.BillingCountryCode"
+    assert describe_chain([acc], arrow="->") == "AccountId->Account.BillingCountryCode"
+    assert describe_chain([opp, acc]) == (
+        "OpportunityId → Opportunity.AccountId → Account.BillingCountryCode"
+    )
+    assert describe_chain([opp, owner]) == (  # a broken link names the FK it follows
+        "OpportunityId → Opportunity.AccountId, OwnerId → User.Country"
+    )
+    assert describe_chain([]) == ""

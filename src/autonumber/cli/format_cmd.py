@@ -12,6 +12,7 @@ from typing import Annotated
 
 import typer
 
+from autonumber.api_names import API_NAME_PATTERN
 from autonumber.catalog import CatalogSnapshot, load_snapshot
 from autonumber.db import check_reachable, create_engine, mask
 from autonumber.db.schema import table_names
@@ -23,7 +24,7 @@ from .common import DEFAULT_URL, DbOption
 
 app = typer.Typer(help="Check and preview display formats.", no_args_is_help=True)
 
-_SET = re.compile(r"([A-Za-z][A-Za-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*)=(.*)", re.DOTALL)
+_SET = re.compile(rf"({API_NAME_PATTERN}\.{API_NAME_PATTERN})=(.*)", re.DOTALL)
 
 FormatArg = Annotated[
     str,

@@ -106,16 +106,11 @@ system_field = sa.Table(
     sa.UniqueConstraint("ObjectId", "ApiName", name="uq_System_Field_object_api"),
 )
 
-AUTONUMBER_COLUMNS = (
-    "auto_number_format",
-    "auto_number_start",
-    "auto_number_scope",
-    "auto_number_date_src",
-    "auto_number_on_change",
-    "auto_number_token_refs",
-    "auto_number_numbering",
-    "auto_number_time_zone",
+AUTONUMBER_COLUMNS: tuple[str, ...] = tuple(
+    c.name for c in system_field.columns if c.name.startswith("auto_number_")
 )
+"""The `_System_Field` columns an autonumber rule is made of, in table order (a new rule attribute
+is a new `auto_number_*` column above)."""
 
 system_record_type = sa.Table(
     "_System_RecordType",

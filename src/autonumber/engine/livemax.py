@@ -9,40 +9,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.catalog import CatalogSnapshot, Rule
-from autonumber.format import TokenKind
-from autonumber.format.zones import local_time
+from autonumber.format.value_patterns import LIKE_ESCAPE, like_pattern
 
 PAGE = 10_000
-
-
-def like_pattern(rule: Rule, at: datetime, cross: Mapping[str, str]) -> str:
-    """A LIKE pattern for values of this scope: literals, dates and cross values fixed, counter %."""
-    parts: list[str] = []
-    at = local_time(at, rule.zone)
-    for tok in rule.format.tokens:
-        if tok.kind is TokenKind.COUNTER:
-            parts.append("%")
-        elif tok.kind is TokenKind.LITERAL:
-            parts.append(_escape(tok.text))
-        elif tok.ref is not None:
-            value = cross.get(tok.ref.key)
-            parts.append(_escape(value) if value else "%")
-        else:
-            parts.append(_date(tok.kind, at))
-    return "".join(parts)
-
-
-def _date(kind: TokenKind, at: datetime) -> str:
-    return {
-        TokenKind.YEAR4: f"{at.year:04d}",
-        TokenKind.YEAR2: f"{at.year % 100:02d}",
-        TokenKind.MONTH: f"{at.month:02d}",
-        TokenKind.DAY: f"{at.day:02d}",
-    }[kind]
-
-
-def _escape(text: str) -> str:
-    return text.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
 def live_max_reader(db: Engine, snapshot: Callable[[], CatalogSnapshot]) -> Callable[
@@ -55,7 +24,8 @@ def live_max_reader(db: Engine, snapshot: Callable[[], CatalogSnapshot]) -> Call
         column = table.c[rule.field_name]
         pattern = rule.format.scan_pattern()
         best = 0
-        stmt = sa.select(column).where(column.like(like_pattern(rule, at, cross), escape="\\"))
+        like = like_pattern(rule.format.tokens, at, cross, rule.zone)
+        stmt = sa.select(column).where(column.like(like, escape=LIKE_ESCAPE))
         with db.connect() as conn:
             result = conn.execute(stmt.execution_options(stream_results=True, yield_per=PAGE))
             for (value,) in result:

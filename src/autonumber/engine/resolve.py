@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.catalog import CatalogSnapshot, Rule
 from autonumber.db.objects import key_column
 from autonumber.errors import TokenResolveError
-from autonumber.format import ChainStep, TokenRef
+from autonumber.format import ChainStep, TokenRef, describe_chain
 
 CHUNK = 1000
 """Ids per `IN (…)` query: well inside every backend's bound-parameter limit."""
@@ -29,11 +29,6 @@ Record = Mapping[str, Any]
 Cache = dict[tuple[str, str, str], Any]
 """(object, field, Id) → the field's value, for rows read in this call."""
 _ABSENT = object()
-
-
-def describe_chain(chain: Sequence[ChainStep]) -> str:
-    """`OpportunityId → Opportunity.AccountId → Account.BillingCountryCode`."""
-    return chain[0].fk + "".join(f" → {s.targetObject}.{s.targetField}" for s in chain)
 
 
 def _present(value: Any) -> bool:

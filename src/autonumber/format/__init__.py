@@ -10,12 +10,11 @@ from .model import Format as Format
 from .parser import parse_format as parse_format
 from .report import FormatReport as FormatReport
 from .report import check_format as check_format
-from .scan import ScanMatch as ScanMatch
-from .scan import ScanPattern as ScanPattern
 from .scope import MAX_KEY as MAX_SCOPE_KEY
 from .token_refs import ChainStep as ChainStep
 from .token_refs import TokenRef as TokenRef
 from .token_refs import canonicalize_token_refs as canonicalize_token_refs
+from .token_refs import describe_chain as describe_chain
 from .token_refs import load_token_refs as load_token_refs
 from .tokens import MAX_WIDTH as MAX_WIDTH
 from .tokens import SCOPES as SCOPES
@@ -25,6 +24,8 @@ from .tokens import TokenKind as TokenKind
 from .validate import derive_token_refs as derive_token_refs
 from .validate import validate_format as validate_format
 from .validate import validate_scope as validate_scope
+from .value_patterns import ScanMatch as ScanMatch
+from .value_patterns import ScanPattern as ScanPattern
 
 __all__ = [
     "MAX_SCOPE_KEY",
@@ -46,6 +47,7 @@ __all__ = [
     "canonicalize_token_refs",
     "check_format",
     "derive_token_refs",
+    "describe_chain",
     "load_token_refs",
     "parse_format",
     "validate_format",

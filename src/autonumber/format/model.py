@@ -9,14 +9,13 @@ from typing import Any
 
 from autonumber.errors import TokenResolveError
 
+from .dates import DATE_PARTS
 from .render import compile_renderer
-from .scan import ScanPattern
 from .scope import KeyPlan, check_scope_name, key_plan, prefix_key
 from .scope import per_day_key as _per_day_key
 from .tokens import CrossRef, Token, TokenKind
+from .value_patterns import ScanPattern
 from .zones import local_time
-
-_DATE_LEN = {TokenKind.YEAR4: 4, TokenKind.YEAR2: 2, TokenKind.MONTH: 2, TokenKind.DAY: 2}
 
 
 @dataclass(frozen=True)
@@ -132,8 +131,8 @@ class Format:
                 n += len(tok.text)
             elif tok.kind is TokenKind.COUNTER:
                 n += tok.width
-            else:
-                n += _DATE_LEN.get(tok.kind, 0)
+            elif tok.kind.is_date:
+                n += DATE_PARTS[tok.kind].width
         return n
 
     def max_length(self, cross_max: Mapping[str, int] | None = None) -> int:
@@ -166,10 +165,4 @@ def _text(tok: Token, at: datetime, cross: Mapping[str, str]) -> str:
         return tok.text
     if tok.ref is not None:
         return cross[tok.ref.key]
-    if tok.kind is TokenKind.YEAR4:
-        return f"{at.year:04d}"
-    if tok.kind is TokenKind.YEAR2:
-        return f"{at.year % 100:02d}"
-    if tok.kind is TokenKind.MONTH:
-        return f"{at.month:02d}"
-    return f"{at.day:02d}"
+    return DATE_PARTS[tok.kind].render(at)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import functools
 import re
 
+from autonumber.api_names import API_NAME_PATTERN
 from autonumber.errors import FormatError
 
 from .model import Format
@@ -21,7 +22,7 @@ from .tokens import (
 
 # A braced token, a run of literal text, or a stray brace. No nesting, so one scan is linear.
 _SEGMENT = re.compile(r"\{([^{}]*)\}|([^{}]+)|([{}])")
-_DOTTED = re.compile(r"[A-Za-z][A-Za-z0-9_]*(?:\.[A-Za-z][A-Za-z0-9_]*)+")
+_DOTTED = re.compile(rf"{API_NAME_PATTERN}(?:\.{API_NAME_PATTERN})+")
 _PREFIXED_COUNTER = re.compile(r"(.*?)(0+)(.*)", re.DOTALL)
 
 

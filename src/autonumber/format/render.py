@@ -13,16 +13,10 @@ from typing import Any, NoReturn
 
 from autonumber.errors import CounterOverflow, TokenResolveError
 
+from .dates import DATE_PARTS
 from .tokens import Token, TokenKind
 
 Renderer = Callable[..., str]
-
-_DATE_EXPR = {
-    TokenKind.YEAR4: "{at.year:04d}",
-    TokenKind.YEAR2: "{at.year % 100:02d}",
-    TokenKind.MONTH: "{at.month:02d}",
-    TokenKind.DAY: "{at.day:02d}",
-}
 
 
 def _overflow(field_id: str, scope_key: str, counter: int, width: int) -> NoReturn:
@@ -41,7 +35,7 @@ def _piece(tok: Token, cross_vars: Mapping[str, str]) -> str:
         return f"f'{{counter:0{tok.width}d}}'"
     if tok.ref is not None:
         return f"f'{{{cross_vars[tok.ref.key]}}}'"
-    return "f'" + _DATE_EXPR[tok.kind] + "'"
+    return "f'" + DATE_PARTS[tok.kind].template + "'"
 
 
 def _source(tokens: Sequence[Token], width: int) -> tuple[str, dict[str, Any]]:

@@ -9,7 +9,7 @@ from typing import Any
 from .catalog_view import CatalogView
 from .model import Format
 from .parser import parse_format
-from .token_refs import TokenRef
+from .token_refs import TokenRef, describe_chain
 from .validate import cross_max_lengths, validate_format, validate_scope
 
 
@@ -40,10 +40,7 @@ class FormatReport:
             f"  max length:    {length}",
         ]
         for ref in self.token_refs:
-            chains = " | ".join(
-                ", ".join(f"{s.fk}->{s.targetObject}.{s.targetField}" for s in c)
-                for c in ref.fkChains
-            )
+            chains = " | ".join(describe_chain(c, arrow="->") for c in ref.fkChains)
             out.append(f"  {ref.tokenLiteral} via {chains} ({ref.readStrategy})")
         return out
 

@@ -8,8 +8,10 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 
-_NAME = r"^[A-Za-z][A-Za-z0-9_]*$"
-_LITERAL = r"^\{[A-Za-z][A-Za-z0-9_]*\.[A-Za-z][A-Za-z0-9_]*\}$"
+from autonumber.api_names import API_NAME_PATTERN
+
+_NAME = rf"^{API_NAME_PATTERN}$"
+_LITERAL = rf"^\{{{API_NAME_PATTERN}\.{API_NAME_PATTERN}\}}$"
 
 ReadStrategy = Literal["caller_txn", "fresh_read"]
 
@@ -40,6 +42,24 @@ class TokenRef(BaseModel):
     def key(self) -> str:
         """`Object.Field`, the key render() takes the resolved value under."""
         return f"{self.targetObject}.{self.targetField}"
+
+
+def describe_chain(chain: Sequence[ChainStep], arrow: str = " → ") -> str:
+    """The walk of one chain: `OpportunityId → Opportunity.AccountId → Account.BillingCountryCode`.
+
+    A step that does not follow the field the step before it read names its own FK after a comma;
+    the `format check` report passes `arrow="->"`.
+    """
+    out, read = "", None
+    for step in chain:
+        if read is None:
+            out = step.fk
+        elif step.fk != read:
+            out += f", {step.fk}"
+        out += f"{arrow}{step.targetObject}.{step.targetField}"
+        read = step.targetField
+    return out
+
 
 _TOKEN_REFS = TypeAdapter(list[TokenRef])
 

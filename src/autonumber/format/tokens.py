@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import enum
 import json
-import re
 from dataclasses import dataclass
 
 SCOPES: tuple[str, ...] = ("global", "per_day", "per_prefix")
@@ -20,9 +19,6 @@ NUMBERING: tuple[str, ...] = ("standard", "gapless")
 
 MAX_WIDTH = 18
 """Widest counter token: BIGINT holds 19 digits, one is kept as overflow headroom (§6.2 rule 2)."""
-
-IDENTIFIER = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-"""Salesforce API name grammar for object and field names (§6.1 `identifier`)."""
 
 TAXONOMY_OBJECT = "RecordType"
 """`{RecordType.X}` is sugar for a lookup through the record's `RecordTypeId` (§3.5)."""

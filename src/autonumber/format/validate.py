@@ -13,7 +13,7 @@ from .catalog_view import CatalogView, FieldInfo
 from .model import Format
 from .parser import parse_format
 from .scope import check_scope_name
-from .token_refs import ChainStep, TokenRef
+from .token_refs import ChainStep, TokenRef, describe_chain
 from .tokens import RECORD_TYPE_FK, TAXONOMY_OBJECT, CrossRef, quote_format
 
 MAX_CHAIN_DEPTH = 2
@@ -27,11 +27,6 @@ _OVERRIDE_KEYS = {"tokenLiteral", "targetObject", "targetField", "fkChains", "re
 
 def _err(rule: int, fmt: Format, what: str) -> FormatError:
     return FormatError(rule, f"format {quote_format(fmt.source)}: {what}", format=fmt.source)
-
-
-def describe_chain(chain: Sequence[ChainStep]) -> str:
-    """`OpportunityId->Opportunity.AccountId, AccountId->Account.BillingCountryCode`."""
-    return ", ".join(f"{s.fk}->{s.targetObject}.{s.targetField}" for s in chain)
 
 
 def validate_scope(fmt: Format, scope: str) -> None:

@@ -31,7 +31,13 @@ from autonumber.catalog import Rule
 from autonumber.db import dialect_for
 from autonumber.db.objects import object_table
 from autonumber.db.schema import reconcile_tables, table_names
-from autonumber.db.tables import counter_table, field_format_history, system_field, system_object
+from autonumber.db.tables import (
+    AUTONUMBER_COLUMNS,
+    counter_table,
+    field_format_history,
+    system_field,
+    system_object,
+)
 from autonumber.db.unique import Target, ensure_unique_indexes
 from autonumber.errors import (
     RuleChangeRefused,
@@ -48,7 +54,7 @@ from autonumber.rules.keys import migrate_field_keys
 from autonumber.rules.legacy import LegacyState
 from autonumber.rules.scan import ColumnScan, scan_rule
 from autonumber.rules.seed import CounterRow, plan_rows
-from autonumber.rules.store import RULE_COLUMNS, RuleSpec, metadata_view, rule_values, same_values, write_rule
+from autonumber.rules.store import RuleSpec, metadata_view, rule_values, same_values, write_rule
 from autonumber.rules.verify import check
 
 DEFAULT_LENGTH = 30
@@ -175,7 +181,7 @@ class _Batch:
 
 def _read_stored(conn: Connection) -> dict[str, _Stored]:
     f, o = system_field, system_object
-    cols = [f.c[c] for c in RULE_COLUMNS]
+    cols = [f.c[c] for c in AUTONUMBER_COLUMNS]
     out = {}
     for row in conn.execute(sa.select(o.c.ApiName, f.c.ApiName, f.c.Id, f.c.MaxLength, *cols)
                             .join(o, o.c.Id == f.c.ObjectId)):

@@ -17,7 +17,7 @@ from autonumber.db.schema import table_names
 from autonumber.db.tables import field_format_history
 from autonumber.errors import AutonumberError
 from autonumber.format import parse_format
-from autonumber.format.scan import ScanPattern
+from autonumber.format.value_patterns import ScanPattern
 
 
 def formats_of(conn: Connection, field_ids: Collection[str] | None = None) -> dict[str, list[str]]:

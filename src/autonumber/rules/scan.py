@@ -18,8 +18,8 @@ from sqlalchemy.engine import Connection
 from autonumber.catalog import Rule
 from autonumber.db.objects import key_column
 from autonumber.errors import FormatError, SeedLimitError, SeedParseError
-from autonumber.format.scan import ScanPattern
 from autonumber.format.scope import prefix_key
+from autonumber.format.value_patterns import ScanPattern
 from autonumber.progress import Advance
 
 PAGE = 10_000

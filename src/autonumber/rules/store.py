@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from autonumber.db.guard import authorized
-from autonumber.db.tables import system_field, system_object, system_record_type
+from autonumber.db.tables import AUTONUMBER_COLUMNS, system_field, system_object, system_record_type
 from autonumber.errors import FormatError, UnknownField
 from autonumber.format import (
     SCOPES,
@@ -142,7 +142,7 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
 
 
 def _stored(conn: Connection, field_id: str | None = None) -> dict[str, dict[str, Any]]:
-    cols = [system_field.c[name] for name in _RULE_COLUMNS]
+    cols = [system_field.c[name] for name in AUTONUMBER_COLUMNS]
     out: dict[str, dict[str, Any]] = {}
     stmt = sa.select(system_field.c.Id, *cols)
     if field_id is not None:
@@ -151,20 +151,6 @@ def _stored(conn: Connection, field_id: str | None = None) -> dict[str, dict[str
         values = dict(row._mapping)
         out[values.pop("Id")] = values
     return out
-
-
-_RULE_COLUMNS = (
-    "auto_number_format",
-    "auto_number_start",
-    "auto_number_scope",
-    "auto_number_date_src",
-    "auto_number_on_change",
-    "auto_number_token_refs",
-    "auto_number_numbering",
-    "auto_number_time_zone",
-)
-RULE_COLUMNS = _RULE_COLUMNS
-"""The `_System_Field` columns a rule is made of (a new rule attribute is added here)."""
 
 
 def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:

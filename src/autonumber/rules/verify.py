@@ -20,8 +20,8 @@ from autonumber.db.tables import counter_table, system_object, system_record_typ
 from autonumber.db.unique import find_duplicates
 from autonumber.errors import AutonumberError, FormatError, SeedLimitError, SeedParseError, VerifyError
 from autonumber.format import parse_format
-from autonumber.format.scan import ScanPattern
 from autonumber.format.tokens import TAXONOMY_OBJECT
+from autonumber.format.value_patterns import ScanPattern
 
 from .history import older_by_field
 from .scan import scan_rule

@@ -1,18 +1,22 @@
-"""Scan patterns (§8.2 step 3.a): read the counter, date and cross values back out of a value."""
+"""Patterns matching a format's values: the anchored regex that reads the counter, date and cross
+values back out of a value (§8.2 step 3.a), and the LIKE pattern a query narrows a column with."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import date
+from datetime import UTC, date, datetime, tzinfo
 
 from autonumber.errors import FormatError
 
+from .dates import DATE_PARTS
 from .scope import KeyPlan, check_scope_name, date_component, prefix_key
 from .tokens import Token, TokenKind, quote_format
+from .zones import local_time
 
-_DATE_DIGITS = {TokenKind.YEAR4: 4, TokenKind.YEAR2: 2, TokenKind.MONTH: 2, TokenKind.DAY: 2}
+LIKE_ESCAPE = "\\"
+"""The escape character of `like_pattern` (pass it as the LIKE's ESCAPE)."""
 
 
 @dataclass(frozen=True)
@@ -71,7 +75,7 @@ class ScanPattern:
             return f"(?P<{name}>.+?)"
         name = f"d{len(self._date_groups)}"
         self._date_groups.append((name, tok.kind))
-        return f"(?P<{name}>[0-9]{{{_DATE_DIGITS[tok.kind]}}})"
+        return f"(?P<{name}>{DATE_PARTS[tok.kind].digits})"
 
     def __repr__(self) -> str:
         return f"ScanPattern({self.pattern!r})"
@@ -131,3 +135,30 @@ class ScanPattern:
         except ValueError:
             return None
         return year, month, day
+
+
+def like_pattern(
+    tokens: Sequence[Token], at: datetime, cross: Mapping[str, str], zone: tzinfo = UTC
+) -> str:
+    """A LIKE pattern (escape character LIKE_ESCAPE) for the values of one scope: literals, the dates of
+    `at` on the clock of `zone` and the given cross values fixed; the counter and absent cross
+    values `%`."""
+    parts: list[str] = []
+    at = local_time(at, zone)
+    for tok in tokens:
+        if tok.kind is TokenKind.COUNTER:
+            parts.append("%")
+        elif tok.kind is TokenKind.LITERAL:
+            parts.append(_like_escape(tok.text))
+        elif tok.ref is not None:
+            value = cross.get(tok.ref.key)
+            parts.append(_like_escape(value) if value else "%")
+        else:
+            parts.append(DATE_PARTS[tok.kind].render(at))
+    return "".join(parts)
+
+
+def _like_escape(text: str) -> str:
+    return text.replace(LIKE_ESCAPE, 2 * LIKE_ESCAPE).replace("%", LIKE_ESCAPE + "%").replace(
+        "_", LIKE_ESCAPE + "_"
+    )

@@ -6,13 +6,15 @@ from typing import Annotated
 
 import typer
 
-DEFAULT_URL = "sqlite:///autonumber.db"
+from autonumber.defaults import DATABASE_ENV, DEFAULT_URL
+
+__all__ = ["DEFAULT_URL", "DbOption"]
 
 DbOption = Annotated[
     str,
     typer.Option(
         "--db",
-        envvar="AUTONUMBER_DATABASE_URL",
+        envvar=DATABASE_ENV,
         help="Database URL (sqlite:///file.db, mysql+pymysql://…, postgresql+psycopg://…).",
         show_default=True,
     ),

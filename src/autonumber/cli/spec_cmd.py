@@ -76,19 +76,11 @@ def apply_cmd(
 
     Example: autonumber spec apply data-specs/2026-04-19-autonumber-v2-rollback.md --env staging
     """
-    from autonumber.db import check_reachable, create_engine, mask
+    from autonumber.commands import spec
+    from autonumber.db import mask
     from autonumber.progress import RichReporter
-    from autonumber.specapply import apply_spec
 
-    engine = create_engine(db)
-    check_reachable(engine)
-    staging = create_engine(staging_db) if staging_db else None
-    try:
-        result = apply_spec(engine, path, env, staging_log=staging, reporter=RichReporter(verbose=verbose))
-    finally:
-        engine.dispose()
-        if staging is not None:
-            staging.dispose()
+    result = spec.apply(db, path, env, RichReporter(verbose=verbose), staging_url=staging_db)
     for line in result.changes:
         typer.echo(f"  {line}")
     typer.echo(f"{result.message} ({mask(db)}, {len(result.changes)} change(s))"

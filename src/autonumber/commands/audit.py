@@ -12,14 +12,16 @@ from autonumber.platform import Platform
 from .session import opened, platform
 
 
-def gaps_on(p: Platform, field: str, *, scope_key: str | None = None, lo: int | None = None,
-            hi: int | None = None) -> GapReport:
+def gaps_on(
+    p: Platform, field: str, *, scope_key: str | None = None, lo: int | None = None, hi: int | None = None
+) -> GapReport:
     """Every value `field`'s counters moved past that no stored record carries, with the reason."""
     return audit_gaps(p, field, scope_key=scope_key, lo=lo, hi=hi)
 
 
-def gaps(url: str, field: str, *, scope_key: str | None = None, lo: int | None = None,
-         hi: int | None = None) -> GapReport:
+def gaps(
+    url: str, field: str, *, scope_key: str | None = None, lo: int | None = None, hi: int | None = None
+) -> GapReport:
     """`gaps_on` for the database at `url`."""
     with platform(url) as p:
         return gaps_on(p, field, scope_key=scope_key, lo=lo, hi=hi)

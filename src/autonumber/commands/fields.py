@@ -21,13 +21,29 @@ def create_field(url: str, rule: RuleSpec) -> FieldChange:
     return done
 
 
-def set_field(url: str, object_name: str, field_name: str, fmt: str | None, *, scope: str | None = None,
-              start: int | None = None, numbering: str | None = None,
-              time_zone: str | None = None) -> tuple[RuleSpec, FieldChange]:
+def set_field(
+    url: str,
+    object_name: str,
+    field_name: str,
+    fmt: str | None,
+    *,
+    scope: str | None = None,
+    start: int | None = None,
+    numbering: str | None = None,
+    time_zone: str | None = None,
+) -> tuple[RuleSpec, FieldChange]:
     """Change a field's rule (what is not given stays as stored); the new rule and what changed."""
     with opened(url) as engine:
-        return set_rule(engine, object_name, field_name, fmt, scope=scope, start=start,
-                        numbering=numbering, time_zone=time_zone)
+        return set_rule(
+            engine,
+            object_name,
+            field_name,
+            fmt,
+            scope=scope,
+            start=start,
+            numbering=numbering,
+            time_zone=time_zone,
+        )
 
 
 def field_row(snapshot: CatalogSnapshot, field: str) -> FieldRow:
@@ -40,12 +56,27 @@ def field_row(snapshot: CatalogSnapshot, field: str) -> FieldRow:
     raise UnknownField(field, "field has no autonumber rule")
 
 
-def change_field(platform: Platform, field: str, fmt: str | None = None, *, scope: str | None = None,
-                 start: int | None = None, numbering: str | None = None,
-                 time_zone: str | None = None) -> FieldChange:
+def change_field(
+    platform: Platform,
+    field: str,
+    fmt: str | None = None,
+    *,
+    scope: str | None = None,
+    start: int | None = None,
+    numbering: str | None = None,
+    time_zone: str | None = None,
+) -> FieldChange:
     """Change a rule on a running platform (what is not given stays), then refresh its catalog."""
     row = field_row(platform.catalog.current(), field)
-    _, done = set_rule(platform.db, row.info.object, row.info.name, fmt, scope=scope, start=start,
-                       numbering=numbering, time_zone=time_zone)
+    _, done = set_rule(
+        platform.db,
+        row.info.object,
+        row.info.name,
+        fmt,
+        scope=scope,
+        start=start,
+        numbering=numbering,
+        time_zone=time_zone,
+    )
     platform.catalog.refresh()
     return done

@@ -19,8 +19,12 @@ def insert(url: str, object_name: str, values: Row) -> dict[str, Any]:
         return p.records.insert(object_name, values)
 
 
-def insert_many(url: str, object_name: str, rows: Sequence[tuple[str, Row]],
-                on_chunk: Callable[[int], None] = lambda _: None) -> list[dict[str, Any]]:
+def insert_many(
+    url: str,
+    object_name: str,
+    rows: Sequence[tuple[str, Row]],
+    on_chunk: Callable[[int], None] = lambda _: None,
+) -> list[dict[str, Any]]:
     """Insert `(where, row)` pairs in ONE transaction after checking every row (errors name `where`).
 
     `on_chunk` hears how many rows each chunk stored (a progress bar).

@@ -37,8 +37,14 @@ class SetupOutcome:
         return sum(r.seconds for r in self.results)
 
 
-def apply_setup(url: str, reporter: Reporter, *, spec: Path | None = None, reseed: bool = False,
-                with_guard_trigger: bool = False) -> SetupOutcome:
+def apply_setup(
+    url: str,
+    reporter: Reporter,
+    *,
+    spec: Path | None = None,
+    reseed: bool = False,
+    with_guard_trigger: bool = False,
+) -> SetupOutcome:
     """Run the cut-over phases on `url` (verify binding); optionally install the guard trigger."""
     data = load_spec(spec)
     with opened(url) as engine:

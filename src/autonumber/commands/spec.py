@@ -11,8 +11,9 @@ from autonumber.specapply import ApplyResult, apply_spec
 from .session import opened
 
 
-def apply(url: str, path: Path, env: str | None, reporter: Reporter, *,
-          staging_url: str | None = None) -> ApplyResult:
+def apply(
+    url: str, path: Path, env: str | None, reporter: Reporter, *, staging_url: str | None = None
+) -> ApplyResult:
     """Apply the data-spec at `path` to `url`; `staging_url` is where staging's apply log lives."""
     with ExitStack() as stack:
         engine = stack.enter_context(opened(url))

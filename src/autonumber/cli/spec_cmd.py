@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from autonumber.setup.dataspec import SPEC_PATH
-from autonumber.setup.generate import MODULE_PATH, drift, generate, repo_file
+from autonumber.setup.paths import MODULE_PATH, SPEC_PATH
 
 from .common import DEFAULT_URL, DbOption
 
@@ -31,6 +30,8 @@ def generate_cmd(spec: SpecOption = None, out: OutOption = None) -> None:
 
     Example: autonumber spec generate
     """
+    from autonumber.setup.generate import generate, repo_file
+
     spec_path, out_path = spec or repo_file(SPEC_PATH), out or repo_file(MODULE_PATH)
     changed = generate(spec_path, out_path)
     typer.echo(f"{'wrote' if changed else 'unchanged:'} {out_path} (from {spec_path})")
@@ -42,6 +43,8 @@ def check_cmd(spec: SpecOption = None, out: OutOption = None) -> None:
 
     Example: autonumber spec check
     """
+    from autonumber.setup.generate import drift, repo_file
+
     spec_path, out_path = spec or repo_file(SPEC_PATH), out or repo_file(MODULE_PATH)
     diff = drift(spec_path, out_path)
     if diff:

@@ -46,12 +46,15 @@ def set_field(
         )
 
 
-def field_row(snapshot: CatalogSnapshot, field: str) -> FieldRow:
-    """The `_System_Field` row of an autonumber field (by id or `Object.Field`), or UnknownField."""
+def field_row(snapshot: CatalogSnapshot, field: str, *, autonumber: bool = True) -> FieldRow:
+    """The `_System_Field` row of a field (by id or `Object.Field`), or UnknownField.
+
+    `autonumber`: only a field with a rule will do ("field has no autonumber rule" otherwise).
+    """
     fid = snapshot.field_id(field)
     for rows in snapshot.fields.values():
         for row in rows:
-            if row.id == fid and row.format is not None:
+            if row.id == fid and (row.format is not None or not autonumber):
                 return row
     raise UnknownField(field, "field has no autonumber rule")
 

@@ -7,7 +7,6 @@ from collections.abc import Sequence
 from typing import NoReturn
 
 import typer
-from rich.console import Console
 
 from autonumber.errors import AutonumberError
 
@@ -50,5 +49,7 @@ def one_line(message: str) -> str:
 
 
 def _fail(message: str, code: int) -> NoReturn:
+    from rich.console import Console
+
     Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {one_line(message)}", markup=False)
     sys.exit(code)

@@ -2,13 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from functools import cache
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from autonumber.defaults import DATABASE_ENV, DEFAULT_URL
 
-__all__ = ["DEFAULT_URL", "DbOption"]
+if TYPE_CHECKING:
+    from rich.console import Console
+
+__all__ = ["DEFAULT_URL", "DbOption", "console"]
 
 DbOption = Annotated[
     str,
@@ -19,3 +23,11 @@ DbOption = Annotated[
         show_default=True,
     ),
 ]
+
+
+@cache
+def console() -> Console:
+    """The console commands print tables and summaries on, made on first use (Rich loads late)."""
+    from rich.console import Console
+
+    return Console(highlight=False)

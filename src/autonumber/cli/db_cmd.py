@@ -5,15 +5,13 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import typer
-from rich.console import Console
 
-from .common import DEFAULT_URL, DbOption
+from .common import DEFAULT_URL, DbOption, console
 
 if TYPE_CHECKING:
     from autonumber.db.status import DatabaseStatus
 
 app = typer.Typer(help="Create the system schema and inspect a database.", no_args_is_help=True)
-console = Console(highlight=False)
 
 
 @app.command("init")
@@ -26,8 +24,8 @@ def init(db: DbOption = DEFAULT_URL) -> None:
 
     changes = setup.init_schema(db)
     for line in changes:
-        console.print(f"  {line}")
-    console.print(f"schema up to date ({len(changes)} change(s))")
+        console().print(f"  {line}")
+    console().print(f"schema up to date ({len(changes)} change(s))")
 
 
 @app.command("status")
@@ -54,4 +52,4 @@ def print_status(st: DatabaseStatus) -> None:
     table.add_row("objects", str(st.objects))
     table.add_row("autonumber fields", str(st.autonumber_fields))
     table.add_row("counter rows", str(st.counter_rows))
-    console.print(table)
+    console().print(table)

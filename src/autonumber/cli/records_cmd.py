@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
 
 from autonumber.errors import RecordError
 
@@ -67,6 +66,7 @@ def insert_many(
     except UnicodeDecodeError as exc:
         line = exc.object[: exc.start].count(b"\n") + 1
         raise RecordError(f"{file}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})") from None
+    from rich.console import Console
     from rich.progress import Progress
 
     from autonumber.commands import records

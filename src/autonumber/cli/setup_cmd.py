@@ -6,12 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
 
-from .common import DEFAULT_URL, DbOption
+from .common import DEFAULT_URL, DbOption, console
 
 app = typer.Typer(help="Bootstrap and cut over a database; verify its invariants.", no_args_is_help=True)
-console = Console(highlight=False)
 
 SpecOption = Annotated[
     Path | None,
@@ -32,7 +30,7 @@ def print_plan() -> None:
     table.add_column("what it does")
     for i, phase in enumerate(PHASES, 1):
         table.add_row(str(i), phase.name, phase.summary)
-    console.print(table)
+    console().print(table)
 
 
 @app.command("apply")
@@ -65,8 +63,8 @@ def apply_cmd(
     reporter = NullReporter() if quiet else RichReporter(verbose=verbose)
     done = setup.apply_setup(db, reporter, spec=spec, reseed=reseed, with_guard_trigger=with_guard_trigger)
     if done.guard_trigger is not None:
-        console.print(done.guard_trigger)
-    console.print(f"setup apply: {done.spec_id} on {mask(db)} (env {env}): {len(done.results)} phase(s), "
+        console().print(done.guard_trigger)
+    console().print(f"setup apply: {done.spec_id} on {mask(db)} (env {env}): {len(done.results)} phase(s), "
                   f"{done.changes} change(s), {done.seconds:.2f} s; verify passed")
 
 
@@ -120,6 +118,6 @@ def report_cmd(
     if markdown:
         typer.echo(report.markdown())
     else:
-        report.print(console)
+        report.print(console())
     if not report.passed:
         raise typer.Exit(1)

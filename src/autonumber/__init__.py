@@ -39,3 +39,8 @@ def __getattr__(name: str) -> object:
     value = getattr(import_module(home), name)
     globals()[name] = value
     return value
+
+
+def __dir__() -> list[str]:
+    """The module's names, the not yet loaded re-exports included."""
+    return sorted({*globals(), *__all__})

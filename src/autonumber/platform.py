@@ -12,6 +12,7 @@ from .catalog import Catalog, CatalogSnapshot
 from .db import check_reachable, create_engine, dialect_for
 from .db.budget import DEFAULT_WAIT, Budget, max_connections_from, pool_class
 from .db.sqlite import READONLY
+from .defaults import DEFAULT_URL
 from .engine import Engine, Strategy, metrics
 from .events import EventBus
 from .records import Records
@@ -25,6 +26,12 @@ GROUP_COMMIT = True
 """Chosen by the job benchmark (docs/performance.md): concurrent independent inserts of one object
 share one transaction, so 100 callers do not pay 100 durable commits."""
 
+MAX_RETRIES = 5
+"""Attempts of a reservation that lost a race (deadlock, serialization failure) before it fails."""
+
+POLL_INTERVAL = 1.0
+"""Seconds between the catalog's checks for rule changes made by other processes."""
+
 
 class Platform:
     """One database: `.engine` assigns numbers, `.records` persists, `.begin()` is a caller txn."""
@@ -34,12 +41,12 @@ class Platform:
         url: str,
         *,
         strategy: Strategy = DEFAULT_STRATEGY,
-        max_retries: int = 5,
+        max_retries: int = MAX_RETRIES,
         max_connections: int | None = None,
         connection_timeout: float = DEFAULT_WAIT,
         pool_size: int | None = None,
         reservation_pool_size: int | None = None,
-        poll_interval: float = 1.0,
+        poll_interval: float = POLL_INTERVAL,
         journal: bool = True,
         group_commit: bool = GROUP_COMMIT,
     ) -> None:
@@ -116,10 +123,38 @@ def _publish_quarantine(snapshot: CatalogSnapshot) -> None:
     metrics.QUARANTINED.set(len(snapshot.quarantined))
 
 
-def connect(url: str = "sqlite:///autonumber.db", **options: object) -> Platform:
+def connect(
+    url: str = DEFAULT_URL,
+    *,
+    strategy: Strategy = DEFAULT_STRATEGY,
+    max_retries: int = MAX_RETRIES,
+    max_connections: int | None = None,
+    connection_timeout: float = DEFAULT_WAIT,
+    pool_size: int | None = None,
+    reservation_pool_size: int | None = None,
+    poll_interval: float = POLL_INTERVAL,
+    journal: bool = True,
+    group_commit: bool = GROUP_COMMIT,
+) -> Platform:
     """Open a Platform on `url` (the schema must exist: run `autonumber setup apply` first).
 
-    `max_connections` (default AUTONUMBER_MAX_CONNECTIONS, else 10) caps the connections this
-    Platform holds in all its pools together.
+    `strategy`: how concurrent callers of one counter share reservations (docs/engine.md);
+    `max_retries`: attempts of a reservation that lost a race; `max_connections` (default
+    AUTONUMBER_MAX_CONNECTIONS, else 10) caps the connections of all pools together, and
+    `pool_size` / `reservation_pool_size` override its split; `connection_timeout`: seconds to wait
+    for a pooled connection; `poll_interval`: seconds between catalog checks for rule changes;
+    `journal`: keep the reservation journal behind `autonumber audit gaps`; `group_commit`: let
+    concurrent inserts of one object share one transaction.
     """
-    return Platform(url, **options)  # type: ignore[arg-type]
+    return Platform(
+        url,
+        strategy=strategy,
+        max_retries=max_retries,
+        max_connections=max_connections,
+        connection_timeout=connection_timeout,
+        pool_size=pool_size,
+        reservation_pool_size=reservation_pool_size,
+        poll_interval=poll_interval,
+        journal=journal,
+        group_commit=group_commit,
+    )

@@ -8,8 +8,9 @@ from pathlib import Path
 import pytest
 
 from autonumber.cli import main
-from autonumber.setup.dataspec import SPEC_PATH, parse_spec_file
-from autonumber.setup.generate import BANNER, MODULE_PATH, drift, render_module, repo_file
+from autonumber.setup.dataspec import parse_spec_file
+from autonumber.setup.generate import BANNER, drift, render_module, repo_file
+from autonumber.setup.paths import MODULE_PATH, SPEC_PATH
 
 SPEC = repo_file(SPEC_PATH)
 MODULE = repo_file(MODULE_PATH)

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Sequence
+from typing import NoReturn
 
-import sqlalchemy as sa
 import typer
-from rich.console import Console
 
 from autonumber.errors import AutonumberError
 
@@ -31,10 +30,16 @@ def main(argv: Sequence[str] | None = None) -> None:
         )
     except AutonumberError as exc:
         _fail(str(exc), exc.exit_code)
-    except sa.exc.DBAPIError as exc:
-        _fail(f"database error: {exc.orig if exc.orig is not None else exc}", 1)
     except Exception as exc:  # a bug: still one line and a non-zero exit, never a traceback
+        if _is_database_error(exc):
+            _fail(f"database error: {getattr(exc, 'orig', None) or exc}", 1)
         _fail(f"internal error ({type(exc).__name__}: {exc}); please report it", 1)
+
+
+def _is_database_error(exc: Exception) -> bool:
+    """A driver error SQLAlchemy wrapped (only possible once a command has loaded SQLAlchemy)."""
+    sa_exc = sys.modules.get("sqlalchemy.exc")
+    return sa_exc is not None and isinstance(exc, sa_exc.DBAPIError)
 
 
 def one_line(message: str) -> str:
@@ -43,6 +48,8 @@ def one_line(message: str) -> str:
     return joined.encode("utf-8", "backslashreplace").decode("utf-8")
 
 
-def _fail(message: str, code: int) -> None:
+def _fail(message: str, code: int) -> NoReturn:
+    from rich.console import Console
+
     Console(stderr=True, highlight=False, soft_wrap=True).print(f"error: {one_line(message)}", markup=False)
     sys.exit(code)

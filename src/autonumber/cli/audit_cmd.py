@@ -4,15 +4,14 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-import autonumber
-from autonumber.audit import GapReport, audit_gaps
-from autonumber.db import check_reachable, create_engine, dialect_for
-from autonumber.engine.journal import parse_age, prune
 from autonumber.errors import ConfigError
+
+if TYPE_CHECKING:
+    from autonumber.audit import GapReport
 
 from .common import DEFAULT_URL, DbOption
 
@@ -41,11 +40,9 @@ def gaps_cmd(
     """
     if lo is not None and hi is not None and hi < lo:
         raise ConfigError(f"--to {hi} is below --from {lo}")
-    platform = autonumber.connect(db)
-    try:
-        report = audit_gaps(platform, field, scope_key=scope_key, lo=lo, hi=hi)
-    finally:
-        platform.close()
+    from autonumber.commands import audit
+
+    report = audit.gaps(db, field, scope_key=scope_key, lo=lo, hi=hi)
     if as_json:
         typer.echo(json.dumps(_as_dict(report), ensure_ascii=False))
     else:
@@ -77,16 +74,12 @@ def prune_cmd(
 
     Example: autonumber audit prune --older-than 400d
     """
+    from autonumber.commands import audit
+    from autonumber.engine.journal import parse_age
+
     try:
         age = parse_age(older_than)
     except ValueError:
         raise ConfigError(f"--older-than {older_than!r} is not an age; use e.g. 90d, 12h or 30m") from None
-    engine = create_engine(db)
-    check_reachable(engine)
-    dialect = dialect_for(engine)
-    try:
-        with engine.connect() as conn, dialect.begin_write(conn):
-            removed = prune(conn, dialect.utc_now(conn) - age)
-    finally:
-        engine.dispose()
+    removed = audit.prune_journal(db, age)
     typer.echo(f"removed {removed} journal line(s) older than {older_than}")

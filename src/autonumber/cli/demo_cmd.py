@@ -6,19 +6,14 @@ from typing import Annotated
 
 import typer
 
-from autonumber.db import check_reachable, create_engine, mask
-from autonumber.progress import RichReporter
-from autonumber.setup.demo import fill_legacy
-from autonumber.setup.generate import default_spec
-
-from .common import DbOption
+from .common import DEFAULT_URL, DbOption
 
 app = typer.Typer(help="Demo data for trying the product.", no_args_is_help=True)
 
 
 @app.command("legacy")
 def legacy(
-    db: DbOption = "sqlite:///autonumber.db",
+    db: DbOption = DEFAULT_URL,
     rows: Annotated[int, typer.Option("--rows", min=1, help="Rows per main object (Case, Contract).")] = 1000,
 ) -> None:
     """Create the object tables and the four legacy tables, filled with existing numbers.
@@ -28,12 +23,11 @@ def legacy(
 
     Example: autonumber demo legacy --rows 5000 --db sqlite:///demo.db
     """
-    engine = create_engine(db)
-    check_reachable(engine)
-    try:
-        summary = fill_legacy(engine, default_spec(), rows, RichReporter())
-    finally:
-        engine.dispose()
+    from autonumber.commands import setup
+    from autonumber.db import mask
+    from autonumber.progress import RichReporter
+
+    summary = setup.demo_legacy(db, rows, RichReporter())
     typer.echo(f"demo legacy data in {mask(db)}:")
     for line in summary.lines():
         typer.echo(f"  {line}")

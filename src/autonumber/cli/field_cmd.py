@@ -6,14 +6,14 @@ Thin shells over `autonumber.rules`: the same plan → write → verify path as 
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from autonumber.db import check_reachable, create_engine
-from autonumber.rules import FieldChange, RuleRequest, RuleSpec, commit_requests, set_rule
-
 from .common import DEFAULT_URL, DbOption
+
+if TYPE_CHECKING:
+    from autonumber.rules import FieldChange, RuleSpec
 
 app = typer.Typer(help="Add autonumber fields and change their rules (validated, seeded, verified).",
                   no_args_is_help=True)
@@ -58,14 +58,12 @@ def add_cmd(
 
     Example: autonumber field add Account Member_No__c --format 'MB-{000000}' --start 100
     """
+    from autonumber.commands import fields
+    from autonumber.rules import RuleSpec
+
     rule = RuleSpec(object_name, field, fmt, scope=scope, start=start, length=length,
                     numbering=numbering or "standard", time_zone=time_zone or "UTC")
-    engine = create_engine(db)
-    check_reachable(engine)
-    try:
-        [done] = commit_requests(engine, [RuleRequest("add", rule)])
-    finally:
-        engine.dispose()
+    done = fields.create_field(db, rule)
     _report(rule, done)
 
 
@@ -87,11 +85,8 @@ def set_cmd(
 
     Example: autonumber field set Account Account_ID__c --format 'IBG-B-{YYYY}{MM}{DD}-{0000000}'
     """
-    engine = create_engine(db)
-    check_reachable(engine)
-    try:
-        rule, done = set_rule(engine, object_name, field, fmt, scope=scope, start=start, numbering=numbering,
-                              time_zone=time_zone)
-    finally:
-        engine.dispose()
+    from autonumber.commands import fields
+
+    rule, done = fields.set_field(db, object_name, field, fmt, scope=scope, start=start,
+                                  numbering=numbering, time_zone=time_zone)
     _report(rule, done)

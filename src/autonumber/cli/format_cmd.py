@@ -8,19 +8,17 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, tzinfo
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from autonumber.api_names import API_NAME_PATTERN
-from autonumber.catalog import CatalogSnapshot, load_snapshot
-from autonumber.db import check_reachable, create_engine, mask
-from autonumber.db.schema import table_names
 from autonumber.errors import ConfigError
-from autonumber.format import FormatReport, check_format, parse_format
-from autonumber.format.zones import zone_of
 
 from .common import DEFAULT_URL, DbOption
+
+if TYPE_CHECKING:
+    from autonumber.format import FormatReport
 
 app = typer.Typer(help="Check and preview display formats.", no_args_is_help=True)
 
@@ -68,31 +66,20 @@ def check(
 
     Example: autonumber format check '{Account.BillingCountryCode}-QT-{YY}{MM}{DD}-{00}' --object Quote
     """
+    from autonumber.format import check_format
+
     if object_name is None:
         print_report(check_format(fmt, scope=scope))
         return
-    snapshot = catalog_snapshot(db)
+    from autonumber.commands import catalog
+
+    snapshot = catalog.snapshot(db)
     snapshot.require_object(object_name)
     print_report(
         check_format(
             fmt, scope=scope, catalog=snapshot, source_object=object_name, target_field=field
         )
     )
-
-
-def catalog_snapshot(url: str) -> CatalogSnapshot:
-    """Read the catalog of the database at `url` (its schema must exist)."""
-    engine = create_engine(url)
-    check_reachable(engine)
-    try:
-        with engine.connect() as conn:
-            if "_System_Object" not in table_names(conn):
-                raise ConfigError(
-                    f"{mask(url)} has no autonumber schema; run `autonumber setup apply` first"
-                )
-            return load_snapshot(conn)
-    finally:
-        engine.dispose()
 
 
 def parse_at(value: str | None, zone: tzinfo = UTC) -> datetime:
@@ -163,6 +150,9 @@ def preview(
     Example: autonumber format preview '{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00}'
     --counter 7 --at 2026-04-17 --set Account.BillingCountryCode=SG
     """
+    from autonumber.format import parse_format
+    from autonumber.format.zones import zone_of
+
     parsed = parse_format(fmt)
     zone = zone_of(time_zone)
     cross = parse_sets(sets, [r.key for r in parsed.cross_refs])

@@ -2,14 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Annotated
 
 import typer
-from sqlalchemy.engine import Connection
-
-from autonumber.db import check_reachable, create_engine, dialect_for
-from autonumber.objects import add_object, adopt_table
 
 from .common import DEFAULT_URL, DbOption
 
@@ -17,16 +12,6 @@ app = typer.Typer(help="Custom objects and adopted application tables.", no_args
 
 ObjectArg = Annotated[str, typer.Argument(metavar="OBJECT", help="Object API name, e.g. Shipment__c.",
                                           show_default=False)]
-
-
-def _run(db: str, work: Callable[[Connection], list[str]]) -> list[str]:
-    engine = create_engine(db)
-    check_reachable(engine)
-    try:
-        with engine.connect() as conn, dialect_for(engine).begin_write(conn):
-            return work(conn)
-    finally:
-        engine.dispose()
 
 
 @app.command("add")
@@ -41,7 +26,9 @@ def add_cmd(
 
     Example: autonumber object add Shipment__c --field 'Name:text(80)' --field 'AccountId:ref(Account)'
     """
-    changes = _run(db, lambda conn: add_object(conn, object_name, fields))
+    from autonumber.commands import objects
+
+    changes = objects.add(db, object_name, fields)
     for line in changes:
         typer.echo(f"  {line}")
     typer.echo(f"{object_name}: {'created' if changes else 'already exists, unchanged'}")
@@ -58,7 +45,9 @@ def adopt_cmd(
 
     Example: autonumber object adopt Invoice__c --table invoices
     """
-    changes = _run(db, lambda conn: adopt_table(conn, object_name, table))
+    from autonumber.commands import objects
+
+    changes = objects.adopt(db, object_name, table)
     for line in changes:
         typer.echo(f"  {line}")
     typer.echo(f"{object_name}: {'adopted' if changes else 'already adopted, unchanged'}")

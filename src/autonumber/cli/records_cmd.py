@@ -4,34 +4,17 @@ from __future__ import annotations
 
 import json
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
-from rich.console import Console
-from rich.progress import Progress
 
-import autonumber
 from autonumber.errors import RecordError
-from autonumber.platform import Platform
 
 from .common import DEFAULT_URL, DbOption
 
 app = typer.Typer(help="Insert and read records; autonumbers are assigned on insert.", no_args_is_help=True)
-CHUNK = 500
-"""Rows per `insert_many` call in insert-many: one reservation per field and chunk."""
 ObjectArg = Annotated[str, typer.Argument(help="Object API name, e.g. Account, Contract, Case.")]
-
-
-@contextmanager
-def _platform(db: str) -> Iterator[Platform]:
-    p = autonumber.connect(db)
-    try:
-        yield p
-    finally:
-        p.close()
 
 
 def _emit(record: dict[str, Any]) -> None:
@@ -58,9 +41,9 @@ def insert(
 
     Example: autonumber records insert Account --data '{"Name": "Acme", "BillingCountryCode": "SG"}'
     """
-    values = _parse_object(data, "--data")
-    with _platform(db) as p:
-        _emit(p.records.insert(object_name, values))
+    from autonumber.commands import records
+
+    _emit(records.insert(db, object_name, _parse_object(data, "--data")))
 
 
 @app.command("insert-many")
@@ -83,22 +66,16 @@ def insert_many(
     except UnicodeDecodeError as exc:
         line = exc.object[: exc.start].count(b"\n") + 1
         raise RecordError(f"{file}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})") from None
-    numbered = [(n, line) for n, line in enumerate(lines, 1) if line.strip()]
-    rows = [_parse_object(line, f"{file}:{n}") for n, line in numbered]
-    with _platform(db) as p:
-        for (n, _), row in zip(numbered, rows, strict=True):
-            p.records.check(object_name, row, f"{file}:{n}")
-        stored: list[dict[str, Any]] = []
-        err = Console(stderr=True)
-        with (
-            Progress(console=err, disable=not sys.stderr.isatty(), transient=True) as bar,
-            p.begin() as conn,
-        ):
-            task = bar.add_task(f"inserting {object_name}", total=len(rows))
-            for start in range(0, len(rows), CHUNK):
-                chunk = rows[start : start + CHUNK]
-                stored += p.records.insert_many(object_name, chunk, conn=conn)
-                bar.advance(task, len(chunk))
+    from rich.console import Console
+    from rich.progress import Progress
+
+    from autonumber.commands import records
+
+    rows = [(f"{file}:{n}", _parse_object(line, f"{file}:{n}"))
+            for n, line in enumerate(lines, 1) if line.strip()]
+    with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
+        task = bar.add_task(f"inserting {object_name}", total=len(rows))
+        stored = records.insert_many(db, object_name, rows, lambda done: bar.advance(task, done))
     for record in stored:
         _emit(record)
 
@@ -113,8 +90,9 @@ def get(
 
     Example: autonumber records get Account 0f3c6d0e9a7b4c1d8e2f5a6b7c8d9e0f
     """
-    with _platform(db) as p:
-        _emit(p.records.get(object_name, record_id))
+    from autonumber.commands import records
+
+    _emit(records.get(db, object_name, record_id))
 
 
 @app.command("list")
@@ -127,6 +105,7 @@ def list_(
 
     Example: autonumber records list Contract --limit 5
     """
-    with _platform(db) as p:
-        for record in p.records.list(object_name, limit=limit):
-            _emit(record)
+    from autonumber.commands import records
+
+    for record in records.newest(db, object_name, limit):
+        _emit(record)

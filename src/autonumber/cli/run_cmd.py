@@ -6,25 +6,17 @@ from typing import Annotated
 
 import typer
 
-from autonumber.db import check_reachable, create_engine
-from autonumber.progress import RichReporter
-from autonumber.setup.apply import apply
-from autonumber.setup.generate import load_spec
-
 from .common import DEFAULT_URL, DbOption
 from .serve_cmd import HostOption, MaxConnectionsOption, PortOption, WorkersOption, start_server
 
 
 def prepare_database(db: str) -> None:
     """Bring the database to a usable state with `setup apply` (idempotent, verify binding)."""
-    engine = create_engine(db)
-    try:
-        check_reachable(engine)
-        results = apply(engine, load_spec(), reporter=RichReporter(verbose=False))
-    finally:
-        engine.dispose()
-    changes = sum(len(result.changes) for result in results)
-    typer.echo(f"database ready: setup apply made {changes} change(s); V1-V7 hold")
+    from autonumber.commands import setup
+    from autonumber.progress import RichReporter
+
+    outcome = setup.apply_setup(db, RichReporter(verbose=False))
+    typer.echo(f"database ready: setup apply made {outcome.changes} change(s); V1-V7 hold")
 
 
 def run(

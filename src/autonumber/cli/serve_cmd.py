@@ -12,9 +12,9 @@ from typing import Annotated
 
 import typer
 
-from autonumber.db.budget import ENV as MAX_CONNECTIONS_ENV
-from autonumber.db.budget import max_connections_from
-from autonumber.web.auth import API_ENV, ENV, SECRET_ENV
+from autonumber.defaults import ADMIN_TOKEN_ENV as ENV
+from autonumber.defaults import API_TOKEN_ENV as API_ENV
+from autonumber.defaults import DATABASE_ENV, MAX_CONNECTIONS_ENV, SECRET_ENV
 
 from .common import DEFAULT_URL, DbOption
 
@@ -31,7 +31,6 @@ MaxConnectionsOption = Annotated[
     typer.Option("--max-connections", min=3, envvar=MAX_CONNECTIONS_ENV, show_default=False,
                  help="Database connections per worker, all pools together (default 10)."),
 ]
-DATABASE_ENV = "AUTONUMBER_DATABASE_URL"
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 GRACEFUL_SECONDS = 30
 
@@ -58,6 +57,8 @@ def start_server(
 ) -> None:
     """Check the database, print the URL and run Uvicorn until interrupted or terminated."""
     import uvicorn
+
+    from autonumber.db.budget import max_connections_from
 
     budget = max_connections_from(max_connections)
     os.environ[DATABASE_ENV] = db
@@ -109,9 +110,10 @@ def _metrics_dir() -> Path | None:
 
 def _check_database(db: str) -> None:
     """Open the database once in the supervisor so a bad URL is one line, not N worker tracebacks."""
-    import autonumber
+    from autonumber.commands.session import platform
 
-    autonumber.connect(db, max_connections=3).close()
+    with platform(db, max_connections=3):
+        pass
 
 
 def _warn_if_exposed(host: str) -> None:

@@ -6,21 +6,10 @@ from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.table import Table
 
-from autonumber.db import check_reachable, create_engine, mask
-from autonumber.progress import NullReporter, RichReporter
-from autonumber.rules.verify import verify
-from autonumber.setup.apply import PHASES, apply
-from autonumber.setup.generate import load_spec
-from autonumber.setup.report import run_report
-from autonumber.specapply.trigger import check_guard_supported, install_guard_trigger
-
-from .common import DbOption
+from .common import DEFAULT_URL, DbOption, console
 
 app = typer.Typer(help="Bootstrap and cut over a database; verify its invariants.", no_args_is_help=True)
-console = Console(highlight=False)
 
 SpecOption = Annotated[
     Path | None,
@@ -31,18 +20,22 @@ SpecOption = Annotated[
 
 def print_plan() -> None:
     """The phases, in order (read-only)."""
+    from rich.table import Table
+
+    from autonumber.setup.apply import PHASES
+
     table = Table(title="setup apply phases (in order, each idempotent)")
     table.add_column("#")
     table.add_column("phase")
     table.add_column("what it does")
     for i, phase in enumerate(PHASES, 1):
         table.add_row(str(i), phase.name, phase.summary)
-    console.print(table)
+    console().print(table)
 
 
 @app.command("apply")
 def apply_cmd(
-    db: DbOption = "sqlite:///autonumber.db",
+    db: DbOption = DEFAULT_URL,
     spec: SpecOption = None,
     env: Annotated[str, typer.Option("--env", help="Environment name, recorded with the run.")] = "local",
     list_phases: Annotated[bool, typer.Option("--list", help="Only list the phases.")] = False,
@@ -63,22 +56,16 @@ def apply_cmd(
     if list_phases:
         print_plan()
         return
-    data = load_spec(spec)
-    engine = create_engine(db)
-    check_reachable(engine)
-    if with_guard_trigger:
-        check_guard_supported(engine)
+    from autonumber.commands import setup
+    from autonumber.db import mask
+    from autonumber.progress import NullReporter, RichReporter
+
     reporter = NullReporter() if quiet else RichReporter(verbose=verbose)
-    try:
-        results = apply(engine, data, reporter=reporter, reseed=reseed)
-        if with_guard_trigger:
-            console.print(install_guard_trigger(engine))
-    finally:
-        engine.dispose()
-    total = sum(r.seconds for r in results)
-    changes = sum(len(r.changes) for r in results)
-    console.print(f"setup apply: {data.meta.id} on {mask(db)} (env {env}): {len(results)} phase(s), "
-                  f"{changes} change(s), {total:.2f} s; verify passed")
+    done = setup.apply_setup(db, reporter, spec=spec, reseed=reseed, with_guard_trigger=with_guard_trigger)
+    if done.guard_trigger is not None:
+        console().print(done.guard_trigger)
+    console().print(f"setup apply: {done.spec_id} on {mask(db)} (env {env}): {len(done.results)} phase(s), "
+                  f"{done.changes} change(s), {done.seconds:.2f} s; verify passed")
 
 
 @app.command("plan")
@@ -91,17 +78,14 @@ def plan_cmd() -> None:
 
 
 @app.command("verify")
-def verify_cmd(db: DbOption = "sqlite:///autonumber.db") -> None:
+def verify_cmd(db: DbOption = DEFAULT_URL) -> None:
     """Check V1–V7 (§5.3.3); exit 1 with one line per violation, each starting with its code.
 
     Example: autonumber setup verify --db postgresql+psycopg://postgres@127.0.0.1/autonumber
     """
-    engine = create_engine(db)
-    check_reachable(engine)
-    try:
-        violations = verify(engine)
-    finally:
-        engine.dispose()
+    from autonumber.commands import setup
+
+    violations = setup.verify_setup(db)
     if violations:
         for line in violations:
             typer.echo(str(line))
@@ -128,10 +112,12 @@ def report_cmd(
 
     Example: autonumber setup report --db sqlite:///scratch.db --markdown
     """
-    report = run_report(db, rows=rows)
+    from autonumber.commands import setup
+
+    report = setup.scratch_report(db, rows)
     if markdown:
         typer.echo(report.markdown())
     else:
-        report.print(console)
+        report.print(console())
     if not report.passed:
         raise typer.Exit(1)

@@ -7,8 +7,7 @@ from typing import Annotated
 
 import typer
 
-from autonumber.setup.dataspec import SPEC_PATH
-from autonumber.setup.generate import MODULE_PATH, drift, generate, repo_file
+from autonumber.setup.paths import MODULE_PATH, SPEC_PATH
 
 from .common import DEFAULT_URL, DbOption
 
@@ -31,6 +30,8 @@ def generate_cmd(spec: SpecOption = None, out: OutOption = None) -> None:
 
     Example: autonumber spec generate
     """
+    from autonumber.setup.generate import generate, repo_file
+
     spec_path, out_path = spec or repo_file(SPEC_PATH), out or repo_file(MODULE_PATH)
     changed = generate(spec_path, out_path)
     typer.echo(f"{'wrote' if changed else 'unchanged:'} {out_path} (from {spec_path})")
@@ -42,6 +43,8 @@ def check_cmd(spec: SpecOption = None, out: OutOption = None) -> None:
 
     Example: autonumber spec check
     """
+    from autonumber.setup.generate import drift, repo_file
+
     spec_path, out_path = spec or repo_file(SPEC_PATH), out or repo_file(MODULE_PATH)
     diff = drift(spec_path, out_path)
     if diff:
@@ -76,19 +79,11 @@ def apply_cmd(
 
     Example: autonumber spec apply data-specs/2026-04-19-autonumber-v2-rollback.md --env staging
     """
-    from autonumber.db import check_reachable, create_engine, mask
+    from autonumber.commands import spec
+    from autonumber.db import mask
     from autonumber.progress import RichReporter
-    from autonumber.specapply import apply_spec
 
-    engine = create_engine(db)
-    check_reachable(engine)
-    staging = create_engine(staging_db) if staging_db else None
-    try:
-        result = apply_spec(engine, path, env, staging_log=staging, reporter=RichReporter(verbose=verbose))
-    finally:
-        engine.dispose()
-        if staging is not None:
-            staging.dispose()
+    result = spec.apply(db, path, env, RichReporter(verbose=verbose), staging_url=staging_db)
     for line in result.changes:
         typer.echo(f"  {line}")
     typer.echo(f"{result.message} ({mask(db)}, {len(result.changes)} change(s))"

@@ -15,9 +15,9 @@ from typing import Any
 
 from sqlalchemy.pool import ConnectionPoolEntry, QueuePool
 
+from autonumber.defaults import MAX_CONNECTIONS_ENV as ENV
 from autonumber.errors import ConfigError, ConnectionBudgetExhausted
 
-ENV = "AUTONUMBER_MAX_CONNECTIONS"
 DEFAULT_MAX_CONNECTIONS = 10
 MIN_CONNECTIONS = 3
 """One connection for each pool: records, reservations and fresh reads."""

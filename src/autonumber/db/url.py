@@ -9,9 +9,10 @@ import sqlalchemy as sa
 from sqlalchemy.engine import URL, Engine, make_url
 from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 
+from autonumber.defaults import DEFAULT_URL
 from autonumber.errors import ConfigError
 
-DEFAULT_URL = "sqlite:///autonumber.db"
+__all__ = ["DEFAULT_URL", "check_reachable", "create_engine", "mask", "normalise", "parse_url"]
 SUPPORTED = ("sqlite", "mysql", "mariadb", "postgresql")
 _USERINFO_PASSWORD = re.compile(r"(://[^:/?#@]*:)[^/?#]*@")
 """The password part of `scheme://user:password@host`, for text that does not parse as a URL."""

@@ -26,8 +26,8 @@ from autonumber.identifiers import check_api_name
 from autonumber.rules.store import RuleSpec, check_enums
 
 from .pack import FieldSpec, ObjectSpec, RecordTypeSpec
+from .paths import SPEC_PATH
 
-SPEC_PATH = "data-specs/2026-04-18-autonumber-v2-seed.md"
 API_VERSION = "data-spec/v1"
 SECTIONS = ("Objects", "Autonumber Fields", "RecordType Codes")
 RECORD_TYPE_OBJECT = "RecordType"

@@ -31,14 +31,15 @@ from sqlalchemy.engine import Engine
 from autonumber.db import dialect_for
 from autonumber.db.schema import ensure_table
 from autonumber.db.tables import web_session_table
+from autonumber.defaults import ADMIN_TOKEN_ENV, API_TOKEN_ENV, SECRET_ENV
 from autonumber.errors import AutonumberError
 
 COOKIE = "autonumber_session"
 CSRF_COOKIE = "autonumber_csrf"
 CSRF_FIELD = "csrf_token"
-ENV = "AUTONUMBER_ADMIN_TOKEN"
-API_ENV = "AUTONUMBER_API_TOKEN"
-SECRET_ENV = "AUTONUMBER_SECRET_KEY"
+ENV = ADMIN_TOKEN_ENV
+API_ENV = API_TOKEN_ENV
+
 ORIGINS_ENV = "AUTONUMBER_ALLOWED_ORIGINS"
 SESSION_LIFETIME = timedelta(hours=8)
 LOGIN_ATTEMPTS = 5

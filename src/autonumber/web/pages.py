@@ -10,8 +10,8 @@ from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from starlette.concurrency import run_in_threadpool
 
+from autonumber.commands import objects
 from autonumber.errors import AutonumberError, RecordError
-from autonumber.objects.custom import create_object
 from autonumber.records import MAX_OFFSET
 from autonumber.setup.standard import CORE_OBJECTS
 
@@ -216,7 +216,7 @@ async def save_object(request: Request, c: ConsoleDep) -> Response:
     specs = [line.strip() for line in str(form.get("fields", "")).splitlines() if line.strip()]
     try:
         c.admin.require(request)
-        await run_in_threadpool(create_object, c.platform, name, specs)
+        await run_in_threadpool(objects.create, c.platform, name, specs)
     except AutonumberError as exc:
         return redirect("/rules#new-object", f"error: {exc}")
     return redirect(f"/o/{quote(name)}", f"object {name} created")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, tzinfo
 
 from autonumber.catalog import CatalogSnapshot
+from autonumber.commands.fields import field_row
 from autonumber.format import FormatReport, check_format
 from autonumber.format.zones import local_time, zone_of
 from autonumber.rules import carried_overrides
@@ -16,8 +17,8 @@ def preview(snapshot: CatalogSnapshot, req: PreviewIn) -> PreviewOut:
     """Check `req.format` (metadata rules too when an object is named) and render one sample value."""
     obj, target, scope, token_refs, zone = req.object, None, req.scope, None, req.time_zone
     if req.field:
-        fid = snapshot.field_id(req.field if "." in req.field or not obj else f"{obj}.{req.field}")
-        row = next(r for rows in snapshot.fields.values() for r in rows if r.id == fid)
+        name = req.field if "." in req.field or not obj else f"{obj}.{req.field}"
+        row = field_row(snapshot, name, autonumber=False)
         obj, target, token_refs = row.info.object, row.info.name, row.token_refs
         scope = scope or row.scope
         zone = zone or row.time_zone

@@ -38,13 +38,13 @@ def serve_in_thread(app: FastAPI, host: str = "127.0.0.1", timeout: float = 15.0
 
 def app_from_env() -> FastAPI:
     """The app a `serve` worker runs, configured from the environment `serve` prepared."""
-    from autonumber.cli.serve_cmd import DATABASE_ENV
+    from autonumber.defaults import DATABASE_ENV, DEFAULT_URL
     from autonumber.platform import connect
 
     from . import create_app
     from .auth import API_ENV, ENV
 
-    url = os.environ.get(DATABASE_ENV, "sqlite:///autonumber.db")
+    url = os.environ.get(DATABASE_ENV, DEFAULT_URL)
     return create_app(
         connect(url), admin_token=os.environ.get(ENV) or None, api_token=os.environ.get(API_ENV) or None
     )

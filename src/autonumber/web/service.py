@@ -7,16 +7,16 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from autonumber.audit import audit_gaps
-from autonumber.catalog import CatalogSnapshot
-from autonumber.errors import RecordError, UnknownField
+from autonumber.catalog import CatalogSnapshot, FieldRow
+from autonumber.commands.audit import gaps_on
+from autonumber.commands.fields import change_field, field_row
+from autonumber.errors import RecordError
 from autonumber.format import parse_format
 from autonumber.platform import Platform
 
 from .auth import AdminAuth
 from .models import CounterOut, FieldOut, GapOut, GapsOut, PreviewIn, PreviewOut
 from .preview import preview
-from .rule_edit import change_format
 from .state import counter_states, record_types, rows_by_id
 
 PICKER_LIMIT = 200
@@ -175,7 +175,10 @@ class Console:
     def fields(self) -> list[FieldOut]:
         """Every autonumber field with its rule, counters and status."""
         snap = self.snapshot
-        rows = [r for obj in sorted(snap.fields) for r in snap.fields[obj] if r.format is not None]
+        return self._described(snap, [r for obj in sorted(snap.fields) for r in snap.fields[obj]
+                                      if r.format is not None])
+
+    def _described(self, snap: CatalogSnapshot, rows: list[FieldRow]) -> list[FieldOut]:
         states = counter_states(self.platform.db, [r.id for r in rows])
         out = []
         for row in rows:
@@ -194,11 +197,9 @@ class Console:
 
     def field(self, field_id: str) -> FieldOut:
         """One autonumber field (by id or Object.Field)."""
-        fid = self.snapshot.field_id(field_id)
-        for f in self.fields():
-            if f.field_id == fid:
-                return f
-        raise UnknownField(field_id, "field has no autonumber rule")
+        snap = self.snapshot
+        [out] = self._described(snap, [field_row(snap, field_id)])
+        return out
 
     def preview(self, req: PreviewIn) -> PreviewOut:
         """Render a sample value; never reads or consumes a counter."""
@@ -208,15 +209,15 @@ class Console:
                       start: int | None = None, *, numbering: str | None = None,
                       time_zone: str | None = None) -> FieldOut:
         """Change a rule through `autonumber.rules` (what is not given stays); refusals raise."""
-        done = change_format(self.platform, field_id, new_format, scope=scope, start=start,
-                             numbering=numbering, time_zone=time_zone)
+        done = change_field(self.platform, field_id, new_format, scope=scope, start=start,
+                            numbering=numbering, time_zone=time_zone)
         return self.field(done.field_id)
 
     def gaps(
         self, field_id: str, scope_key: str | None = None, lo: int | None = None, hi: int | None = None
     ) -> GapsOut:
         """The gap audit of one field."""
-        report = audit_gaps(self.platform, field_id, scope_key=scope_key, lo=lo, hi=hi)
+        report = gaps_on(self.platform, field_id, scope_key=scope_key, lo=lo, hi=hi)
         return GapsOut(
             field_id=report.field_id, field=report.field, numbering=report.numbering,
             checked=report.checked, missing=report.missing,

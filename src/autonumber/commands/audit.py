@@ -1,0 +1,35 @@
+"""The gap audit of a field and pruning the reservation journal."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+from autonumber.audit import GapReport, audit_gaps
+from autonumber.db import dialect_for
+from autonumber.engine.journal import prune
+from autonumber.platform import Platform
+
+from .session import opened, platform
+
+
+def gaps_on(
+    p: Platform, field: str, *, scope_key: str | None = None, lo: int | None = None, hi: int | None = None
+) -> GapReport:
+    """Every value `field`'s counters moved past that no stored record carries, with the reason."""
+    return audit_gaps(p, field, scope_key=scope_key, lo=lo, hi=hi)
+
+
+def gaps(
+    url: str, field: str, *, scope_key: str | None = None, lo: int | None = None, hi: int | None = None
+) -> GapReport:
+    """`gaps_on` for the database at `url`."""
+    with platform(url) as p:
+        return gaps_on(p, field, scope_key=scope_key, lo=lo, hi=hi)
+
+
+def prune_journal(url: str, age: timedelta) -> int:
+    """Delete journal lines older than `age` by the database's clock; how many were deleted."""
+    with opened(url) as engine, engine.connect() as conn:
+        dialect = dialect_for(engine)
+        with dialect.begin_write(conn):
+            return prune(conn, dialect.utc_now(conn) - age)

@@ -1,0 +1,85 @@
+"""Adding an autonumber field and changing its rule: the CLI's `field add|set`, the console, the API.
+
+Every change goes through `autonumber.rules` (plan → write → verify in one transaction); these
+functions only open the database, find the field and refresh a running platform's catalog.
+"""
+
+from __future__ import annotations
+
+from autonumber.catalog import CatalogSnapshot, FieldRow
+from autonumber.errors import UnknownField
+from autonumber.platform import Platform
+from autonumber.rules import FieldChange, RuleRequest, RuleSpec, commit_requests, set_rule
+
+from .session import opened
+
+
+def create_field(url: str, rule: RuleSpec) -> FieldChange:
+    """Create the column if missing, store the validated rule and seed its counter."""
+    with opened(url) as engine:
+        [done] = commit_requests(engine, [RuleRequest("add", rule)])
+    return done
+
+
+def set_field(
+    url: str,
+    object_name: str,
+    field_name: str,
+    fmt: str | None,
+    *,
+    scope: str | None = None,
+    start: int | None = None,
+    numbering: str | None = None,
+    time_zone: str | None = None,
+) -> tuple[RuleSpec, FieldChange]:
+    """Change a field's rule (what is not given stays as stored); the new rule and what changed."""
+    with opened(url) as engine:
+        return set_rule(
+            engine,
+            object_name,
+            field_name,
+            fmt,
+            scope=scope,
+            start=start,
+            numbering=numbering,
+            time_zone=time_zone,
+        )
+
+
+def field_row(snapshot: CatalogSnapshot, field: str, *, autonumber: bool = True) -> FieldRow:
+    """The `_System_Field` row of a field (by id or `Object.Field`), or UnknownField.
+
+    `autonumber`: only a field with a rule will do ("field has no autonumber rule" otherwise).
+    """
+    fid = snapshot.field_id(field)
+    for rows in snapshot.fields.values():
+        for row in rows:
+            if row.id == fid and (row.format is not None or not autonumber):
+                return row
+    raise UnknownField(field, "field has no autonumber rule")
+
+
+def change_field(
+    platform: Platform,
+    field: str,
+    fmt: str | None = None,
+    *,
+    scope: str | None = None,
+    start: int | None = None,
+    numbering: str | None = None,
+    time_zone: str | None = None,
+) -> FieldChange:
+    """Change a rule on a running platform (what is not given stays), then refresh its catalog."""
+    row = field_row(platform.catalog.current(), field)
+    _, done = set_rule(
+        platform.db,
+        row.info.object,
+        row.info.name,
+        fmt,
+        scope=scope,
+        start=start,
+        numbering=numbering,
+        time_zone=time_zone,
+    )
+    platform.catalog.refresh()
+    return done

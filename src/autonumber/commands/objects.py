@@ -1,0 +1,28 @@
+"""Custom objects and adopted application tables, on a database named by URL or a running platform."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from autonumber.objects import add_object, adopt_table
+from autonumber.objects.custom import create_object as _create_on_platform
+from autonumber.platform import Platform
+
+from .session import writing
+
+
+def add(url: str, object_name: str, fields: Sequence[str]) -> list[str]:
+    """Create a custom object (table and metadata) in one transaction; [] when it already exists."""
+    with writing(url) as conn:
+        return add_object(conn, object_name, fields)
+
+
+def adopt(url: str, object_name: str, table: str) -> list[str]:
+    """Register an existing table as an object; [] when it is already adopted."""
+    with writing(url) as conn:
+        return adopt_table(conn, object_name, table)
+
+
+def create(platform: Platform, object_name: str, fields: Sequence[str]) -> list[str]:
+    """Create a custom object on a running platform and refresh its catalog (the console's form)."""
+    return _create_on_platform(platform, object_name, fields)

@@ -1,0 +1,40 @@
+"""How a command opens a database and closes it again: the one place that builds engines for users."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+
+from sqlalchemy.engine import Connection, Engine
+
+from autonumber.db import check_reachable, create_engine, dialect_for
+from autonumber.platform import Platform, connect
+
+
+@contextmanager
+def opened(url: str, *, check: bool = True) -> Iterator[Engine]:
+    """An engine on `url`, disposed on exit; `check`: reachable first, or a one-line ConfigError."""
+    engine = create_engine(url)
+    try:
+        if check:
+            check_reachable(engine)
+        yield engine
+    finally:
+        engine.dispose()
+
+
+@contextmanager
+def writing(url: str) -> Iterator[Connection]:
+    """One write transaction on `url`: committed when the block ends, rolled back on an exception."""
+    with opened(url) as engine, engine.connect() as conn, dialect_for(engine).begin_write(conn):
+        yield conn
+
+
+@contextmanager
+def platform(url: str, *, max_connections: int | None = None) -> Iterator[Platform]:
+    """A Platform on `url` (engine, records, catalog), closed on exit."""
+    p = connect(url, max_connections=max_connections)
+    try:
+        yield p
+    finally:
+        p.close()

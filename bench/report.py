@@ -190,7 +190,7 @@ def plot(doc: Mapping[str, Any], directory: Path) -> list[Path]:
             ax.set_ylabel(ylabel)
             ax.grid(True, which="both", alpha=0.3)
             ax.legend(fontsize=7)
-        fig.suptitle(f"autonumber bench {doc['timestamp']}{' (quick)' if doc['quick'] else ''}")
+        fig.suptitle(f"python -m bench {doc['timestamp']}{' (quick)' if doc['quick'] else ''}")
         fig.tight_layout()
         path = directory / filename
         fig.savefig(path, dpi=90)

@@ -28,7 +28,7 @@ from .contestants import (
 from .database import backend_of, describe_server, recreate
 from .harness import Log, run_cell
 
-CALLERS = (1, 8, 32, 100)
+CALLERS = job.CALLERS
 BATCH = 1000
 
 

@@ -6,7 +6,7 @@ DB ?= sqlite:///autonumber.db
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test install install-dev bench bench-quick bench-job soak clean chromium wrk
+.PHONY: run test install install-dev bench bench-quick bench-job bench-cli soak clean chromium wrk
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -44,16 +44,20 @@ wrk:
 	@command -v wrk >/dev/null 2>&1 || \
 	  (apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq wrk >/dev/null)
 
-## make bench: the full benchmark (≈20 min); bench-quick < 5 min; bench-job only the record/HTTP rows;
-## soak restarts the local servers.
+## make bench: the full benchmark (≈20 min, `python -m bench` from this directory; the harness is the
+## bench/ package, never installed); bench-quick < 5 min; bench-job only the record/HTTP rows;
+## bench-cli only the CLI start-up row; soak restarts the local servers.
 bench: $(DEVSTAMP) wrk
-	$(BIN)/autonumber bench
+	$(BIN)/python -m bench
 
 bench-job: $(DEVSTAMP) wrk
-	$(BIN)/autonumber bench --only job
+	$(BIN)/python -m bench --only job
 
 bench-quick: $(DEVSTAMP) wrk
-	$(BIN)/autonumber bench --quick
+	$(BIN)/python -m bench --quick
+
+bench-cli: $(DEVSTAMP)
+	$(BIN)/python -m bench --only cli
 
 soak: $(DEVSTAMP)
 	bash bench/soak_restart.sh

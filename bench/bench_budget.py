@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import statistics
+import sys
 import threading
 import time
 from datetime import UTC, datetime
@@ -18,7 +19,11 @@ from pathlib import Path
 from typing import Any
 
 import autonumber
-from autonumber.bench.database import recreate
+
+if not __package__:  # run as a file: import the `bench` package from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench.database import recreate
 
 RESULTS = Path(__file__).resolve().parent / "results"
 THREADS = 100

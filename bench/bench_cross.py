@@ -29,11 +29,15 @@ from pathlib import Path
 from typing import Any
 
 import autonumber
-from autonumber.bench.database import recreate
 from autonumber.db import create_engine, mask, parse_url
 from autonumber.engine import Strategy
 from autonumber.platform import Platform
 from autonumber.rules.store import RuleSpec, store_rule
+
+if not __package__:  # run as a file: import the `bench` package from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench.database import recreate
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CALLERS = 8

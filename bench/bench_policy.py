@@ -21,6 +21,7 @@ import argparse
 import json
 import os
 import statistics
+import sys
 import time
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
@@ -29,14 +30,18 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from autonumber.bench import django_peer
-from autonumber.bench.contestants import HOT_FIELD, Contestant, EngineContestant
-from autonumber.bench.database import backend_of, recreate
-from autonumber.bench.harness import run_cell
 from autonumber.db import create_engine, mask
 from autonumber.db.tables import reservation_journal
 from autonumber.platform import DEFAULT_STRATEGY
 from autonumber.rules.store import RuleSpec, apply_rules
+
+if not __package__:  # run as a file: import the `bench` package from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench import django_peer
+from bench.contestants import HOT_FIELD, Contestant, EngineContestant
+from bench.database import backend_of, recreate
+from bench.harness import run_cell
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CALLERS = (1, 8, 100)

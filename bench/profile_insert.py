@@ -9,6 +9,7 @@ The database is recreated (its name must contain 'bench').
 from __future__ import annotations
 
 import argparse
+import sys
 import threading
 import time
 from pathlib import Path
@@ -16,7 +17,11 @@ from pathlib import Path
 from pyinstrument import Profiler
 
 import autonumber
-from autonumber.bench.database import recreate
+
+if not __package__:  # run as a file: import the `bench` package from the repository root
+    sys.path[0] = str(Path(__file__).resolve().parents[1])
+
+from bench.database import recreate
 
 
 def main() -> None:

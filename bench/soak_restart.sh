@@ -43,7 +43,7 @@ fi
 
 echo "soak: ${SOAK_SECONDS}s, ${SOAK_CALLERS} callers per backend; PostgreSQL restarts at +${FIRST_RESTART_AFTER}s," \
      "MariaDB at +$((FIRST_RESTART_AFTER + BETWEEN_RESTARTS))s"
-"$PY" -m autonumber.bench.soak --seconds "$SOAK_SECONDS" --callers "$SOAK_CALLERS" \
+"$PY" -m bench.soak --seconds "$SOAK_SECONDS" --callers "$SOAK_CALLERS" \
   --url "$PG_URL" --url "$MYSQL_URL" --docs docs/performance.md &
 driver=$!
 trap 'kill "$driver" 2>/dev/null || true' INT TERM

@@ -18,7 +18,7 @@ from .events import EventBus
 from .records import Records
 
 DEFAULT_STRATEGY: Strategy = "combining"
-"""Chosen by `autonumber bench` (docs/performance.md): one atomic reservation serves every caller
+"""Chosen by the benchmark, `make bench` (docs/performance.md): one atomic reservation serves every caller
 waiting on the same counter, so throughput does not pay one durable commit per number."""
 
 

@@ -26,7 +26,7 @@ pymysql.install_as_MySQLdb()
 if not settings.configured:  # the same settings as the bench's django-sequences peer (one process)
     settings.configure(
         DATABASES={"default": {}},
-        DATABASE_ROUTERS=["autonumber.bench.django_peer.Router"],
+        DATABASE_ROUTERS=["bench.django_peer.Router"],
         INSTALLED_APPS=["sequences"] if importlib.util.find_spec("sequences") else [],
         USE_TZ=True,
         DEFAULT_AUTO_FIELD="django.db.models.BigAutoField",

@@ -1,17 +1,17 @@
-"""The bench harness: it must catch duplicates and failures, and `autonumber bench` must run end to end."""
+"""The bench harness: it must catch duplicates and failures, and `python -m bench` must run end to end."""
 
 from __future__ import annotations
 
+import importlib.util
 import itertools
 import json
 import threading
 from pathlib import Path
 
 import pytest
-from typer.testing import CliRunner
 
-from autonumber.bench.harness import percentile, run_cell
-from autonumber.cli.app import app
+from bench.cli import config_of, main, parser
+from bench.harness import percentile, run_cell
 
 
 def test_percentile_is_nearest_rank() -> None:
@@ -53,19 +53,18 @@ def test_a_cell_of_unique_values_is_unique() -> None:
 
 @pytest.mark.slow
 @pytest.mark.timeout(300)
-def test_bench_command_writes_json_plots_and_docs(tmp_path: Path) -> None:
+def test_bench_command_writes_json_plots_and_docs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "performance.md").write_text("# Performance\n\nhand-written text\n", encoding="utf-8")
     args = [
-        "bench", "--quick", "--backend", "sqlite", "--callers", "1", "--callers", "4",
+        "--quick", "--backend", "sqlite", "--callers", "1", "--callers", "4",
         "--seconds", "0.2", "--no-extras",
         "--sqlite-url", f"sqlite:///{tmp_path / 'bench.db'}",
         "--results", str(tmp_path / "results"), "--docs", str(docs),
     ]  # fmt: skip
-    result = CliRunner().invoke(app, args)
-    assert result.exit_code == 0, result.output
-    assert "engine:combining" in result.output
+    assert main(args) == 0
+    assert "engine:combining" in capsys.readouterr().out
     (path,) = (tmp_path / "results").glob("*.json")
     doc = json.loads(path.read_text(encoding="utf-8"))
     cells = doc["backends"]["sqlite"]["cells"]
@@ -73,9 +72,9 @@ def test_bench_command_writes_json_plots_and_docs(tmp_path: Path) -> None:
     assert all(row["unique"] for rows in cells.values() for row in rows)
     text = (docs / "performance.md").read_text(encoding="utf-8")
     assert "hand-written text" in text and "<!-- bench:end -->" in text
-    again = CliRunner().invoke(app, args)
-    assert again.exit_code == 0, again.output
-    assert (docs / "performance.md").read_text(encoding="utf-8").count("<!-- bench:begin") == 1
+    assert main(args) == 0
+    again = (docs / "performance.md").read_text(encoding="utf-8")
+    assert again.count("<!-- bench:begin") == 1 and again.count("<!-- bench-cli:begin") == 1
     job = doc["job"]["sqlite"]
     assert {"records.insert", "peer:native-insert"} <= set(job["cells"])
     assert all(row["unique"] and not row["errors"] for rows in job["cells"].values() for row in rows)
@@ -84,6 +83,27 @@ def test_bench_command_writes_json_plots_and_docs(tmp_path: Path) -> None:
         ("1×1", 0.0), ("1×4", 0.0), ("1×4", 2.0), ("1×4", 10.0)
     }
     assert "<!-- bench-job:end -->" in text and "records.insert" in text
+    startup = doc["cli"]["rows"]
+    assert [r["command"] for r in startup] == ["autonumber --help", "autonumber format check '{YYYY}-{0000}'"]
+    assert all(r["errors"] == 0 and 0 < r["best_s"] <= r["median_s"] for r in startup)
+    targets = {t["target"] for t in doc["cli_targets"]}
+    assert targets == {f"{r['command']} median start-up, s" for r in startup}
+    assert "<!-- bench-cli:end -->" in text and "autonumber --help" in text
+
+
+def test_only_cli_measures_no_database() -> None:
+    config = config_of(parser().parse_args(["--only", "cli"]))
+    assert config.cli and not config.counter and not config.job and not config.extras
+    assert dict(config.urls) == {}
+    full = config_of(parser().parse_args(["--quick", "--backend", "sqlite"]))
+    assert full.cli and full.counter and full.job and full.extras and list(full.urls) == ["sqlite"]
+
+
+def test_the_installed_package_holds_no_benchmark() -> None:
+    import autonumber
+
+    assert importlib.util.find_spec("autonumber.bench") is None
+    assert not list(Path(autonumber.__file__).parent.rglob("*bench*"))
 
 
 WRK_OUTPUT = """Running 5s test @ http://127.0.0.1:8000/cases
@@ -105,7 +125,7 @@ Transfer/sec:    224.00KB
 
 
 def test_wrk_output_is_parsed_with_units_and_failures() -> None:
-    from autonumber.bench.http import parse_wrk
+    from bench.http_rows import parse_wrk
 
     row = parse_wrk(WRK_OUTPUT)
     assert row["throughput"] == 1117.76 and row["requests"] == 5600

@@ -6,7 +6,6 @@ import typer
 
 from . import (
     audit_cmd,
-    bench_cmd,
     db_cmd,
     demo_cmd,
     field_cmd,
@@ -36,5 +35,4 @@ app.add_typer(spec_cmd.app, name="spec")
 app.add_typer(field_cmd.app, name="field")
 app.add_typer(demo_cmd.app, name="demo")
 app.add_typer(object_cmd.app, name="object")
-app.command("bench")(bench_cmd.bench)
 app.add_typer(audit_cmd.app, name="audit")

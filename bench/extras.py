@@ -1,44 +1,28 @@
 """The other engineers' benchmarks (`bench/bench_render.py`, `bench_cross.py`, `bench_seed.py`).
 
-Each module exposes `run(quick=False, …) -> dict`; it is loaded from the `bench/` directory of the
-source tree (they are scripts, not part of the installed package) and called with the keyword
-arguments its signature accepts among `quick`, `urls` (backend → URL) and `url`.
+Each module exposes `run(quick=False, …) -> dict`; it sits next to this one in the `bench` package
+and is called with the keyword arguments its signature accepts among `quick`, `urls` (backend → URL)
+and `url`.
 """
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 import inspect
-import sys
 import time
 import traceback
 from collections.abc import Mapping
-from pathlib import Path
 from typing import Any
 
 EXTRAS = ("render", "seed", "cross")
 
 
-def bench_dirs() -> list[Path]:
-    """Where the scripts may be: ./bench, then the source checkout this package was installed from."""
-    here = Path(__file__).resolve()
-    candidates = [Path.cwd() / "bench", here.parents[3] / "bench"]
-    return [d for i, d in enumerate(candidates) if d.is_dir() and d not in candidates[:i]]
-
-
 def load(name: str) -> Any | None:
-    """Import `bench_<name>.py` as a module, or None when it does not exist."""
-    for directory in bench_dirs():
-        path = directory / f"bench_{name}.py"
-        if path.is_file():
-            spec = importlib.util.spec_from_file_location(f"autonumber_bench_{name}", path)
-            if spec is None or spec.loader is None:
-                return None
-            module = importlib.util.module_from_spec(spec)
-            sys.modules[spec.name] = module
-            spec.loader.exec_module(module)
-            return module
-    return None
+    """Import `bench_<name>.py` of this package, or None when it does not exist."""
+    if importlib.util.find_spec(f"{__package__}.bench_{name}") is None:
+        return None
+    return importlib.import_module(f"{__package__}.bench_{name}")
 
 
 def run_extra(name: str, quick: bool, urls: Mapping[str, str]) -> dict[str, Any]:

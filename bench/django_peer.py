@@ -10,6 +10,7 @@ from __future__ import annotations
 import importlib
 import queue
 import threading
+import time
 from collections.abc import Callable, Hashable
 from concurrent.futures import Future
 from typing import Any
@@ -20,6 +21,7 @@ from sqlalchemy.engine import URL
 from autonumber.db import create_engine, parse_url
 
 from .contestants import SESSIONS, Contestant
+from .database import stored_numbers
 from .harness import Op
 
 ROW_TABLE = "bench_django_row"
@@ -138,14 +140,16 @@ class _Workers:
 
 
 class DjangoSequences(Contestant):
-    """`sequences.get_next_value` inside `transaction.atomic()` that also inserts a row."""
+    """`sequences.get_next_value` inside `transaction.atomic()` that also inserts a row (and spends
+    the cell's `work` before COMMIT); at most `sessions` connections, or one per caller if None."""
 
     name = "peer:django-sequences"
     family = "peer"
 
-    def __init__(self, url: str, alias: str) -> None:
+    def __init__(self, url: str, alias: str, *, sessions: int | None = SESSIONS) -> None:
         register(alias, url)
         self.alias = alias
+        self.sessions = sessions
         self.db = create_engine(url)
         rows = sa.Table(
             ROW_TABLE,
@@ -156,6 +160,7 @@ class DjangoSequences(Contestant):
         rows.create(self.db, checkfirst=True)
         self.rows = rows
         self.workers: _Workers | None = None
+        self.work = 0.0
 
     def _one(self) -> Hashable:
         db = importlib.import_module("django.db")
@@ -165,10 +170,13 @@ class DjangoSequences(Contestant):
             value = int(get_next_value(SEQUENCE, using=self.alias))
             with db.connections[self.alias].cursor() as cursor:
                 cursor.execute(f"INSERT INTO {ROW_TABLE} (value) VALUES (%s)", [value])
+            if self.work:
+                time.sleep(self.work)
         return value
 
-    def op_for(self, callers: int) -> Op:
-        self.workers = _Workers(min(callers, SESSIONS), self.alias)
+    def op_for(self, callers: int, work: float = 0.0) -> Op:
+        self.work = work
+        self.workers = _Workers(callers if self.sessions is None else min(callers, self.sessions), self.alias)
         workers = self.workers
         return lambda: workers.call(self._one)
 
@@ -179,13 +187,8 @@ class DjangoSequences(Contestant):
         return {}
 
     def verify(self) -> dict[str, Any]:
-        with self.db.connect() as conn:
-            total, distinct = conn.execute(
-                sa.select(sa.func.count(), sa.func.count(sa.distinct(self.rows.c.value)))
-            ).one()
-        return {"stored_rows": int(total), "stored_duplicates": int(total) - int(distinct)}
+        return stored_numbers(self.db, self.rows.c.value)
 
     def close(self) -> None:
-        if self.workers is not None:
-            self.workers.close()
+        self.end_cell()
         self.db.dispose()

@@ -16,14 +16,20 @@ import autonumber
 from autonumber.engine import STRATEGIES, Strategy
 from autonumber.platform import DEFAULT_STRATEGY
 
-from . import django_peer, extras, http, job
-from .contestants import HOT_FIELD, Contestant, EngineContestant, NativeSequence, supports_sequences
+from . import django_peer, extras, http_rows, job, startup
+from .contestants import (
+    HOT_FIELD,
+    Contestant,
+    EngineContestant,
+    NativeSequence,
+    measure,
+    supports_sequences,
+)
 from .database import backend_of, describe_server, recreate
-from .harness import run_cell
+from .harness import Log, run_cell
 
-CALLERS = (1, 8, 32, 100)
+CALLERS = job.CALLERS
 BATCH = 1000
-Log = Callable[[str], None]
 
 
 @dataclass(frozen=True)
@@ -40,7 +46,9 @@ class BenchConfig:
     """The hot-counter rows (engine strategies against the counter peers)."""
     job: bool = True
     """The job rows: records.insert against the native-insert and django-sequences peers, and HTTP."""
-    http_workers: int = http.WORKERS
+    http_workers: int = http_rows.WORKERS
+    cli: bool = True
+    """The CLI start-up row: short `autonumber` commands timed as fresh processes."""
 
     @property
     def cell_seconds(self) -> float:
@@ -141,12 +149,7 @@ def run_backend(url: str, config: BenchConfig, log: Log) -> dict[str, Any]:
         with _opened(make) as contestant:
             rows = []
             for callers in config.callers:
-                contestant.begin_cell()
-                op = contestant.op_for(callers)
-                cell = run_cell(
-                    op, callers, config.cell_seconds, config.warmup_seconds, contestant.thread_done
-                )
-                cell.extra.update(contestant.end_cell())
+                cell = measure(contestant, callers, config.cell_seconds, config.warmup_seconds)
                 row = cell.as_dict()
                 rows.append(row)
                 log(
@@ -210,9 +213,11 @@ def run(config: BenchConfig, log: Log = print) -> dict[str, Any]:
                 log=log,
             )
             doc["job"][backend]["server"] = describe_server(url)
-            doc.setdefault("http", {})[backend] = http.run_http(
+            doc.setdefault("http", {})[backend] = http_rows.run_http(
                 url, backend, workers=config.http_workers, seconds=max(2.0, 2 * config.cell_seconds), log=log
             )
+    if config.cli:
+        doc["cli"] = startup.run_startup(log=log)
     if config.extras:
         for name in extras.EXTRAS:
             log(f"extra: bench_{name}")

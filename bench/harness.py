@@ -19,6 +19,8 @@ STUCK_AFTER = 60.0
 
 Op = Callable[[], Hashable]
 """One call by one caller; returns the value it was handed (or a tuple of values)."""
+Log = Callable[[str], None]
+"""Where progress lines go (print by default)."""
 
 
 @dataclass

@@ -15,25 +15,25 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import sqlalchemy as sa
+from autonumber.catalog import Catalog
 
-from autonumber.db import create_engine
-
+from .database import engine_for, stored_numbers
+from .harness import Log
 from .http_apps import ENV
-from .job import JOB_OBJECT, native_table
+from .job import JOB_OBJECT, create_native_table, native_table
 
 CONNECTIONS = (10, 100)
 WORKERS = 2
 GENERATOR_MARGIN = 3.0
 APPS = {
-    "autonumber serve": ("autonumber.bench.http_apps:autonumber_app", f"/api/records/{JOB_OBJECT}"),
-    "peer:fastapi-native-insert": ("autonumber.bench.http_apps:native_app", "/cases"),
+    "autonumber serve": ("bench.http_apps:autonumber_app", f"/api/records/{JOB_OBJECT}"),
+    "peer:fastapi-native-insert": ("bench.http_apps:native_app", "/cases"),
 }
-Log = Callable[[str], None]
+ROOT = Path(__file__).resolve().parents[1]
+"""The repository root, which holds the `bench` package the server workers import."""
 
 
 def wrk_missing() -> str | None:
@@ -65,7 +65,8 @@ class Server:
 
     def __init__(self, factory: str, url: str, workers: int) -> None:
         self.port = _free_port()
-        env = {**os.environ, ENV: url}
+        path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
+        env = {**os.environ, ENV: url, "PYTHONPATH": path}  # the workers import the `bench` package
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "uvicorn", "--factory", factory, "--host", "127.0.0.1",
              "--port", str(self.port), "--workers", str(workers), "--log-level", "warning",
@@ -135,23 +136,12 @@ def drive(url: str, connections: int, seconds: float, *, post: bool) -> dict[str
 
 
 def _stored(url: str, name: str) -> dict[str, int]:
-    db = create_engine(url)
-    try:
-        with db.connect() as conn:
-            if name == "autonumber serve":
-                from autonumber.catalog import Catalog
-
-                table = Catalog(db).current().table(JOB_OBJECT)
-                column = table.c.CaseNumber
-            else:
-                table = native_table()
-                column = table.c.number
-            total, distinct = conn.execute(
-                sa.select(sa.func.count(), sa.func.count(sa.distinct(column))).select_from(table)
-            ).one()
-    finally:
-        db.dispose()
-    return {"stored_rows": int(total), "stored_duplicates": int(total) - int(distinct)}
+    with engine_for(url) as db:
+        if name == "autonumber serve":
+            column = Catalog(db).current().table(JOB_OBJECT).c.CaseNumber
+        else:
+            column = native_table().c.number
+        return stored_numbers(db, column)
 
 
 def run_http(
@@ -167,11 +157,7 @@ def run_http(
     reason = wrk_missing()
     if reason is not None:
         return {"skipped": reason}
-    setup = create_engine(url)
-    try:
-        native_table().create(setup, checkfirst=True)
-    finally:
-        setup.dispose()
+    create_native_table(url)
     out: dict[str, Any] = {"workers": workers, "generator": "wrk", "cells": {}, "stored": {}}
     for name, (factory, path) in APPS.items():
         server = Server(factory, url, workers)

@@ -1,9 +1,10 @@
-"""What competes on the hot counter: the engine's strategies and the peers, each as one operation.
+"""What competes: one contestant is one way to get a number (or a record with its number).
 
-A contestant opens its pools once, hands the harness one callable per cell (`op_for(callers)`)
-and reports extra per-cell facts in `end_cell()`. Every contestant uses at most SESSIONS
-database sessions, the project's default pool capacity (8 + 16 overflow), so 100 callers queue
-for connections the same way in every row of the table.
+A contestant opens its pools once, hands the harness one callable per cell
+(`op_for(callers, work)`) and reports extra per-cell facts in `end_cell()`; `measure` runs one
+cell. On the hot counter (this module) every contestant uses at most SESSIONS database sessions,
+the project's default pool capacity (8 + 16 overflow), so 100 callers queue for connections the
+same way in every row of the table; the job's contestants are in job.py.
 """
 
 from __future__ import annotations
@@ -18,7 +19,8 @@ import autonumber
 from autonumber.db import create_engine
 from autonumber.engine import Strategy
 
-from .harness import Op
+from .database import engine_for, stored_numbers
+from .harness import CellResult, Op, run_cell
 from .probe import AttemptProbe
 
 SESSIONS = 24
@@ -33,22 +35,23 @@ class Contestant:
     name = "?"
     family = "?"
 
-    def op_for(self, callers: int) -> Op:
-        """The callable the `callers` threads run in this cell."""
+    def op_for(self, callers: int, work: float = 0.0) -> Op:
+        """The callable the `callers` threads run in this cell; `work` seconds are spent inside the
+        caller's transaction by the contestants that take the number in it (the job's work rows)."""
         raise NotImplementedError
 
     def begin_cell(self) -> None:
         """Called just before a cell starts."""
 
     def end_cell(self) -> dict[str, Any]:
-        """Extra facts about the cell that just ran (attempts, group sizes …)."""
+        """Release what the cell opened; extra facts about it (attempts, group sizes …)."""
         return {}
 
     def thread_done(self) -> None:
         """Called by each caller thread when it stops."""
 
     def verify(self) -> dict[str, Any]:
-        """A check against the database after all cells (e.g. no duplicate stored numbers)."""
+        """A check against the database after all cells: rows stored, duplicate numbers among them."""
         return {}
 
     def close(self) -> None:
@@ -68,9 +71,8 @@ class EngineContestant(Contestant):
         self.platform = autonumber.connect(url, strategy=strategy)
         self.url = url
         self._probe: AttemptProbe | None = None
-        self._group = 0
 
-    def op_for(self, callers: int) -> Op:
+    def op_for(self, callers: int, work: float = 0.0) -> Op:
         p = self.platform
         if self.records:
 
@@ -100,11 +102,7 @@ class EngineContestant(Contestant):
         if not self.records:
             return {}
         table = self.platform.catalog.current().table(HOT_OBJECT)
-        with self.platform.db.connect() as conn:
-            total, distinct = conn.execute(
-                sa.select(sa.func.count(), sa.func.count(sa.distinct(table.c.CaseNumber)))
-            ).one()
-        return {"stored_rows": int(total), "stored_duplicates": int(total) - int(distinct)}
+        return stored_numbers(self.platform.db, table.c.CaseNumber)
 
     def close(self) -> None:
         self.platform.close()
@@ -123,7 +121,7 @@ class NativeSequence(Contestant):
             self.seq.create(conn, checkfirst=True)
         self._next = sa.select(self.seq.next_value())
 
-    def op_for(self, callers: int) -> Op:
+    def op_for(self, callers: int, work: float = 0.0) -> Op:
         def nextval() -> Hashable:
             with self.db.connect() as conn:
                 return int(conn.execute(self._next).scalar_one())
@@ -136,9 +134,19 @@ class NativeSequence(Contestant):
 
 def supports_sequences(url: str) -> bool:
     """Whether the backend has SEQUENCE objects (PostgreSQL, MariaDB ≥ 10.3; not SQLite/MySQL)."""
-    engine = create_engine(url)
+    with engine_for(url) as engine, engine.connect():
+        return bool(engine.dialect.supports_sequences)
+
+
+def measure(
+    contestant: Contestant, callers: int, seconds: float, warmup: float, work: float = 0.0
+) -> CellResult:
+    """One cell: `contestant` from `callers` threads, its per-cell facts added to the result."""
+    contestant.begin_cell()
+    op = contestant.op_for(callers, work)
     try:
-        with engine.connect():
-            return bool(engine.dialect.supports_sequences)
+        cell = run_cell(op, callers, seconds, warmup, contestant.thread_done)
     finally:
-        engine.dispose()
+        facts = contestant.end_cell()
+    cell.extra.update(facts)
+    return cell

@@ -7,6 +7,9 @@ from typing import Any
 
 from autonumber.engine import STRATEGIES
 
+from .startup import TARGET_SECONDS as TARGET_STARTUP_S
+from .startup import meets_target
+
 HOT = 100
 TARGET_VS_NATIVE = 1.0
 TARGET_VS_SLOW = 20.0
@@ -62,12 +65,17 @@ def all_unique(backend: Mapping[str, Any]) -> bool:
     return cells_ok and batch_ok and stored_ok
 
 
+class Targets(list[dict[str, Any]]):
+    """Target rows: per backend, the measured value against the goal, met or not (None: unmeasured)."""
+
+    def add(self, backend: str, target: str, value: float | None, goal: str, met: bool | None) -> None:
+        """One more row."""
+        self.append({"backend": backend, "target": target, "value": value, "goal": goal, "met": met})
+
+
 def targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """Each target of the issue, per backend: the measured value and whether it was met."""
-    out: list[dict[str, Any]] = []
-
-    def add(backend: str, target: str, value: float | None, goal: str, met: bool | None) -> None:
-        out.append({"backend": backend, "target": target, "value": value, "goal": goal, "met": met})
+    out = Targets()
 
     for name, b in doc.get("backends", {}).items():
         strategy = best_strategy(b) or str(b.get("default_strategy"))
@@ -81,12 +89,13 @@ def targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                 if peer == f"engine:{strategy}":
                     continue
                 r = b_ratios.get(peer)
-                add(name, f"{strategy} ÷ {peer} @{HOT}", r, f"≥ {goal:g}×", None if r is None else r >= goal)
+                met = None if r is None else r >= goal
+                out.add(name, f"{strategy} ÷ {peer} @{HOT}", r, f"≥ {goal:g}×", met)
             for s in STRATEGIES:
                 row = cell(b, f"engine:{s}", 1)
                 if row is not None:
                     p99 = float(row["p99_ms"])
-                    add(
+                    out.add(
                         name,
                         f"uncontended assign_one p99 ({s}), ms",
                         p99,
@@ -97,7 +106,7 @@ def targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                 row = cell(b, f"engine:{s}", HOT)
                 if row is not None and "attempts_p99" in row:
                     value = float(row["attempts_p99"])
-                    add(
+                    out.add(
                         name,
                         f"reservation attempts p99 @{HOT} ({s})",
                         value,
@@ -106,14 +115,25 @@ def targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                     )
         for s, row in b.get("batch", {}).items():
             value = float(row["numbers_per_s"])
-            add(
+            out.add(
                 name,
                 f"assign_batch(1000) numbers/s ({s})",
                 value,
                 f"≥ {TARGET_BATCH_PER_S:,.0f}",
                 value >= TARGET_BATCH_PER_S,
             )
-        add(name, "every value unique", None, "yes", all_unique(b))
+        out.add(name, "every value unique", None, "yes", all_unique(b))
+    return out
+
+
+def startup_targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """The issue's start-up target per command: the median wall time, every run succeeding."""
+    out = Targets()
+    for row in doc.get("cli", {}).get("rows", []):
+        out.add(
+            "cli", f"{row['command']} median start-up, s", row["median_s"], f"≤ {TARGET_STARTUP_S:g}",
+            meets_target(row),
+        )  # fmt: skip
     return out
 
 
@@ -128,4 +148,5 @@ def summarise(doc: dict[str, Any]) -> dict[str, Any]:
     from .job_report import job_targets  # job_report → report → analysis: imported when used
 
     doc["job_targets"] = job_targets(doc)
+    doc["cli_targets"] = startup_targets(doc)
     return doc

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -14,6 +16,25 @@ from autonumber.setup.bootstrap import bootstrap
 
 GUARD = "bench"
 """The bench drops and recreates its server database: only one whose name contains this word."""
+
+
+@contextmanager
+def engine_for(url: str) -> Iterator[sa.Engine]:
+    """An engine for a short piece of set-up or checking, disposed afterwards."""
+    engine = create_engine(url)
+    try:
+        yield engine
+    finally:
+        engine.dispose()
+
+
+def stored_numbers(db: sa.Engine, column: sa.Column[Any]) -> dict[str, int]:
+    """Rows stored in `column`'s table and the duplicate numbers among them."""
+    with db.connect() as conn:
+        total, distinct = conn.execute(
+            sa.select(sa.func.count(), sa.func.count(sa.distinct(column))).select_from(column.table)
+        ).one()
+    return {"stored_rows": int(total), "stored_duplicates": int(total) - int(distinct)}
 
 
 def backend_of(url: str) -> str:
@@ -51,11 +72,8 @@ def recreate(url: str) -> None:
                 conn.execute(sa.text(f"CREATE DATABASE {quoted}"))
         finally:
             admin_engine.dispose()
-    engine = create_engine(url)
-    try:
+    with engine_for(url) as engine:
         bootstrap(engine)
-    finally:
-        engine.dispose()
 
 
 SETTINGS = {
@@ -67,29 +85,25 @@ SETTINGS = {
 def describe_server(url: str) -> dict[str, Any]:
     """Server version and the durability settings that decide what a commit costs."""
     backend = backend_of(url)
-    engine = create_engine(url)
-    try:
-        with engine.connect() as conn:
-            if backend == "sqlite":
-                version = conn.execute(sa.select(sa.func.sqlite_version())).scalar_one()
-                return {
-                    "version": f"SQLite {version}",
-                    "settings": {"journal_mode": "wal", "synchronous": "normal"},
-                }
-            version = str(conn.execute(sa.select(sa.func.version())).scalar_one())
-            settings: dict[str, str] = {}
-            for name in SETTINGS[backend]:
-                if backend == "postgresql":
-                    settings[name] = str(conn.execute(sa.text(f"SHOW {name}")).scalar_one())
-                else:
-                    row = conn.execute(sa.text("SHOW VARIABLES LIKE :n"), {"n": name}).first()
-                    settings[name] = str(row[1]) if row else "?"
-            label = (
-                "MariaDB"
-                if "mariadb" in version.lower()
-                else ("PostgreSQL" if backend == "postgresql" else "MySQL")
-            )
-            short = version.split(" on ")[0].split("-")[0] if backend == "mysql" else version.split(" on ")[0]
-            return {"version": short if short.startswith(label) else f"{label} {short}", "settings": settings}
-    finally:
-        engine.dispose()
+    with engine_for(url) as engine, engine.connect() as conn:
+        if backend == "sqlite":
+            version = conn.execute(sa.select(sa.func.sqlite_version())).scalar_one()
+            return {
+                "version": f"SQLite {version}",
+                "settings": {"journal_mode": "wal", "synchronous": "normal"},
+            }
+        version = str(conn.execute(sa.select(sa.func.version())).scalar_one())
+        settings: dict[str, str] = {}
+        for name in SETTINGS[backend]:
+            if backend == "postgresql":
+                settings[name] = str(conn.execute(sa.text(f"SHOW {name}")).scalar_one())
+            else:
+                row = conn.execute(sa.text("SHOW VARIABLES LIKE :n"), {"n": name}).first()
+                settings[name] = str(row[1]) if row else "?"
+        label = (
+            "MariaDB"
+            if "mariadb" in version.lower()
+            else ("PostgreSQL" if backend == "postgresql" else "MySQL")
+        )
+        short = version.split(" on ")[0].split("-")[0] if backend == "mysql" else version.split(" on ")[0]
+        return {"version": short if short.startswith(label) else f"{label} {short}", "settings": settings}

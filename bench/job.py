@@ -14,10 +14,9 @@ caller's own statements); the number is then taken inside that transaction by ev
 
 from __future__ import annotations
 
-import importlib
 import multiprocessing
 import time
-from collections.abc import Callable, Hashable
+from collections.abc import Hashable
 from typing import Any
 
 import sqlalchemy as sa
@@ -26,7 +25,9 @@ import autonumber
 from autonumber.db import create_engine
 
 from . import django_peer
-from .harness import CellResult, Op, flatten, run_cell
+from .contestants import Contestant, measure
+from .database import engine_for, stored_numbers
+from .harness import CellResult, Log, Op, flatten, run_cell
 
 NATIVE_TABLE = "bench_native_case"
 JOB_OBJECT = "Case"
@@ -42,39 +43,17 @@ CONTESTANTS = (
 )
 
 
-class JobContestant:
-    """One way to store a record with its number; `op(callers, work)` is what one caller runs."""
-
-    name = "?"
-
-    def op(self, callers: int, work: float) -> Op:
-        """The call one caller repeats; `work` seconds are spent inside its transaction."""
-        raise NotImplementedError
-
-    def facts(self) -> dict[str, Any]:
-        """Extra per-cell facts (group sizes …), reset on read."""
-        return {}
-
-    def end_cell(self) -> None:
-        """Release what one cell opened."""
-
-    def stored(self) -> dict[str, int]:
-        """Rows stored and duplicate numbers among them."""
-        return {}
-
-    def close(self) -> None:
-        """Release everything."""
-
-
-class RecordsJob(JobContestant):
+class RecordsJob(Contestant):
     """`Platform.records.insert`: defaults, or with group commit turned off."""
+
+    family = "records"
 
     def __init__(self, url: str, *, group_commit: bool = True) -> None:
         self.name = "records.insert" if group_commit else "records.insert (no group commit)"
         options: dict[str, Any] = {} if group_commit else {"group_commit": False}
         self.platform = autonumber.connect(url, **options)
 
-    def op(self, callers: int, work: float) -> Op:
+    def op_for(self, callers: int, work: float = 0.0) -> Op:
         p = self.platform
         if not work:
             return lambda: str(p.records.insert(JOB_OBJECT, {"Subject": "bench"})["CaseNumber"])
@@ -87,20 +66,16 @@ class RecordsJob(JobContestant):
 
         return in_txn
 
-    def facts(self) -> dict[str, Any]:
+    def end_cell(self) -> dict[str, Any]:
         groups = self.platform.records.group_commit
         if groups is None:
             return {}
         s = groups.reset_stats()
         return {"groups": s.groups, "largest_group": s.largest, "split_groups": s.split}
 
-    def stored(self) -> dict[str, int]:
+    def verify(self) -> dict[str, Any]:
         table = self.platform.catalog.current().table(JOB_OBJECT)
-        with self.platform.db.connect() as conn:
-            total, distinct = conn.execute(
-                sa.select(sa.func.count(), sa.func.count(sa.distinct(table.c.CaseNumber)))
-            ).one()
-        return {"stored_rows": int(total), "stored_duplicates": int(total) - int(distinct)}
+        return stored_numbers(self.platform.db, table.c.CaseNumber)
 
     def close(self) -> None:
         self.platform.close()
@@ -117,22 +92,26 @@ def native_table() -> sa.Table:
     )
 
 
-class NativeInsert(JobContestant):
+def create_native_table(url: str) -> sa.Table:
+    """The native peer's table, created when missing."""
+    table = native_table()
+    with engine_for(url) as setup:
+        table.create(setup, checkfirst=True)
+    return table
+
+
+class NativeInsert(Contestant):
     """INSERT … with the number from the column's sequence; one transaction per record."""
 
     name = "peer:native-insert"
+    family = "peer"
 
     def __init__(self, url: str) -> None:
         self.url = url
-        self.table = native_table()
-        setup = create_engine(url)
-        try:
-            self.table.create(setup, checkfirst=True)
-        finally:
-            setup.dispose()
+        self.table = create_native_table(url)
         self.db: sa.Engine | None = None
 
-    def op(self, callers: int, work: float) -> Op:
+    def op_for(self, callers: int, work: float = 0.0) -> Op:
         # a pool as large as the callers: no caller ever queues for a connection
         self.db = create_engine(self.url, pool_size=callers, max_overflow=0, pool_pre_ping=False)
         db, stmt = self.db, sa.insert(self.table).values(subject="bench")
@@ -146,64 +125,21 @@ class NativeInsert(JobContestant):
 
         return insert
 
-    def end_cell(self) -> None:
+    def end_cell(self) -> dict[str, Any]:
         if self.db is not None:
             self.db.dispose()
             self.db = None
+        return {}
 
-    def stored(self) -> dict[str, int]:
-        db = create_engine(self.url)
-        try:
-            with db.connect() as conn:
-                total, distinct = conn.execute(
-                    sa.select(sa.func.count(), sa.func.count(sa.distinct(self.table.c.number)))
-                ).one()
-        finally:
-            db.dispose()
-        return {"stored_rows": int(total), "stored_duplicates": int(total) - int(distinct)}
+    def verify(self) -> dict[str, Any]:
+        with engine_for(self.url) as db:
+            return stored_numbers(db, self.table.c.number)
 
     def close(self) -> None:
         self.end_cell()
 
 
-class DjangoJob(JobContestant):
-    """django-sequences: the counter row locked, the row inserted, `work` spent, one COMMIT."""
-
-    name = "peer:django-sequences"
-
-    def __init__(self, url: str, alias: str) -> None:
-        self.peer = django_peer.DjangoSequences(url, alias)
-        self.work = 0.0
-
-    def _one(self) -> Hashable:
-        db = importlib.import_module("django.db")
-        get_next_value = importlib.import_module("sequences").get_next_value
-        django_peer._current.alias = self.peer.alias
-        with db.transaction.atomic(using=self.peer.alias):
-            value = int(get_next_value(django_peer.SEQUENCE, using=self.peer.alias))
-            with db.connections[self.peer.alias].cursor() as cursor:
-                cursor.execute(f"INSERT INTO {django_peer.ROW_TABLE} (value) VALUES (%s)", [value])
-            if self.work:
-                time.sleep(self.work)
-        return value
-
-    def op(self, callers: int, work: float) -> Op:
-        self.work = work
-        workers = django_peer._Workers(callers, self.peer.alias)  # one connection per caller
-        self.peer.workers = workers
-        return lambda: workers.call(self._one)
-
-    def end_cell(self) -> None:
-        self.peer.end_cell()
-
-    def stored(self) -> dict[str, int]:
-        return self.peer.verify()
-
-    def close(self) -> None:
-        self.peer.close()
-
-
-def make(name: str, url: str, backend: str) -> JobContestant:
+def make(name: str, url: str, backend: str) -> Contestant:
     """A contestant by name."""
     if name == "records.insert":
         return RecordsJob(url)
@@ -211,8 +147,8 @@ def make(name: str, url: str, backend: str) -> JobContestant:
         return RecordsJob(url, group_commit=False)
     if name == "peer:native-insert":
         return NativeInsert(url)
-    if name == "peer:django-sequences":
-        return DjangoJob(url, f"job_{backend}")
+    if name == "peer:django-sequences":  # one Django connection per caller
+        return django_peer.DjangoSequences(url, f"job_{backend}", sessions=None)
     raise ValueError(name)
 
 
@@ -221,15 +157,8 @@ def available(name: str) -> str | None:
     return django_peer.available() if name == "peer:django-sequences" else None
 
 
-def _cell(
-    contestant: JobContestant, callers: int, work: float, seconds: float, warmup: float
-) -> dict[str, Any]:
-    op = contestant.op(callers, work)
-    try:
-        cell = run_cell(op, callers, seconds, warmup)
-    finally:
-        contestant.end_cell()
-    cell.extra.update(contestant.facts())
+def _cell(contestant: Contestant, callers: int, work: float, seconds: float, warmup: float) -> dict[str, Any]:
+    cell = measure(contestant, callers, seconds, warmup, work)
     return {"label": f"1×{callers}", "work_ms": work * 1000, **cell.as_dict()}
 
 
@@ -239,7 +168,8 @@ def _child(
     """One process of the 4 × 25 cell: its own contestant, its threads, its latencies and values."""
     contestant = make(name, url, backend)
     try:
-        op = contestant.op(threads, 0.0)
+        contestant.begin_cell()
+        op = contestant.op_for(threads)
         barrier.wait(120)
         values: list[Hashable] = []
 
@@ -248,9 +178,9 @@ def _child(
             values.append(value)
             return value
 
-        cell = run_cell(kept, threads, seconds, warmup)
-        contestant.end_cell()
-        return {"cell": cell, "values": [str(v) for v in flatten(values)], "facts": contestant.facts()}
+        cell = run_cell(kept, threads, seconds, warmup, contestant.thread_done)
+        facts = contestant.end_cell()
+        return {"cell": cell, "values": [str(v) for v in flatten(values)], "facts": facts}
     finally:
         contestant.close()
 
@@ -282,7 +212,6 @@ def _processes(name: str, url: str, backend: str, seconds: float, warmup: float)
     return {"label": f"{PROCESSES}×{PROCESS_THREADS}", "work_ms": 0.0, **merged.as_dict()}
 
 
-Log = Callable[[str], None]
 
 
 def run_job(
@@ -310,7 +239,7 @@ def run_job(
                 rows.append(_cell(contestant, n, work, seconds, warmup))
                 _log_row(log, backend, name, rows[-1])
         finally:
-            out["stored"][name] = contestant.stored()
+            out["stored"][name] = contestant.verify()
             contestant.close()
         if processes and PROCESSES * PROCESS_THREADS in callers:  # the same load, over processes
             rows.append(_processes(name, url, backend, seconds, warmup))

@@ -5,7 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from .report import LABELS, md_table
+from .analysis import Targets
+from .report import LABELS, MARKDOWN_MET, TARGET_HEADER, md_table, stored_text, target_rows
 
 PROJECT = "records.insert"
 NATIVE = "peer:native-insert"
@@ -30,40 +31,36 @@ def _ratio(mine: Mapping[str, Any] | None, theirs: Mapping[str, Any] | None) -> 
 
 def job_targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     """The issue's targets on the job, per server backend (SQLite rows are reported, not targeted)."""
-    out: list[dict[str, Any]] = []
-
-    def add(backend: str, target: str, value: float | None, goal: str, met: bool | None) -> None:
-        out.append({"backend": backend, "target": target, "value": value, "goal": goal, "met": met})
-
+    out = Targets()
     for backend, job in doc.get("job", {}).items():
         if backend not in SERVER_BACKENDS:
             continue
         for label in ("1×100", "4×25"):
             mine, peer = job_cell(job, PROJECT, label), job_cell(job, NATIVE, label)
             r = _ratio(mine, peer)
-            add(backend, f"records.insert ÷ native insert @{label}", r, "≥ 1.0×",
-                None if r is None else r >= 1.0)
-            add(backend, f"records.insert (group commit on) ÷ native insert @{label}", r, "≥ 2×",
-                None if r is None else r >= 2.0)
+            out.add(backend, f"records.insert ÷ native insert @{label}", r, "≥ 1.0×",
+                    None if r is None else r >= 1.0)
+            out.add(backend, f"records.insert (group commit on) ÷ native insert @{label}", r, "≥ 2×",
+                    None if r is None else r >= 2.0)
             if mine and peer:
-                add(backend, f"records.insert p99 @{label}, ms (peer {peer['p99_ms']:.1f})",
-                    float(mine["p99_ms"]), "≤ peer's p99", float(mine["p99_ms"]) <= float(peer["p99_ms"]))
+                out.add(backend, f"records.insert p99 @{label}, ms (peer {peer['p99_ms']:.1f})",
+                        float(mine["p99_ms"]), "≤ peer's p99", float(mine["p99_ms"]) <= float(peer["p99_ms"]))
         r = _ratio(job_cell(job, PROJECT, "1×100", 2.0), job_cell(job, DJANGO, "1×100", 2.0))
-        add(backend, "records.insert ÷ django-sequences, 2 ms work @1×100", r, "≥ 5×",
-            None if r is None else r >= 5.0)
+        out.add(backend, "records.insert ÷ django-sequences, 2 ms work @1×100", r, "≥ 5×",
+                None if r is None else r >= 5.0)
     for backend, http in doc.get("http", {}).items():
         if backend not in SERVER_BACKENDS or "cells" not in http:
             continue
         mine = next((r for r in http["cells"].get(HTTP_PROJECT, []) if r["connections"] == 100), None)
         peer = next((r for r in http["cells"].get(HTTP_PEER, []) if r["connections"] == 100), None)
         r = _ratio(mine, peer)
-        add(backend, f"HTTP POST ÷ FastAPI native insert @100 conn, {http['workers']} workers", r, "≥ 1.0×",
-            None if r is None else r >= 1.0)
+        out.add(backend, f"HTTP POST ÷ FastAPI native insert @100 conn, {http['workers']} workers", r,
+                "≥ 1.0×", None if r is None else r >= 1.0)
         if mine and peer and mine["p99_ms"] is not None and peer["p99_ms"] is not None:
-            add(backend, f"HTTP p99 @100 conn, ms (peer {peer['p99_ms']:.1f})", float(mine["p99_ms"]),
-                "≤ peer's p99", float(mine["p99_ms"]) <= float(peer["p99_ms"]))
-        add(backend, f"load generator ceiling ÷ best POST rate (×{http.get('generator_margin')})",
-            http.get("generator_margin"), "≥ 3×", http.get("generator_ok"))
+            out.add(backend, f"HTTP p99 @100 conn, ms (peer {peer['p99_ms']:.1f})", float(mine["p99_ms"]),
+                    "≤ peer's p99", float(mine["p99_ms"]) <= float(peer["p99_ms"]))
+        out.add(backend, f"load generator ceiling ÷ best POST rate (×{http.get('generator_margin')})",
+                http.get("generator_margin"), "≥ 3×", http.get("generator_ok"))
     return out
 
 
@@ -96,8 +93,7 @@ def job_tables(doc: Mapping[str, Any]) -> list[str]:
             for name, rows in job.get("cells", {}).items() for row in rows
             if row.get("largest_group") and float(row["work_ms"]) == 0 and row["label"] in ("1×100", "4×25")
         ]
-        stored = "; ".join(f"{k}: {v['stored_rows']:,} rows, {v['stored_duplicates']} duplicates"
-                           for k, v in job.get("stored", {}).items() if v)
+        stored = stored_text(job.get("stored", {}))
         out += [f"Group sizes: {', '.join(groups) or '–'}. Stored rows checked afterwards: {stored}.", ""]
         if job.get("skipped"):
             out += ["Skipped: " + "; ".join(f"{k} ({v})" for k, v in job["skipped"].items()), ""]
@@ -119,8 +115,7 @@ def job_tables(doc: Mapping[str, Any]) -> list[str]:
                 f"{ceiling.get('throughput', 0):,.0f} requests/s, ×{http.get('generator_margin')} the best "
                 "POST rate above" + (" (≥ 3×: not the bottleneck)." if http.get("generator_ok")
                                      else " (**under 3×: the generator may limit the POST rows**)."), ""]
-        stored = "; ".join(f"{k}: {v['stored_rows']:,} rows, {v['stored_duplicates']} duplicates"
-                           for k, v in http.get("stored", {}).items())
+        stored = stored_text(http.get("stored", {}))
         out += [f"Stored rows checked afterwards (whole tables, library rows included): {stored}.", ""]
     return out
 
@@ -136,14 +131,10 @@ def job_section(doc: Mapping[str, Any]) -> list[str]:
     """The whole job part of the generated docs section (empty when the job was not measured)."""
     if not doc.get("job") and not doc.get("http"):
         return []
-    rows = []
-    for t in doc.get("job_targets", []):
-        met = {True: "met", False: "**missed**", None: "n/a"}[t["met"]]
-        value = "–" if t["value"] is None else f"{t['value']:,.2f}"
-        rows.append([LABELS.get(t["backend"], t["backend"]), t["target"], value, t["goal"], met])
+    rows = target_rows(doc.get("job_targets", []), MARKDOWN_MET)
     return [
         "### The job: a record with its number (issue 17)", "",
         *job_tables(doc),
         "#### Targets (issue 17)", "",
-        md_table(["backend", "target", "measured", "goal", ""], rows), "",
+        md_table(TARGET_HEADER, rows), "",
     ]

@@ -12,14 +12,10 @@ from .catalog import Catalog, CatalogSnapshot
 from .db import check_reachable, create_engine, dialect_for
 from .db.budget import DEFAULT_WAIT, Budget, max_connections_from, pool_class
 from .db.sqlite import READONLY
-from .engine import Engine, Strategy, metrics
+from .engine import DEFAULT_MAX_RETRIES, Engine, Strategy, metrics
+from .engine import DEFAULT_STRATEGY as DEFAULT_STRATEGY  # re-exported: bench reads it here
 from .events import EventBus
 from .records import Records
-
-DEFAULT_STRATEGY: Strategy = "combining"
-"""Chosen by `autonumber bench` (docs/performance.md): one atomic reservation serves every caller
-waiting on the same counter, so throughput does not pay one durable commit per number."""
-
 
 GROUP_COMMIT = True
 """Chosen by the job benchmark (docs/performance.md): concurrent independent inserts of one object
@@ -34,7 +30,7 @@ class Platform:
         url: str,
         *,
         strategy: Strategy = DEFAULT_STRATEGY,
-        max_retries: int = 5,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         max_connections: int | None = None,
         connection_timeout: float = DEFAULT_WAIT,
         pool_size: int | None = None,

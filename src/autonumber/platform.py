@@ -86,7 +86,7 @@ class Platform:
     @contextmanager
     def begin(self) -> Iterator[Connection]:
         """A caller transaction: commit on success, roll back on an exception."""
-        with self.db.connect() as conn, self.dialect.begin_write(conn):
+        with self.db.begin() as conn:
             yield conn
 
     @property

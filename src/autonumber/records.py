@@ -94,7 +94,7 @@ class Records:
         if conn is not None:
             yield conn
             return
-        with (db or self._db).connect() as own, self.engine.dialect.begin_write(own):
+        with (db or self._db).begin() as own:
             yield own
 
     def insert(

@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.cli import main
-from autonumber.db import create_engine, dialect_for
+from autonumber.db import create_engine
 from autonumber.db.tables import counter_table, system_field, system_record_type
 from autonumber.errors import VerifyError
 from autonumber.rules.verify import Finding, verify_or_raise
@@ -26,7 +26,7 @@ def engine(db_url: str) -> Iterator[Engine]:
 
 
 def run(engine: Engine, *statements: sa.Executable) -> None:
-    with engine.connect() as conn, dialect_for(conn).begin_write(conn):
+    with engine.begin() as conn:
         for stmt in statements:
             conn.execute(stmt)
 

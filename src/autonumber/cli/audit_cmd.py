@@ -85,7 +85,7 @@ def prune_cmd(
     check_reachable(engine)
     dialect = dialect_for(engine)
     try:
-        with engine.connect() as conn, dialect.begin_write(conn):
+        with engine.begin() as conn:
             removed = prune(conn, dialect.utc_now(conn) - age)
     finally:
         engine.dispose()

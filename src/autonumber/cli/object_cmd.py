@@ -8,7 +8,7 @@ from typing import Annotated
 import typer
 from sqlalchemy.engine import Connection
 
-from autonumber.db import check_reachable, create_engine, dialect_for
+from autonumber.db import check_reachable, create_engine
 from autonumber.objects import add_object, adopt_table
 
 from .common import DEFAULT_URL, DbOption
@@ -23,7 +23,7 @@ def _run(db: str, work: Callable[[Connection], list[str]]) -> list[str]:
     engine = create_engine(db)
     check_reachable(engine)
     try:
-        with engine.connect() as conn, dialect_for(engine).begin_write(conn):
+        with engine.begin() as conn:
             return work(conn)
     finally:
         engine.dispose()

@@ -131,7 +131,7 @@ class Reserver:
             with conn.begin_nested():
                 yield conn
             return
-        with self.db.connect() as own, self.dialect.begin_write(own):
+        with self.db.begin() as own:
             yield own
 
     def _clock(self, c: Connection, at: datetime | None) -> datetime:

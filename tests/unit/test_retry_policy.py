@@ -54,3 +54,14 @@ def test_a_windowed_lane_keeps_retrying_until_the_window_has_passed() -> None:
         pass
     assert tries.losses > 5, "the attempts ran out long before 10 s of jitter"
     assert 10.0 <= clock.now < 10.6
+
+
+def test_engine_and_platform_share_one_default_strategy_and_budget() -> None:
+    from inspect import signature
+
+    from autonumber.engine import DEFAULT_STRATEGY, Engine
+    from autonumber.platform import Platform
+
+    engine, platform = signature(Engine.__init__).parameters, signature(Platform.__init__).parameters
+    assert engine["strategy"].default == platform["strategy"].default == DEFAULT_STRATEGY == "combining"
+    assert engine["max_retries"].default == platform["max_retries"].default == DEFAULT_MAX_RETRIES

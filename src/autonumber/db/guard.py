@@ -1,7 +1,7 @@
-"""The optional database guard (docs/setup.md): a trigger that refuses changes to the autonumber
-columns of `_System_Field` unless the session says the change comes from the applier.
+"""The optional database guard (docs/changing-rules.md): a trigger that refuses changes to the
+autonumber columns of `_System_Field` unless the session says the change comes from the applier.
 
-The statements are fixed text (no metadata reaches them); each backend's live behind its Dialect
+The statements are fixed text (no metadata reaches them); each backend's lives behind its Dialect
 (`guard_install_sql`, `guard_drop_sql`, `guard_authorized`). SQLite has no session flag a trigger
 could read: there a rule changed behind the applier's back is caught by quarantine alone.
 """

@@ -23,7 +23,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from autonumber.db import create_engine, dialect_for, mask
+from autonumber.db import create_engine, mask
 from autonumber.rules.seed import seed_counters
 from autonumber.rules.verify import verify
 from autonumber.setup.apply import phase_named, run_phases
@@ -53,7 +53,6 @@ def _spec() -> DataSpec:
 def _fill(url: str, days: int) -> tuple[int, float]:
     """One Contract number per (country, type, day); (rows, seconds)."""
     engine = create_engine(url)
-    dialect = dialect_for(engine)
     codes = [rt.code for rt in _spec().record_types]
     table = sa.table("Contract", sa.column("Id"), sa.column("Contract_Number__c"))
     values = (f"{c}-{code}-{FIRST + timedelta(days=d):%y%m%d}-{1 + (d + i) % 3:02d}"
@@ -63,11 +62,11 @@ def _fill(url: str, days: int) -> tuple[int, float]:
         batch.append({"Id": f"800b{n:010d}", "Contract_Number__c": value})
         n += 1
         if len(batch) == CHUNK:
-            with engine.connect() as conn, dialect.begin_write(conn):
+            with engine.begin() as conn:
                 conn.execute(sa.insert(table), batch)
             batch = []
     if batch:
-        with engine.connect() as conn, dialect.begin_write(conn):
+        with engine.begin() as conn:
             conn.execute(sa.insert(table), batch)
     engine.dispose()
     return n, time.perf_counter() - began

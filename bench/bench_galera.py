@@ -26,9 +26,11 @@ import threading
 import time
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 import sqlalchemy as sa
+
+from autonumber.engine import STRATEGIES, Strategy
 
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
@@ -39,7 +41,6 @@ import galera_cluster  # noqa: E402
 SINGLE_URL = os.environ.get(
     "AUTONUMBER_GALERA_BENCH_SINGLE_URL", "mysql+pymysql://root@127.0.0.1:3306/autonumber_h9"
 )
-STRATEGIES = ("cas", "atomic", "combining")
 PROCESSES = 3
 RETRIES = 20
 FULL = {"threads": 4, "per_thread": 200}
@@ -47,7 +48,7 @@ QUICK = {"threads": 2, "per_thread": 25}
 
 
 # ------------------------------------------------------------------------------------ caller process
-def _worker(url: str, strategy: str, threads: int, count: int, start_at: float) -> dict[str, Any]:
+def _worker(url: str, strategy: Strategy, threads: int, count: int, start_at: float) -> dict[str, Any]:
     """One caller process: `threads` × `count` inserts; latency of each, errors counted."""
     import autonumber
     from autonumber.errors import AutonumberError
@@ -124,7 +125,7 @@ def _p(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def measure(urls: list[str], strategy: str, threads: int, per_thread: int) -> dict[str, Any]:
+def measure(urls: list[str], strategy: Strategy, threads: int, per_thread: int) -> dict[str, Any]:
     """Run PROCESSES caller processes (process i on urls[i]) and summarise them."""
     start_at = time.time() + 6.0  # room for the processes to import and warm up
     procs = [
@@ -231,7 +232,8 @@ def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] == "_worker":
         url, strategy, threads, count, start_at = args[1:6]
-        json.dump(_worker(url, strategy, int(threads), int(count), float(start_at)), sys.stdout)
+        report = _worker(url, cast(Strategy, strategy), int(threads), int(count), float(start_at))
+        json.dump(report, sys.stdout)
         return 0
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few calls per caller (harness check)")

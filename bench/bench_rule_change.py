@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from autonumber.catalog import load_snapshot
-from autonumber.db import create_engine, dialect_for, mask
+from autonumber.db import create_engine, mask
 from autonumber.rules import set_rule
 from autonumber.rules.scan import scan_rule
 from autonumber.setup.apply import phase_named, run_phases
@@ -43,7 +43,7 @@ def fill_cases(url: str, rows: int) -> None:
         run_phases(engine, SPEC, [phase_named(p) for p in PACK])
         with engine.connect() as conn:
             case = load_snapshot(conn).table("Case")
-        with engine.connect() as conn, dialect_for(conn).begin_write(conn):
+        with engine.begin() as conn:
             for start in range(1, rows + 1, CHUNK):
                 batch = range(start, min(start + CHUNK, rows + 1))
                 conn.execute(sa.insert(case), [{"Id": f"c{n}", "CaseNumber": f"{n:08d}"} for n in batch])

@@ -33,8 +33,7 @@ def main() -> None:
     parser.add_argument("--out", type=Path, default=Path("bench/results"))
     args = parser.parse_args()
     recreate(args.url)
-    options = {"group_commit": False} if args.no_group_commit else {}
-    p = autonumber.connect(args.url, **options)
+    p = autonumber.connect(args.url, group_commit=not args.no_group_commit)
     stop = threading.Event()
     counts = [0] * args.callers
 

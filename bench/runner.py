@@ -13,8 +13,7 @@ from importlib import metadata
 from typing import Any
 
 import autonumber
-from autonumber.engine import STRATEGIES, Strategy
-from autonumber.platform import DEFAULT_STRATEGY
+from autonumber.engine import DEFAULT_STRATEGY, STRATEGIES, Strategy
 
 from . import django_peer, extras, http_rows, job, startup
 from .contestants import (
@@ -61,14 +60,9 @@ class BenchConfig:
         return self.warmup or (0.2 if self.quick else 0.5)
 
 
-def default_strategy(backend: str) -> str:
-    """The strategy `autonumber.connect` uses on `backend` now (per-backend if platform.py says so)."""
-    from autonumber import platform as plat
-
-    chooser = getattr(plat, "default_strategy", None)
-    if callable(chooser):
-        return str(chooser(backend))
-    return str(DEFAULT_STRATEGY)
+def default_strategy(backend: str) -> Strategy:
+    """The strategy `autonumber.connect` uses on `backend` (the same on every backend today)."""
+    return DEFAULT_STRATEGY
 
 
 def machine() -> dict[str, Any]:

@@ -13,21 +13,14 @@ from .db import check_reachable, create_engine, dialect_for
 from .db.budget import DEFAULT_WAIT, Budget, max_connections_from, pool_class
 from .db.sqlite import READONLY
 from .defaults import DEFAULT_URL
-from .engine import Engine, Strategy, metrics
+from .engine import DEFAULT_MAX_RETRIES, Engine, Strategy, metrics
+from .engine import DEFAULT_STRATEGY as DEFAULT_STRATEGY  # re-exported: bench reads it here
 from .events import EventBus
 from .records import Records
-
-DEFAULT_STRATEGY: Strategy = "combining"
-"""Chosen by the benchmark, `make bench` (docs/performance.md): one atomic reservation serves every caller
-waiting on the same counter, so throughput does not pay one durable commit per number."""
-
 
 GROUP_COMMIT = True
 """Chosen by the job benchmark (docs/performance.md): concurrent independent inserts of one object
 share one transaction, so 100 callers do not pay 100 durable commits."""
-
-MAX_RETRIES = 5
-"""Attempts of a reservation that lost a race (deadlock, serialization failure) before it fails."""
 
 POLL_INTERVAL = 1.0
 """Seconds between the catalog's checks for rule changes made by other processes."""
@@ -41,7 +34,7 @@ class Platform:
         url: str,
         *,
         strategy: Strategy = DEFAULT_STRATEGY,
-        max_retries: int = MAX_RETRIES,
+        max_retries: int = DEFAULT_MAX_RETRIES,
         max_connections: int | None = None,
         connection_timeout: float = DEFAULT_WAIT,
         pool_size: int | None = None,
@@ -97,7 +90,7 @@ class Platform:
     @contextmanager
     def begin(self) -> Iterator[Connection]:
         """A caller transaction: commit on success, roll back on an exception."""
-        with self.db.connect() as conn, self.dialect.begin_write(conn):
+        with self.db.begin() as conn:
             yield conn
 
     @property
@@ -127,7 +120,7 @@ def connect(
     url: str = DEFAULT_URL,
     *,
     strategy: Strategy = DEFAULT_STRATEGY,
-    max_retries: int = MAX_RETRIES,
+    max_retries: int = DEFAULT_MAX_RETRIES,
     max_connections: int | None = None,
     connection_timeout: float = DEFAULT_WAIT,
     pool_size: int | None = None,

@@ -94,7 +94,7 @@ class Records:
         if conn is not None:
             yield conn
             return
-        with (db or self._db).connect() as own, self.engine.dialect.begin_write(own):
+        with (db or self._db).begin() as own:
             yield own
 
     def insert(
@@ -175,20 +175,19 @@ class Records:
         under the same Ids, and if that is refused as a duplicate Id the first COMMIT did land —
         the stored records are returned. A lost race (deadlock, serialization or Galera
         certification failure, at a statement or at COMMIT; a reservation out of retries) rolled
-        everything back, numbers included: it is retried with jitter within the reservation retry
-        budget. Never a record stored twice, never a number reused."""
+        everything back, numbers included: it is retried under the retry policy's group budget and
+        time window (docs/engine.md, "Retry policy"). Never a record stored twice, never a number
+        reused."""
         self._refuse_quarantined(self.catalog.current(), object_name)
         reserver = self.engine.reserver
+        tries = reserver.policy.tries(reserver.policy.group_attempts, reserver.sleep)
         reconnected = False
-        attempt = 0
         while True:
-            attempt += 1
             try:
                 return self._write_alone(object_name, [dict(r) for r in records])
             except ReservationFailed:  # its retry budget ran out inside the group: all rolled back
-                if attempt >= reserver.max_retries:
+                if not tries.again():
                     raise
-                reserver.sleep(reserver.jitter(min(attempt, 6)))
                 continue
             except sa.exc.DBAPIError as exc:
                 if exc.connection_invalidated or self.engine.dialect.is_duplicate_key(exc):
@@ -198,8 +197,7 @@ class Records:
                 if exc.connection_invalidated and not reconnected:
                     reconnected = True
                     continue
-                if self.engine.dialect.is_retryable(exc) and attempt < reserver.max_retries:
-                    reserver.sleep(reserver.jitter(min(attempt, 6)))
+                if self.engine.dialect.is_retryable(exc) and tries.again():
                     continue
                 raise
 

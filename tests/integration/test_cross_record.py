@@ -111,7 +111,7 @@ def use_fresh_read(p: Platform, field: str = "Order.Order_Number__c") -> None:
     obj, name = field.split(".")
     spec = RuleSpec(obj, name, f"{COUNTRY}-ORD-{{YY}}{{MM}}{{DD}}-{{00}}", scope="per_prefix",
                     overrides=({"tokenLiteral": COUNTRY, "readStrategy": "fresh_read"},))
-    with p.db.connect() as conn, p.dialect.begin_write(conn):
+    with p.db.begin() as conn:
         store_rule(conn, spec)
     p.catalog.refresh()
     assert p.engine.rule(field).token_refs[0].readStrategy == "fresh_read"
@@ -135,7 +135,7 @@ def _update_country(p: Platform, account_id: str, country: str, busy_ms: int | N
         with other.connect() as conn:
             if busy_ms is not None:
                 conn.exec_driver_sql(f"PRAGMA busy_timeout={busy_ms}")
-            with p.dialect.begin_write(conn):
+            with conn.begin():
                 table = p.catalog.current().table("Account")
                 conn.execute(sa.update(table).where(table.c.Id == account_id)
                              .values(BillingCountryCode=country))

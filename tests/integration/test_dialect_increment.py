@@ -44,7 +44,7 @@ def _increment(engine: Engine, n: int, where: sa.ColumnElement[bool] = WHERE) ->
     retries = 0
     while True:
         try:
-            with engine.connect() as conn, dialect.begin_write(conn):
+            with engine.begin() as conn:
                 return dialect.atomic_increment(conn, counter, where, "next_value", n)
         except sa.exc.DBAPIError as exc:
             retries += 1

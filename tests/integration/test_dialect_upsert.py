@@ -41,7 +41,7 @@ def _value(engine: Engine, key: dict[str, str] = KEY) -> int | None:
 
 def _upsert(engine: Engine, value: int, key: dict[str, str] = KEY, **extra: object) -> None:
     dialect = dialect_for(engine)
-    with engine.connect() as conn, dialect.begin_write(conn):
+    with engine.begin() as conn:
         dialect.upsert_greatest(conn, counter, key, "next_value", value, extra or None)
 
 

@@ -46,7 +46,7 @@ def prepare(engine: Engine) -> None:
 
 
 def insert(engine: Engine, obj: str, rows: Sequence[dict[str, Any]]) -> None:
-    with engine.connect() as conn, dialect_for(conn).begin_write(conn):
+    with engine.begin() as conn:
         table = load_snapshot(conn).table(obj)
         conn.execute(sa.insert(table), [dict(r) for r in rows])
 

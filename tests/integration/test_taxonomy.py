@@ -66,7 +66,7 @@ def test_case13_every_seeded_record_type_renders_its_code(platform: Platform, sg
 def test_r1_pure_taxonomy_format(platform: Platform) -> None:
     """`{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}` renders CSA-260417-01, while
     DeveloperName stays the human-readable "Services Agreement"."""
-    with platform.db.connect() as conn, platform.dialect.begin_write(conn):
+    with platform.db.begin() as conn:
         store_rule(conn, RuleSpec("Contract", "ContractNumber", f"{TYPE}-{{YY}}{{MM}}{{DD}}-{{00}}",
                                   scope="per_prefix"))
         name = conn.execute(sa.select(system_record_type.c.DeveloperName).where(
@@ -80,7 +80,7 @@ def test_r1_pure_taxonomy_format(platform: Platform) -> None:
 
 
 def test_record_type_without_code_fails_closed(platform: Platform, sg: str) -> None:
-    with platform.db.connect() as conn, platform.dialect.begin_write(conn):
+    with platform.db.begin() as conn:
         conn.execute(sa.update(system_record_type)
                      .where(system_record_type.c.Id == "rt_Contract_Master_Agreement")
                      .values(RecordTypeCode=None))

@@ -7,7 +7,6 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.cli import main
-from autonumber.db import dialect_for
 from autonumber.db.tables import counter_table, system_field, system_record_type
 from autonumber.errors import VerifyError
 from autonumber.rules.verify import Finding, verify_or_raise
@@ -23,7 +22,7 @@ def engine(engine: Engine, db_url: str) -> Engine:
 
 
 def run(engine: Engine, *statements: sa.Executable) -> None:
-    with engine.connect() as conn, dialect_for(conn).begin_write(conn):
+    with engine.begin() as conn:
         for stmt in statements:
             conn.execute(stmt)
 

@@ -29,7 +29,5 @@ def gaps(
 
 def prune_journal(url: str, age: timedelta) -> int:
     """Delete journal lines older than `age` by the database's clock; how many were deleted."""
-    with opened(url) as engine, engine.connect() as conn:
-        dialect = dialect_for(engine)
-        with dialect.begin_write(conn):
-            return prune(conn, dialect.utc_now(conn) - age)
+    with opened(url) as engine, engine.begin() as conn:
+        return prune(conn, dialect_for(engine).utc_now(conn) - age)

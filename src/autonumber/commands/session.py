@@ -7,7 +7,7 @@ from contextlib import contextmanager
 
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.db import check_reachable, create_engine, dialect_for
+from autonumber.db import check_reachable, create_engine
 from autonumber.platform import Platform, connect
 
 
@@ -26,7 +26,7 @@ def opened(url: str, *, check: bool = True) -> Iterator[Engine]:
 @contextmanager
 def writing(url: str) -> Iterator[Connection]:
     """One write transaction on `url`: committed when the block ends, rolled back on an exception."""
-    with opened(url) as engine, engine.connect() as conn, dialect_for(engine).begin_write(conn):
+    with opened(url) as engine, engine.begin() as conn:
         yield conn
 
 

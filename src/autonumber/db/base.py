@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Callable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -29,13 +29,22 @@ def lock_key(name: str) -> int:
 
 
 class Dialect:
-    """One backend's primitives; domain code calls these and never asks which database it is on."""
+    """One backend's primitives; domain code calls these and never asks which database it is on.
+
+    There is no "begin a writing transaction" primitive: every transaction is begun with plain
+    `.begin()`. Only SQLite needs to know a transaction will write (BEGIN IMMEDIATE, or two
+    writers deadlock upgrading their read locks), and it knows from the pool, not the call site:
+    `configure_engine` begins every transaction IMMEDIATE except on a connection marked READONLY
+    (the fresh-read pool), so a write intent stated per call could only disagree with it.
+    """
 
     name: ClassVar[str] = "generic"
     reserve_on_caller_when_written: ClassVar[bool] = False
     """SQLite only: a second connection cannot write while the caller's transaction holds the lock."""
     transactional_ddl: ClassVar[bool] = False
     """Whether DDL can be rolled back (PostgreSQL, SQLite); MySQL-family DDL commits implicitly."""
+    has_guard_trigger: ClassVar[bool] = False
+    """Whether the guard trigger of db/guard.py exists here (it needs a session flag to read)."""
 
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         """Extra `create_engine` options for this backend."""
@@ -75,15 +84,10 @@ class Dialect:
         value: int,
         extra: Mapping[str, Any] | None = None,
     ) -> None:
-        """Insert the row, or raise `column` to GREATEST(existing, value); never lowers it.
-
-        INSERT … ON CONFLICT DO UPDATE here (PostgreSQL, SQLite); the MySQL family overrides it.
-        """
-        extra = dict(extra or {})
-        stmt = self.insert(table).values({**key, column: value, **extra})
-        on_update: dict[str, Any] = {column: self.greatest(table.c[column], stmt.excluded[column])}
-        on_update.update({k: stmt.excluded[k] for k in extra if k != "created_date"})
-        conn.execute(stmt.on_conflict_do_update(index_elements=list(key), set_=on_update))
+        """Insert the row, or raise `column` to GREATEST(existing, value); never lowers it. The
+        other columns but `created_date` take the new row's value on a conflict."""
+        row = {**key, column: value, **(extra or {})}
+        conn.execute(self.upsert_greatest_stmt(table, list(key), column, list(row)).values(row))
 
     def upsert_greatest_many(
         self,
@@ -94,14 +98,34 @@ class Dialect:
         rows: Sequence[Mapping[str, Any]],
     ) -> None:
         """upsert_greatest for many rows (distinct keys) in one executemany; every row has the same
-        columns. The other columns but `created_date` take the new row's value on a conflict."""
+        columns."""
         if not rows:
             return
+        conn.execute(self.upsert_greatest_stmt(table, keys, column, list(rows[0])), list(rows))
+
+    def upsert_greatest_stmt(
+        self, table: sa.Table, keys: Sequence[str], column: str, columns: Sequence[str]
+    ) -> sa.Insert:
+        """The INSERT of upsert_greatest(_many): on a conflict over `keys`, `column` becomes
+        GREATEST(existing, new) and the other `columns` but `created_date` the new values.
+
+        INSERT … ON CONFLICT DO UPDATE here (PostgreSQL, SQLite); the MySQL family overrides it
+        with ON DUPLICATE KEY UPDATE."""
         stmt = self.insert(table)
-        on_update: dict[str, Any] = {column: self.greatest(table.c[column], stmt.excluded[column])}
-        on_update.update({k: stmt.excluded[k] for k in rows[0]
-                          if k not in keys and k not in (column, "created_date")})
-        conn.execute(stmt.on_conflict_do_update(index_elements=list(keys), set_=on_update), list(rows))
+        on_update = self._upsert_set(table, keys, column, columns, stmt.excluded)
+        upsert: sa.Insert = stmt.on_conflict_do_update(index_elements=list(keys), set_=on_update)
+        return upsert
+
+    def _upsert_set(
+        self, table: sa.Table, keys: Sequence[str], column: str, columns: Sequence[str], new: Any
+    ) -> dict[str, Any]:
+        """The SET of an upsert: `column` never lowered, the other non-key columns replaced by `new`
+        (the proposed row: `excluded` / `inserted`), `created_date` kept."""
+        on_update: dict[str, Any] = {column: self.greatest(table.c[column], new[column])}
+        on_update.update(
+            {k: new[k] for k in columns if k not in keys and k not in (column, "created_date")}
+        )
+        return on_update
 
     def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:
         """Lock the selected rows until the transaction ends."""
@@ -154,6 +178,19 @@ class Dialect:
         row = conn.execute(stmt).first()
         return None if row is None else (int(row[0]), to_utc(row[1]))
 
+    def guard_install_sql(self) -> list[str]:
+        """The statements that create (or replace) the guard trigger (db/guard.py); none here."""
+        return []
+
+    def guard_drop_sql(self) -> list[str]:
+        """The statements that remove the guard trigger if it exists."""
+        return []
+
+    @contextmanager
+    def guard_authorized(self, conn: Connection) -> Iterator[None]:
+        """Raise the session flag the guard trigger reads while the block runs; nothing here."""
+        yield
+
     def is_retryable(self, exc: BaseException) -> bool:
         """Whether a database error is a lost race (deadlock, serialization, certification)."""
         return False
@@ -161,10 +198,6 @@ class Dialect:
     def is_duplicate_key(self, exc: BaseException) -> bool:
         """Whether a database error is a unique/primary-key violation."""
         return False
-
-    def begin_write(self, conn: Connection) -> sa.RootTransaction:
-        """Begin a transaction that will write (SQLite takes the write lock up front)."""
-        return conn.begin()
 
     def drop_table_if_exists(self, conn: Connection, table_name: str) -> None:
         """Drop a table by name when it exists."""

@@ -51,7 +51,7 @@ def _holder_is_dead(holder: str) -> bool:
 
 def _try_take(dialect: Dialect, engine: Engine, name: str, holder: str, lease: float) -> bool:
     table = lock_table
-    with engine.connect() as conn, dialect.begin_write(conn):
+    with engine.begin() as conn:
         now = dialect.utc_now(conn)
         row = conn.execute(
             dialect.for_update(
@@ -106,7 +106,7 @@ def lease_lock(
 def _release(dialect: Dialect, engine: Engine, name: str, holder: str) -> None:
     for _ in range(20):
         try:
-            with engine.connect() as conn, dialect.begin_write(conn):
+            with engine.begin() as conn:
                 conn.execute(
                     sa.delete(lock_table).where(
                         lock_table.c.name == name, lock_table.c.holder == holder

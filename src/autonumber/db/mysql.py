@@ -16,7 +16,9 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.errors import LockTimeout
 
 from .base import Dialect, server_flag, to_utc
+from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
+from .tables import AUTONUMBER_COLUMNS
 
 RETRYABLE = {1213, 1205, 1020, 1180, 1181, 1305, 9007, 8002, 8022}
 """Deadlock / Galera certification failure (1213), lock wait timeout (1205), record changed (1020),
@@ -29,6 +31,7 @@ class MySQLDialect(Dialect):
     """MariaDB/MySQL/TiDB: GET_LOCK for named locks, LAST_INSERT_ID(expr) for atomic increments."""
 
     name = "mysql"
+    has_guard_trigger = True
 
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         opts = super().engine_options(pool_size)
@@ -73,36 +76,15 @@ class MySQLDialect(Dialect):
             finally:
                 conn.execute(sa.select(sa.func.release_lock(name)))
 
-    def upsert_greatest(
-        self,
-        conn: Connection,
-        table: sa.Table,
-        key: Mapping[str, Any],
-        column: str,
-        value: int,
-        extra: Mapping[str, Any] | None = None,
-    ) -> None:
-        extra = dict(extra or {})
-        stmt = mysql_insert(table).values({**key, column: value, **extra})
-        on_update: dict[str, Any] = {column: sa.func.greatest(table.c[column], stmt.inserted[column])}
-        on_update.update({k: stmt.inserted[k] for k in extra if k != "created_date"})
-        conn.execute(stmt.on_duplicate_key_update(on_update))
-
-    def upsert_greatest_many(
-        self,
-        conn: Connection,
-        table: sa.Table,
-        keys: Sequence[str],
-        column: str,
-        rows: Sequence[Mapping[str, Any]],
-    ) -> None:
-        if not rows:
-            return
+    def upsert_greatest_stmt(
+        self, table: sa.Table, keys: Sequence[str], column: str, columns: Sequence[str]
+    ) -> sa.Insert:
+        """INSERT … ON DUPLICATE KEY UPDATE `column` = GREATEST(`column`, VALUES(`column`)), …"""
         stmt = mysql_insert(table)
-        on_update: dict[str, Any] = {column: sa.func.greatest(table.c[column], stmt.inserted[column])}
-        on_update.update({k: stmt.inserted[k] for k in rows[0]
-                          if k not in keys and k not in (column, "created_date")})
-        conn.execute(stmt.on_duplicate_key_update(on_update), list(rows))
+        upsert: sa.Insert = stmt.on_duplicate_key_update(
+            self._upsert_set(table, keys, column, columns, stmt.inserted)
+        )
+        return upsert
 
     def atomic_increment(
         self,
@@ -151,6 +133,27 @@ class MySQLDialect(Dialect):
             sa.select(sa.func.last_insert_id(), table.c[clock_column]).where(where)
         ).one()
         return int(row[0]), to_utc(row[1])
+
+    def guard_install_sql(self) -> list[str]:
+        changed = " OR ".join(f"NOT (OLD.{c} <=> NEW.{c})" for c in AUTONUMBER_COLUMNS)
+        return [
+            f"DROP TRIGGER IF EXISTS {TRIGGER}",
+            f"CREATE TRIGGER {TRIGGER} BEFORE UPDATE ON `_System_Field` FOR EACH ROW BEGIN "
+            f"IF ({changed}) AND COALESCE({MYSQL_VARIABLE}, 0) <> 1 THEN "
+            f"SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{MESSAGE}'; END IF; END",
+        ]
+
+    def guard_drop_sql(self) -> list[str]:
+        return [f"DROP TRIGGER IF EXISTS {TRIGGER}"]
+
+    @contextmanager
+    def guard_authorized(self, conn: Connection) -> Iterator[None]:
+        """A session variable: cleared however the block ends (the session outlives it)."""
+        conn.execute(sa.text(f"SET {MYSQL_VARIABLE} = 1"))
+        try:
+            yield
+        finally:
+            conn.execute(sa.text(f"SET {MYSQL_VARIABLE} = NULL"))
 
     def is_retryable(self, exc: BaseException) -> bool:
         return mysql_errno(exc) in RETRYABLE

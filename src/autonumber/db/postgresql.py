@@ -15,7 +15,9 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.errors import LockTimeout
 
 from .base import Dialect, driver_code, lock_key, server_flag
+from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
+from .tables import AUTONUMBER_COLUMNS
 
 RETRYABLE = {"40001", "40P01", "55P03"}
 """Serialization failure, deadlock, lock not available."""
@@ -26,6 +28,7 @@ class PostgreSQLDialect(Dialect):
 
     name = "postgresql"
     transactional_ddl = True
+    has_guard_trigger = True
 
     def insert(self, table: sa.Table) -> Any:
         return pg_insert(table)
@@ -63,6 +66,35 @@ class PostgreSQLDialect(Dialect):
                 yield
             finally:
                 conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
+
+    def guard_install_sql(self) -> list[str]:
+        changed = " OR ".join(
+            f"OLD.{c}::text IS DISTINCT FROM NEW.{c}::text" for c in AUTONUMBER_COLUMNS
+        )
+        return [
+            f"CREATE OR REPLACE FUNCTION {TRIGGER}() RETURNS trigger AS $$ BEGIN "
+            f"IF ({changed}) AND coalesce(current_setting('{PG_SETTING}', true), '') <> '1' "
+            f"THEN RAISE EXCEPTION '{MESSAGE}' USING ERRCODE = 'P0001'; END IF; "
+            "RETURN NEW; END $$ LANGUAGE plpgsql",
+            f'DROP TRIGGER IF EXISTS {TRIGGER} ON "_System_Field"',
+            f'CREATE TRIGGER {TRIGGER} BEFORE UPDATE ON "_System_Field" '
+            f"FOR EACH ROW EXECUTE FUNCTION {TRIGGER}()",
+        ]
+
+    def guard_drop_sql(self) -> list[str]:
+        return [
+            f'DROP TRIGGER IF EXISTS {TRIGGER} ON "_System_Field"',
+            f"DROP FUNCTION IF EXISTS {TRIGGER}()",
+        ]
+
+    @contextmanager
+    def guard_authorized(self, conn: Connection) -> Iterator[None]:
+        """A transaction-local setting: it ends with the transaction whatever happens, and is
+        cleared after the block so later statements of that transaction are not authorized (no
+        `finally`: a failed transaction refuses every further statement)."""
+        conn.execute(sa.text(f"SELECT set_config('{PG_SETTING}', '1', true)"))
+        yield
+        conn.execute(sa.text(f"SELECT set_config('{PG_SETTING}', '', true)"))
 
     def is_retryable(self, exc: BaseException) -> bool:
         return bool(driver_code(exc) in RETRYABLE)

@@ -47,6 +47,7 @@ class SQLiteDialect(Dialect):
 
         @event.listens_for(engine, "begin")
         def _on_begin(conn: Connection) -> None:
+            # every `.begin()` takes the write lock up front unless the pool only reads (READONLY)
             readonly = conn.get_execution_options().get(READONLY, False)
             conn.exec_driver_sql("BEGIN" if readonly else "BEGIN IMMEDIATE")
 

@@ -2,7 +2,18 @@
 
 from __future__ import annotations
 
-from .engine import STRATEGIES, Assigned, Engine, Strategy
+from .engine import DEFAULT_STRATEGY, STRATEGIES, Assigned, Engine, Strategy
 from .reservation import Hooks, Reservation
+from .retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
-__all__ = ["STRATEGIES", "Assigned", "Engine", "Hooks", "Reservation", "Strategy"]
+__all__ = [
+    "DEFAULT_MAX_RETRIES",
+    "DEFAULT_STRATEGY",
+    "STRATEGIES",
+    "Assigned",
+    "Engine",
+    "Hooks",
+    "Reservation",
+    "RetryPolicy",
+    "Strategy",
+]

@@ -19,9 +19,14 @@ from .journal import Range
 from .livemax import live_max_reader
 from .reservation import Hooks, Reservation, Reserver
 from .resolve import Resolver
+from .retry import DEFAULT_MAX_RETRIES, RetryPolicy
 
 Strategy = Literal["cas", "atomic", "combining"]
-STRATEGIES: tuple[str, ...] = ("cas", "atomic", "combining")
+STRATEGIES: tuple[Strategy, ...] = ("cas", "atomic", "combining")
+DEFAULT_STRATEGY: Strategy = "combining"
+"""The strategy of `Engine` and `autonumber.connect` alike, chosen by `autonumber bench`
+(docs/performance.md): one atomic reservation serves every caller waiting on the same counter, so
+throughput does not pay one durable commit per number."""
 Record = Mapping[str, Any]
 
 
@@ -45,8 +50,8 @@ class Engine:
         reservation_db: SAEngine,
         fresh_db: SAEngine,
         *,
-        strategy: Strategy = "cas",
-        max_retries: int = 5,
+        strategy: Strategy = DEFAULT_STRATEGY,
+        max_retries: int = DEFAULT_MAX_RETRIES,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
@@ -59,7 +64,7 @@ class Engine:
             reservation_db,
             dialect,
             live_max_reader(fresh_db, catalog.current),
-            max_retries=max_retries,
+            policy=RetryPolicy(attempts=max_retries),
             semaphore_capacity=max(512, 4 * fields),
         )
         self.resolver = Resolver(fresh_db)

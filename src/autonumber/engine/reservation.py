@@ -1,14 +1,14 @@
-"""Reserving counter values in a short transaction of its own (spec §5.2): the strategies.
+"""Reserving counter values in a short transaction of its own (docs/engine.md): the strategies.
 
 Every strategy samples the database clock once inside the reservation transaction; that sample
 drives both the scope key and the date tokens. A reservation counts only once its COMMIT
-succeeded: a lost race, a deadlock or a Galera certification failure at COMMIT is retried within
-the budget, and a number from a transaction that did not commit is never handed out.
+succeeded: a lost race, a deadlock or a Galera certification failure at COMMIT is retried under
+the one retry policy (engine/retry.py), and a number from a transaction that did not commit is
+never handed out.
 """
 
 from __future__ import annotations
 
-import random
 import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
@@ -27,6 +27,7 @@ from autonumber.errors import CounterMissing, CounterOverflow, ReservationFailed
 
 from . import metrics
 from .journal import Journal, Range
+from .retry import RetryPolicy
 
 SEMAPHORE_TTL = 48 * 3600.0
 MAX_LAZY_CREATES = 3
@@ -104,7 +105,7 @@ class Reserver:
     db: Engine
     dialect: Dialect
     live_max: LiveMax
-    max_retries: int = 5
+    policy: RetryPolicy = field(default_factory=RetryPolicy)
     semaphore_capacity: int = 512
     hooks: Hooks = field(default_factory=Hooks)
     sleep: Callable[[float], None] = time.sleep
@@ -130,7 +131,7 @@ class Reserver:
             with conn.begin_nested():
                 yield conn
             return
-        with self.db.connect() as own, self.dialect.begin_write(own):
+        with self.db.begin() as own:
             yield own
 
     def _clock(self, c: Connection, at: datetime | None) -> datetime:
@@ -163,9 +164,10 @@ class Reserver:
             return False
         return self.dialect.is_retryable(exc) or (conn is None and exc.connection_invalidated)
 
-    def jitter(self, attempt: int) -> float:
-        """rand(0, 2^(attempt+3)) milliseconds, in seconds (§5.2, §12.1 R3)."""
-        return random.uniform(0, 2 ** (attempt + 3)) / 1000.0
+    @property
+    def max_retries(self) -> int:
+        """The public knob `max_retries`: the policy's attempts, the unit of every budget."""
+        return self.policy.attempts
 
     # -- the seed's optimistic CAS path ---------------------------------------------------------
 
@@ -180,21 +182,20 @@ class Reserver:
         """Read next_value, CAS-update it, retry with jitter; after max_retries, the fallback lane."""
         started = time.perf_counter()
         lazy = 0
-        attempt = 0
-        while attempt < self.max_retries:
-            attempt += 1
+        tries = self.policy.tries(self.policy.cas_attempts, self.sleep, windowed=False)
+        while True:
             try:
                 outcome = self._cas_once(rule, n, cross, conn, at)
             except _Lost:
-                self.sleep(self.jitter(attempt - 1))
-                continue
+                if tries.again():
+                    continue
+                break
             if isinstance(outcome, _Missing):
                 lazy = self._after_missing(rule, outcome, cross, conn, lazy)
-                attempt -= 1
                 continue
-            return self._done("cas", attempt, started, outcome)
+            return self._done("cas", tries.losses + 1, started, outcome)
         result = self.reserve_fallback(rule, n, cross, conn, at)
-        return self._done("cas", attempt + 1, started, result)
+        return self._done("cas", tries.losses + 1, started, result)
 
     def _cas_once(
         self,
@@ -234,17 +235,19 @@ class Reserver:
         """The starvation lane: one clock sample, the per-counter semaphore, then FOR UPDATE."""
         metrics.FALLBACKS.inc()
         lazy = 0
-        for attempt in range(self.max_retries * 2):
+        tries = self.policy.tries(self.policy.fallback_attempts, self.sleep)
+        while True:
             try:
                 outcome = self._fallback_once(rule, n, cross, conn, at)
             except _Lost:
-                self.sleep(self.jitter(min(attempt, 6)))
-                continue
+                if tries.again():
+                    continue
+                break
             if isinstance(outcome, _Missing):
                 lazy = self._after_missing(rule, outcome, cross, conn, lazy)
                 continue
             return outcome
-        raise ReservationFailed(rule.field_id, "", self.max_retries * 2, "fallback lane kept losing")
+        raise ReservationFailed(rule.field_id, "", tries.losses, "fallback lane kept losing")
 
     def _fallback_once(
         self,
@@ -314,17 +317,19 @@ class Reserver:
         """One `UPDATE … next_value = next_value + n` returning the new value (dialect primitive)."""
         started = time.perf_counter()
         lazy = 0
-        for attempt in range(1, self.max_retries * 4 + 1):
+        tries = self.policy.tries(self.policy.atomic_attempts, self.sleep)
+        while True:
             try:
                 outcome = self._atomic_once(rule, n, cross, conn, at, savepoint)
             except _Lost:
-                self.sleep(self.jitter(min(attempt - 1, 5)))
-                continue
+                if tries.again():
+                    continue
+                break
             if isinstance(outcome, _Missing):
                 lazy = self._after_missing(rule, outcome, cross, conn, lazy)
                 continue
-            return self._done("atomic", attempt, started, outcome)
-        raise ReservationFailed(rule.field_id, "", self.max_retries * 4, "the database kept refusing")
+            return self._done("atomic", tries.losses + 1, started, outcome)
+        raise ReservationFailed(rule.field_id, "", tries.losses, "the database kept refusing")
 
     def _atomic_once(
         self,
@@ -378,7 +383,8 @@ class Reserver:
         if rule.scope == "global" or lazy >= MAX_LAZY_CREATES:
             raise CounterMissing(rule.field_id, missing.scope_key)
         start = max(rule.start, self.live_max(rule, missing.scope_key, missing.assigned_at, cross) + 1)
-        for _ in range(self.max_retries * 2):
+        tries = self.policy.tries(self.policy.lazy_attempts, self.sleep)
+        while True:
             try:
                 with self.transaction(conn) as c:
                     self.dialect.upsert_greatest(
@@ -394,8 +400,9 @@ class Reserver:
             except sa.exc.DBAPIError as exc:
                 if not (self.dialect.is_retryable(exc) or self.dialect.is_duplicate_key(exc)):
                     raise
-                self.sleep(self.jitter(2))
-        raise ReservationFailed(rule.field_id, missing.scope_key, self.max_retries * 2, "lazy row")
+                if not tries.again():
+                    break
+        raise ReservationFailed(rule.field_id, missing.scope_key, tries.losses, "lazy row")
 
     def _done(self, strategy: str, attempts: int, started: float, res: Reservation) -> Reservation:
         """Record a committed reservation in the metrics (and the test hook)."""

@@ -12,6 +12,7 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from autonumber.db import dialect_for
 from autonumber.db.tables import system_field, system_object
 from autonumber.errors import AutonumberError
 from autonumber.identifiers import check_api_name
@@ -117,7 +118,7 @@ def _compensate(conn: Connection, name: str) -> None:
     On the same connection, DROP last: its implicit commit makes the deletes stick even though the
     caller then rolls back; before any DDL they just delete this transaction's own rows.
     """
-    if conn.dialect.name not in ("mysql", "mariadb"):
+    if dialect_for(conn).transactional_ddl:
         return  # transactional DDL: the caller's rollback undoes everything
     conn.execute(sa.delete(system_field).where(system_field.c.ObjectId == object_id(name)))
     conn.execute(sa.delete(system_object).where(system_object.c.ApiName == name))

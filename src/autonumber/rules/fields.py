@@ -16,7 +16,6 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.db import dialect_for
 from autonumber.db.tables import system_field, system_object
 from autonumber.errors import UnknownField
 from autonumber.format import parse_format
@@ -106,11 +105,10 @@ def change_rule(conn: Connection, rule: RuleSpec) -> tuple[str, list[str]]:
 
 def commit_requests(engine: Engine, requests: Sequence[RuleRequest]) -> list[FieldChange]:
     """apply_requests in a transaction of its own (committed when every request passed)."""
-    dialect = dialect_for(engine)
     with engine.connect() as conn:
-        with dialect.begin_write(conn):
+        with conn.begin():
             ensure_history_table(conn)
-        with dialect.begin_write(conn):
+        with conn.begin():
             return apply_requests(conn, requests)
 
 

@@ -198,7 +198,7 @@ def write_rows(engine: Engine, rows: Sequence[CounterRow], timeout: float = CUTO
     for each batch."""
     dialect = dialect_for(engine)
     for start in range(0, len(rows), BATCH):
-        with _cutover(engine, timeout), engine.connect() as conn, dialect.begin_write(conn):
+        with _cutover(engine, timeout), engine.begin() as conn:
             now = dialect.utc_now(conn)
             dialect.upsert_greatest_many(conn, counter_table, ("field_id", "scope_key"), "next_value", [
                 {"field_id": row.field_id, "scope_key": row.scope_key, "next_value": row.next_value,
@@ -211,7 +211,6 @@ def migrate_keys(engine: Engine) -> list[str]:
     """Move every per_prefix field's token-value rows to rendered-text keys (one transaction per
     field, GREATEST merge); one line per field moved. A field is checked until a pass records it
     in `_System_SetupState` (`keys:<field id>`); later runs skip it."""
-    dialect = dialect_for(engine)
     with engine.connect() as conn:
         rules = [r for r in load_snapshot(conn).rules.values() if r.scope == "per_prefix"]
         done = state.read(conn, state.KEYS)
@@ -219,7 +218,7 @@ def migrate_keys(engine: Engine) -> list[str]:
     for rule in sorted(rules, key=lambda r: r.field_id):
         if done.get(rule.field_id) == state.KEYS_RENDERED:
             continue
-        with engine.connect() as conn, dialect.begin_write(conn):
+        with engine.begin() as conn:
             moves = migrate_prefix_keys(conn, rule)
             state.put(conn, state.KEYS + rule.field_id, state.KEYS_RENDERED)
         if moves:
@@ -244,8 +243,7 @@ def seed_counters(
             result = plan_seed(conn, snapshot, force=force, reporter=rep)
     result.notes.extend(moved)
     write_rows(engine, result.rows, timeout)
-    dialect = dialect_for(engine)
-    with engine.connect() as conn, dialect.begin_write(conn):
+    with engine.begin() as conn:
         for rule in snapshot.rules.values():
             if rule.field_id in result.scanned:
                 state.put(conn, state.SEEDED + rule.field_id,

@@ -94,9 +94,8 @@ def _pack_digest(spec: DataSpec) -> str:
 
 def _standard_pack(ctx: Context) -> list[str]:
     """Install the pack, unless this exact pack was installed before and its tables all exist."""
-    dialect = dialect_for(ctx.engine)
     digest = _pack_digest(ctx.spec)
-    with ctx.engine.connect() as conn, dialect.begin_write(conn):
+    with ctx.engine.begin() as conn:
         tables = {o.table_name for o in ctx.spec.objects}
         if state.read(conn, state.PACK).get("") == digest and tables <= table_names(conn):
             return []
@@ -107,16 +106,14 @@ def _standard_pack(ctx: Context) -> list[str]:
 
 
 def _formats(ctx: Context) -> list[str]:
-    dialect = dialect_for(ctx.engine)
-    with ctx.engine.connect() as conn, dialect.begin_write(conn):
+    with ctx.engine.begin() as conn:
         return sync_rules(conn, ctx.spec.rules)
 
 
 def _record_type_codes(ctx: Context) -> list[str]:
     """Record type codes, with their dependency assertion: codes need the record types to exist first."""
-    dialect = dialect_for(ctx.engine)
     users = [r.name for r in ctx.spec.rules if "{RecordType." in r.format]
-    with ctx.engine.connect() as conn, dialect.begin_write(conn):
+    with ctx.engine.begin() as conn:
         count = conn.execute(sa.select(sa.func.count()).select_from(system_record_type)).scalar_one()
         if users and not count:
             raise SetupError(
@@ -227,7 +224,7 @@ def run_phases(
 def _record(engine: Engine, run_id: str, result: PhaseResult) -> None:
     if state.setup_state.name not in table_names(engine):
         return
-    with engine.connect() as conn, dialect_for(conn).begin_write(conn):
+    with engine.begin() as conn:
         state.record_phase(conn, result.name, {
             "run": run_id, "seconds": round(result.seconds, 4), "changes": len(result.changes),
         })

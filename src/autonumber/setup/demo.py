@@ -99,7 +99,7 @@ def _flush(
 ) -> int:
     if not batch:
         return 0
-    with engine.connect() as conn, dialect.begin_write(conn):
+    with engine.begin() as conn:
         conn.execute(sa.insert(table), batch)
     n = len(batch)
     advance(n)
@@ -113,8 +113,7 @@ def fill_legacy(
     """Create the pre-cutover schema and fill it; `rows` sizes the Case and Contract tables."""
     rep = reporter or NullReporter()
     reconcile_system_schema(engine)
-    dialect = dialect_for(engine)
-    with engine.connect() as conn, dialect.begin_write(conn):
+    with engine.begin() as conn:
         install_objects(conn, spec.objects, unique=False)  # legacy databases had none
         install_record_types(conn, spec.record_types)
     create_legacy_tables(engine)

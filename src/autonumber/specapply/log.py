@@ -40,7 +40,7 @@ def start(engine: Engine, doc: SpecDocument, env: str, outcome: str = "running",
     """Insert an attempt; return its id. Finished attempts (skip, refusal) pass their outcome."""
     row_id = uuid.uuid4().hex
     dialect = dialect_for(engine)
-    with engine.connect() as conn, dialect.begin_write(conn):
+    with engine.begin() as conn:
         at = dialect.utc_now(conn)
         conn.execute(sa.insert(spec_apply_log).values(
             Id=row_id, spec_id=doc.id[:255], spec_digest=doc.digest, env=env, status=doc.status[:32],
@@ -54,7 +54,7 @@ def finish(engine: Engine, row_id: str, outcome: str, error: str | None = None) 
     """Close an attempt with its outcome."""
     dialect = dialect_for(engine)
     t = spec_apply_log
-    with engine.connect() as conn, dialect.begin_write(conn):
+    with engine.begin() as conn:
         conn.execute(sa.update(t).where(t.c.Id == row_id).values(
             finished_at=dialect.utc_now(conn), outcome=outcome, error=error[:MAX_ERROR] if error else None))
 

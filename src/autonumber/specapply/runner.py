@@ -117,12 +117,12 @@ def _run(engine: Engine, doc: SpecDocument, ops: Sequence[tuple[Operation, Opera
     changes: list[str] = []
     with dialect.named_lock(engine, setup_apply.BOOTSTRAP_LOCK, lock_timeout):
         if dialect.transactional_ddl:
-            with engine.connect() as conn, dialect.begin_write(conn):
+            with engine.begin() as conn:
                 for group in groups:
                     changes += _one(conn, group, reporter)
         else:  # DDL commits implicitly: one transaction per (idempotent) operation or rule batch
             for group in groups:
-                with engine.connect() as conn, dialect.begin_write(conn):
+                with engine.begin() as conn:
                     changes += _one(conn, group, reporter)
     return changes
 

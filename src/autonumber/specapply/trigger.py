@@ -16,7 +16,7 @@ from autonumber.errors import ConfigError
 
 def check_guard_supported(engine: Engine) -> None:
     """Refuse --with-guard-trigger up front on a backend without the trigger (before any apply)."""
-    if engine.dialect.name == "sqlite":
+    if not dialect_for(engine).has_guard_trigger:
         raise ConfigError("--with-guard-trigger needs MariaDB/MySQL or PostgreSQL; SQLite has no session "
                           "flag a trigger can read and relies on quarantine alone")
 
@@ -24,7 +24,6 @@ def check_guard_supported(engine: Engine) -> None:
 def install_guard_trigger(engine: Engine) -> str:
     """Create (or replace) the guard trigger on `_System_Field`; return one line saying so."""
     check_guard_supported(engine)
-    dialect = dialect_for(engine)
-    with engine.connect() as conn, dialect.begin_write(conn):
+    with engine.begin() as conn:
         install_guard(conn)
     return f"guard trigger {TRIGGER} installed on _System_Field"

@@ -102,22 +102,22 @@ def targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
                         f"≤ {TARGET_UNCONTENDED_P99_MS:g}",
                         p99 <= TARGET_UNCONTENDED_P99_MS,
                     )
-            for s in dict.fromkeys(("cas", strategy)):
-                row = cell(b, f"engine:{s}", HOT)
+            for lane in dict.fromkeys(("cas", strategy)):
+                row = cell(b, f"engine:{lane}", HOT)
                 if row is not None and "attempts_p99" in row:
                     value = float(row["attempts_p99"])
                     out.add(
                         name,
-                        f"reservation attempts p99 @{HOT} ({s})",
+                        f"reservation attempts p99 @{HOT} ({lane})",
                         value,
                         f"≤ {TARGET_CAS_ATTEMPTS_P99:g}",
                         value <= TARGET_CAS_ATTEMPTS_P99,
                     )
-        for s, row in b.get("batch", {}).items():
+        for lane, row in b.get("batch", {}).items():
             value = float(row["numbers_per_s"])
             out.add(
                 name,
-                f"assign_batch(1000) numbers/s ({s})",
+                f"assign_batch(1000) numbers/s ({lane})",
                 value,
                 f"≥ {TARGET_BATCH_PER_S:,.0f}",
                 value >= TARGET_BATCH_PER_S,

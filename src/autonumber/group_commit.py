@@ -4,7 +4,8 @@ The insert-side twin of engine/combining.py. While a group's transaction for an 
 flight, new callers queue in the next group; when a flight lands, the next group's first member
 writes every member's row at once (one reservation, one multi-row INSERT, one COMMIT) and each
 member takes back its own record. A group whose write fails is retried row by row, each member
-writing its own row alone, so one bad row never fails another caller.
+writing its own row alone, so one bad row never fails another caller — except when the write gave up
+on lost races (`final`): a row alone would lose the same races, and its caller has waited enough.
 """
 
 from __future__ import annotations
@@ -52,10 +53,18 @@ class GroupStats:
 class GroupCommit:
     """Joins concurrent single-row inserts per object into groups written by one member."""
 
-    def __init__(self, write: Write, *, max_group: int = MAX_GROUP, max_flights: int = 1) -> None:
+    def __init__(
+        self,
+        write: Write,
+        *,
+        max_group: int = MAX_GROUP,
+        max_flights: int = 1,
+        final: Callable[[BaseException], bool] = lambda exc: False,
+    ) -> None:
         if max_group < 1 or max_flights < 1:
             raise ValueError("max_group and max_flights must be at least 1")
         self._write = write
+        self._final = final
         self._lock = threading.Lock()
         self._slots: dict[str, _Slot] = {}
         self.max_group = max_group
@@ -87,7 +96,7 @@ class GroupCommit:
         if group.error is None:
             assert group.stored is not None
             return group.stored[index]
-        if len(group.rows) == 1 or not isinstance(group.error, Exception):
+        if len(group.rows) == 1 or not isinstance(group.error, Exception) or self._final(group.error):
             raise group.error
         # Same Id as in the failed group: if that COMMIT did land after all, this insert is refused
         # as a duplicate Id instead of storing the record twice.

@@ -87,7 +87,7 @@ class Records:
         if not engine.dialect.reserve_on_caller_when_written:
             watch(db)  # SQLite reserves in the caller's transaction: nothing is detached there
         self._group_db = group_db or db
-        self.group_commit = GroupCommit(self._write_own) if group_commit else None
+        self.group_commit = GroupCommit(self._write_own, final=self._lost_races) if group_commit else None
 
     @contextmanager
     def _txn(self, conn: Connection | None, db: SAEngine | None = None) -> Iterator[Connection]:
@@ -200,6 +200,12 @@ class Records:
                 if self.engine.dialect.is_retryable(exc) and tries.again():
                     continue
                 raise
+
+    def _lost_races(self, exc: BaseException) -> bool:
+        """`_write_own` gave up on lost races (its retry budget and window are spent)."""
+        return isinstance(exc, ReservationFailed) or (
+            isinstance(exc, sa.exc.DBAPIError) and self.engine.dialect.is_retryable(exc)
+        )
 
     def _landed(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
         """The records as stored when an earlier COMMIT of theirs did land (Ids are fresh uuid4s, so

@@ -29,7 +29,7 @@ class RetryPolicy:
       the group writer's whole-transaction retry gets `attempts`;
     - `jitter_base_ms` (8 = 2^3) and `backoff_cap` (6): the k-th retry sleeps
       rand(0, 8 · 2^min(k, 6)) ms — the seed's rand(0, 2^(attempt+3)) ms, never above 512 ms;
-    - `window_s` (10): a lane that has no further lane (fallback, atomic, lazy row, group writer)
+    - `window_s` (20): a lane that has no further lane (fallback, atomic, lazy row, group writer)
       keeps retrying a lost race for at least this long even when its attempts are used up, so a
       Galera cluster that reconfigures after losing a node (a few seconds of refused COMMITs) does
       not turn into caller errors. The CAS path hands over to the fallback lane after `attempts`,
@@ -42,7 +42,7 @@ class RetryPolicy:
     lazy_factor: int = 2
     jitter_base_ms: float = 8.0
     backoff_cap: int = 6
-    window_s: float = 10.0
+    window_s: float = 20.0
 
     def __post_init__(self) -> None:
         if self.attempts < 1:

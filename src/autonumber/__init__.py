@@ -30,12 +30,16 @@ _HOMES = {
 
 
 def __getattr__(name: str) -> object:
-    """Import a re-exported name from its home module the first time it is asked for."""
-    if name == "errors":
-        return import_module("autonumber.errors")
+    """Import a re-exported name from its home module the first time it is asked for; a subpackage
+    (`autonumber.db`) is imported on first use too, as it was when the package loaded eagerly."""
     home = _HOMES.get(name)
     if home is None:
-        raise AttributeError(f"module 'autonumber' has no attribute {name!r}")
+        try:
+            return import_module(f"autonumber.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"autonumber.{name}":
+                raise
+            raise AttributeError(f"module 'autonumber' has no attribute {name!r}") from None
     value = getattr(import_module(home), name)
     globals()[name] = value
     return value

@@ -28,6 +28,7 @@ from typing import Any
 import sqlalchemy as sa
 
 import autonumber
+from autonumber.db import create_engine, dialect_for
 from autonumber.errors import AutonumberError
 
 OBJECT = "Case"
@@ -109,7 +110,7 @@ def insert_until(url: str, strategy: str, threads: int, retries: int, stop_file:
 
 def apply_setup(url: str) -> dict[str, Any]:
     """Run the setup once; retry a clear, retryable refusal (lock timeout, lost race) up to 10 times."""
-    engine = autonumber.db.create_engine(url, pool_size=2)
+    engine = create_engine(url, pool_size=2)
     refusals: list[str] = []
     ok = False
     began = time.perf_counter()
@@ -120,7 +121,7 @@ def apply_setup(url: str) -> dict[str, Any]:
             except AutonumberError as exc:
                 refusals.append(_error_text(exc))
             except sa.exc.DBAPIError as exc:
-                dialect = autonumber.db.dialect_for(engine)
+                dialect = dialect_for(engine)
                 if not dialect.is_retryable(exc):
                     raise
                 refusals.append(_error_text(exc))

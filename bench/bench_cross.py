@@ -5,7 +5,7 @@ Every call resolves `{Account.BillingCountryCode}` through Quote.OpportunityId �
 the empty AccountId), then reserves on the reservation pool. 8 callers run at once.
 
 Run: .venv/bin/python bench/bench_cross.py [--quick] [--backend mysql|postgresql] [--mysql-url …]
-Target (spec §12.1 R9): p99 < 10 ms with 8 concurrent callers on loopback MariaDB and PostgreSQL.
+Target (docs/engine.md): p99 < 10 ms with 8 concurrent callers on loopback MariaDB and PostgreSQL.
 
 The bench DROPS and recreates each database (its name must contain "bench"). It stores the core
 Quote format with a 6-digit counter instead of `{00}`: resolution and reservation cost the same, and

@@ -1,4 +1,4 @@
-"""One exception hierarchy for autonumber (spec §3.4), each error carrying the ids a person needs.
+"""One exception hierarchy for autonumber (docs/engine.md), each error carrying the ids a person needs.
 
 `exit_code` is what the CLI exits with when the error reaches it; the CLI prints `str(error)` as one
 line and never a traceback for these.
@@ -36,7 +36,7 @@ class InvalidIdentifier(AutonumberError):
 
 
 class FormatError(AutonumberError):
-    """A display format that breaks the grammar (rule 0) or a validation rule of §6.2 (1–10)."""
+    """A display format that breaks the grammar (rule 0) or a validation rule 1–10 (docs/formats.md)."""
 
     exit_code = 2
 
@@ -88,7 +88,7 @@ class RecordNotFound(AutonumberError):
 
 
 class CounterMissing(AutonumberError):
-    """A `global` counter row is missing at runtime: corruption, never reseeded silently (§3.4)."""
+    """A `global` counter row is missing at runtime: corruption, never reseeded silently (docs/engine.md)."""
 
     def __init__(self, field_id: str, scope_key: str) -> None:
         self.field_id = field_id
@@ -100,7 +100,7 @@ class CounterMissing(AutonumberError):
 
 
 class CounterOverflow(AutonumberError):
-    """A counter value that does not fit the format's counter width (§3.4): never truncated."""
+    """A counter value that does not fit the format's counter width (docs/engine.md): never truncated."""
 
     def __init__(self, field_id: str, scope_key: str, value: int, width: int) -> None:
         self.field_id = field_id
@@ -128,7 +128,7 @@ class ReservationFailed(AutonumberError):
 
 
 class TokenResolveError(AutonumberError):
-    """A cross-record or taxonomy token that cannot be resolved: fail closed (§3.4, §6.5)."""
+    """A cross-record or taxonomy token that cannot be resolved: fail closed (docs/cross-record.md)."""
 
     CAUSES = ("fk null", "row missing", "target null")
 
@@ -153,7 +153,7 @@ class TokenResolveError(AutonumberError):
 
 
 class RuleQuarantined(AutonumberError):
-    """A rule changed behind the applier's back and failed re-validation (§5.6)."""
+    """A rule changed behind the applier's back and failed re-validation (docs/changing-rules.md)."""
 
     def __init__(self, field_id: str, reason: str) -> None:
         self.field_id = field_id
@@ -165,7 +165,7 @@ class RuleQuarantined(AutonumberError):
 
 
 class SeedParseError(AutonumberError):
-    """A live value the counter seed cannot parse: the whole seed aborts, nothing is written (§8.2)."""
+    """A live value the counter seed cannot parse: the whole seed aborts, nothing is written."""
 
     def __init__(
         self, field: str, field_id: str, row_id: str, value: str, regex: str
@@ -183,11 +183,11 @@ class SeedParseError(AutonumberError):
 
 
 class SeedLimitError(AutonumberError):
-    """A lazy-scope field whose live data spans more buckets than the seed allows (§8.2 3.f)."""
+    """A lazy-scope field whose live data spans more buckets than the seed allows (docs/setup.md)."""
 
 
 class SetupError(AutonumberError):
-    """A setup phase could not run (e.g. the §7.2 b.5 dependency assertion)."""
+    """A setup phase could not run (docs/setup.md)."""
 
 
 class LockTimeout(AutonumberError):

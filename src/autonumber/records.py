@@ -1,5 +1,5 @@
 """Record persistence: numbers are assigned, `RecordBeforeCreate` is published, then the row is
-inserted (spec §3.2). Autonumber fields cannot be supplied by the caller nor changed later."""
+inserted (docs/engine.md). Autonumber fields cannot be supplied by the caller nor changed later."""
 
 from __future__ import annotations
 
@@ -382,7 +382,7 @@ class Records:
         changes: Mapping[str, Any],
         conn: Connection | None = None,
     ) -> dict[str, Any]:
-        """Change ordinary fields; an autonumber field is refused (locked after create, §7.1.2)."""
+        """Change ordinary fields; an autonumber field is refused (locked after create)."""
         snapshot = self.catalog.current()
         table = snapshot.table(object_name)
         checked = self._checked(snapshot, object_name, table, changes, f"{object_name} {record_id!r}")

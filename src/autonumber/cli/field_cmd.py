@@ -1,4 +1,4 @@
-"""`autonumber field add|set`: add an autonumber field or change its rule, no code (§1.1 goal 3, §7.2 k).
+"""`autonumber field add|set`: add an autonumber field or change its rule, no code (docs/changing-rules.md).
 
 Thin shells over `autonumber.rules`: the same plan → write → verify path as a data-spec's
 `add_autonumber_field` / `set_rule`, the console and the HTTP API, in one transaction.

@@ -79,7 +79,7 @@ def plan_cmd() -> None:
 
 @app.command("verify")
 def verify_cmd(db: DbOption = DEFAULT_URL) -> None:
-    """Check V1–V7 (§5.3.3); exit 1 with one line per violation, each starting with its code.
+    """Check V1–V7 (docs/setup.md); exit 1 with one line per violation, each starting with its code.
 
     Example: autonumber setup verify --db postgresql+psycopg://postgres@127.0.0.1/autonumber
     """
@@ -106,7 +106,7 @@ def report_cmd(
     rows: Annotated[int, typer.Option("--rows", help="Legacy demo rows for the populated state.")] = 2000,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print markdown tables.")] = False,
 ) -> None:
-    """Run the three-part deployment verification report (§10.3) against a SCRATCH database.
+    """Run the three-part deployment verification report (docs/setup.md) against a SCRATCH database.
 
     WARNING: the database named by --db is WIPED (all tables dropped) before each scenario.
 

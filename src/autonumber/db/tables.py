@@ -1,4 +1,4 @@
-"""The system schema as SQLAlchemy Core tables (spec §4, DESIGN.md §5)."""
+"""The system schema as SQLAlchemy Core tables (docs/setup.md, docs/engine.md)."""
 
 from __future__ import annotations
 
@@ -154,7 +154,7 @@ spec_apply_log = sa.Table(
     sa.Column("outcome", sa.String(16), nullable=False),
     sa.Column("error", sa.Text, nullable=True),
 )
-"""Every `autonumber spec apply` attempt (§7.2 l): applied, skipped, refused or failed."""
+"""Every `autonumber spec apply` attempt (docs/setup.md): applied, skipped, refused or failed."""
 
 reservation_journal = sa.Table(
     "_System_AutoNumberJournal",

@@ -1,4 +1,4 @@
-"""`Engine.assign_one` / `assign_batch` (spec §3.1, §5.1, §5.3)."""
+"""`Engine.assign_one` / `assign_batch` (docs/engine.md)."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ class Assigned:
 
 
 class Engine:
-    """Assigns autonumbers; owns the reservation and fresh-read pools (§5.0)."""
+    """Assigns autonumbers; owns the reservation and fresh-read pools (docs/engine.md)."""
 
     def __init__(
         self,

@@ -1,4 +1,4 @@
-"""The largest counter already used in one lazy scope, read from the live column (§5.2 6.d)."""
+"""The largest counter already used in one lazy scope, read from the live column (docs/engine.md)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Cross-record and taxonomy tokens (spec §3.5): directField, then each FK chain in order.
+"""Cross-record and taxonomy tokens (docs/cross-record.md): directField, then each FK chain in order.
 
 Reads happen outside the reservation transaction: `caller_txn` through the caller's connection
 (so rows it wrote earlier are visible), `fresh_read` on the fresh-read pool (committed data only).
@@ -59,7 +59,7 @@ class Resolver:
     ) -> list[dict[str, str]]:
         """Per record, the map `Object.Field` → value for every cross token of the rule.
 
-        Raises TokenResolveError (fail closed, §6.5) for the first record a token cannot resolve.
+        Raises TokenResolveError (fail closed) for the first record a token cannot resolve.
         """
         out: list[dict[str, str]] = [{} for _ in records]
         caches: dict[str, Cache] = {}

@@ -1,4 +1,4 @@
-"""The display-format grammar (§6): parse, validate, render, scan. Pure: no database imports."""
+"""The display-format grammar (docs/formats.md): parse, validate, render, scan. Pure: no database imports."""
 
 from __future__ import annotations
 

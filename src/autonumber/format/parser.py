@@ -1,4 +1,4 @@
-"""The §6.1 grammar: one linear pass over the format, typed tokens out, FormatError on the way."""
+"""The grammar (docs/formats.md): one linear pass over the format, typed tokens out, FormatError on error."""
 
 from __future__ import annotations
 

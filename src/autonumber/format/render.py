@@ -1,4 +1,4 @@
-"""Compile a token list once into one Python function that renders a value (§5.5).
+"""Compile a token list once into one Python function that renders a value (docs/formats.md).
 
 Why generated code: the hot path must stay within 1.5x of a hand-written f-string, so each format
 becomes a single f-string expression. Only fixed code fragments and `repr()` of literal text (which

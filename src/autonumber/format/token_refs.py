@@ -1,4 +1,4 @@
-"""Token refs (§4.1): the pydantic model of `auto_number_token_refs` and THE one canonicalizer."""
+"""Token refs (docs/setup.md): the pydantic model of `auto_number_token_refs` and THE one canonicalizer."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Typed tokens of a display format (§6.1) and the constants the grammar shares."""
+"""Typed tokens of a display format (docs/formats.md) and the constants the grammar shares."""
 
 from __future__ import annotations
 
@@ -18,10 +18,10 @@ NUMBERING: tuple[str, ...] = ("standard", "gapless")
 `gapless` takes the number inside it, with the counter row locked until it ends."""
 
 MAX_WIDTH = 18
-"""Widest counter token: BIGINT holds 19 digits, one is kept as overflow headroom (§6.2 rule 2)."""
+"""Widest counter token: BIGINT holds 19 digits, one is kept as overflow headroom (docs/formats.md)."""
 
 TAXONOMY_OBJECT = "RecordType"
-"""`{RecordType.X}` is sugar for a lookup through the record's `RecordTypeId` (§3.5)."""
+"""`{RecordType.X}` is sugar for a lookup through the record's `RecordTypeId` (docs/cross-record.md)."""
 
 RECORD_TYPE_FK = "RecordTypeId"
 
@@ -54,7 +54,7 @@ DATE_NAMES: dict[str, TokenKind] = {k.value: k for k in _DATE_KINDS}
 
 @dataclass(frozen=True)
 class CrossRef:
-    """A `{Object.Field}` token; `taxonomy` when the object is `RecordType` (§3.5)."""
+    """A `{Object.Field}` token; `taxonomy` when the object is `RecordType` (docs/cross-record.md)."""
 
     literal: str
     object: str

@@ -1,4 +1,4 @@
-"""Metadata rules of §6.2 (4-10) against a CatalogView, and the token refs they produce."""
+"""Metadata rules 4-10 (docs/formats.md) against a CatalogView, and the token refs they produce."""
 
 from __future__ import annotations
 
@@ -19,7 +19,7 @@ from .tokens import RECORD_TYPE_FK, TAXONOMY_OBJECT, CrossRef, quote_format
 MAX_CHAIN_DEPTH = 2
 
 RECORD_TYPE_DEFAULT_LENGTHS = {"RecordTypeCode": 16}
-"""Used when the catalog gives no MaxLength for a RecordType column (§4.5: VARCHAR(16))."""
+"""Used when the catalog gives no MaxLength for a RecordType column (VARCHAR(16))."""
 
 _OVERRIDE_KEYS = {"tokenLiteral", "targetObject", "targetField", "fkChains", "readStrategy",
                   "directField"}
@@ -32,7 +32,7 @@ def _err(rule: int, fmt: Format, what: str) -> FormatError:
 def validate_scope(fmt: Format, scope: str) -> None:
     """Rule 9: the scope exists, and per_day needs a format that shows year, month and day.
 
-    Stricter than §6.2's "at least one date token": per_day restarts the counter every day, so a
+    Stricter than "at least one date token": per_day restarts the counter every day, so a
     format without the full date (e.g. only {YYYY}) would render the same value on two days.
     """
     check_scope_name(scope, fmt.source)
@@ -56,7 +56,7 @@ SEEDED_TAXONOMY_FIELD = "RecordTypeCode"
 
 def check_seeded_taxonomy(fmt: Format) -> None:
     """Rule 10, seed-time policy: a format seeded from the data-spec reads record types only
-    through `{RecordType.RecordTypeCode}` (the one column the seed fills, §8.5)."""
+    through `{RecordType.RecordTypeCode}` (the one column the seed fills, docs/setup.md)."""
     for ref in fmt.cross_refs:
         if ref.taxonomy and ref.field != SEEDED_TAXONOMY_FIELD:
             raise _err(10, fmt, f"token {ref.literal}: seeded formats may use only "
@@ -263,7 +263,7 @@ def validate_format(
     scope: str = "global",
     overrides: Sequence[Mapping[str, Any]] | None = None,
 ) -> list[TokenRef]:
-    """Run rules 1-10 of §6.2 for a format on `source_object`; return its canonical token refs."""
+    """Run validation rules 1-10 for a format on `source_object`; return its canonical token refs."""
     parsed = parse_format(fmt) if isinstance(fmt, str) else fmt
     validate_scope(parsed, scope)
     refs = derive_token_refs(parsed, source_object, catalog, overrides)

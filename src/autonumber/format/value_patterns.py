@@ -1,5 +1,5 @@
 """Patterns matching a format's values: the anchored regex that reads the counter, date and cross
-values back out of a value (§8.2 step 3.a), and the LIKE pattern a query narrows a column with."""
+values back out of a value (docs/setup.md), and the LIKE pattern a query narrows a column with."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Streaming a target column and reading the counters out of its values (§8.2 steps 3.a–3.c).
+"""Streaming a target column and reading the counters out of its values (docs/setup.md).
 
 One query per column, streamed in pages of 10,000 (`stream_results` + `yield_per`: a server-side
 cursor on PostgreSQL and MySQL), so memory stays flat. Keyset pagination by `Id` was measured too: it

@@ -1,4 +1,4 @@
-"""Storing validated autonumber rules on `_System_Field` (setup phase `formats`, §7.2 b)."""
+"""Storing validated autonumber rules on `_System_Field` (setup phase `formats`, docs/setup.md)."""
 
 from __future__ import annotations
 
@@ -55,7 +55,7 @@ class RuleSpec:
 
 
 def check_enums(spec: RuleSpec) -> None:
-    """Enforce the enum values of §4.1 (scope extended with per_prefix, DESIGN.md §7)."""
+    """Enforce the enum values of the rule columns (docs/formats.md; scope includes per_prefix)."""
     for value, allowed, what in (
         (spec.scope, SCOPES, "auto_number_scope"),
         (spec.date_src, DATE_SOURCES, "auto_number_date_src"),

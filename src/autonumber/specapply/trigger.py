@@ -1,4 +1,4 @@
-"""`setup apply --with-guard-trigger`: install the database guard of §5.6 (hook 2) after the apply.
+"""`setup apply --with-guard-trigger`: install the database guard (docs/changing-rules.md) after the apply.
 
 MariaDB/MySQL and PostgreSQL only. SQLite has no session variable a trigger could read, so there a
 rule changed behind the applier's back is caught by quarantine alone (the catalog re-validates the

@@ -1,4 +1,4 @@
-"""The JSON API (DESIGN.md §6): records, autonumber fields, preview, health and metrics."""
+"""The JSON API (docs/console.md): records, autonumber fields, preview, health and metrics."""
 
 from __future__ import annotations
 

@@ -24,7 +24,7 @@ RECORD_TYPE_FIELD = "RecordTypeId"
 
 
 class AutonumberFieldLocked(RecordError):
-    """A change to an autonumber field: numbers are locked after create (§7.1.2)."""
+    """A change to an autonumber field: numbers are locked after create."""
 
     def __init__(self, object_name: str, field_name: str) -> None:
         self.field = field_name

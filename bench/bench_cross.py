@@ -31,7 +31,7 @@ from typing import Any
 import autonumber
 from autonumber.db import create_engine, mask, parse_url
 from autonumber.engine import Strategy
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, store_rule
 
 if not __package__:  # run as a file: import the `bench` package from the repository root

@@ -32,7 +32,7 @@ import sqlalchemy as sa
 
 from autonumber.db import create_engine, mask
 from autonumber.db.tables import reservation_journal
-from autonumber.platform import DEFAULT_STRATEGY
+from autonumber.runtime import DEFAULT_STRATEGY
 from autonumber.rules.store import RuleSpec, apply_rules
 
 if not __package__:  # run as a file: import the `bench` package from the repository root

@@ -22,7 +22,7 @@ from typing import Any
 
 import autonumber
 from autonumber.db import mask
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 from .database import backend_of, recreate
 from .docs import TITLE, replace_block

@@ -13,7 +13,7 @@ from fastapi.testclient import TestClient
 
 import autonumber
 from autonumber.db import create_engine
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
 
 CASE = "Case.CaseNumber"

@@ -15,8 +15,8 @@ if TYPE_CHECKING:
     from .engine import Engine as Engine
     from .format import Format as Format
     from .format import parse_format as parse_format
-    from .platform import Platform as Platform
-    from .platform import connect as connect
+    from .runtime import Platform as Platform
+    from .runtime import connect as connect
 
 __all__ = ["Engine", "Format", "Platform", "connect", "errors", "parse_format"]
 
@@ -24,8 +24,8 @@ _HOMES = {
     "Engine": "autonumber.engine",
     "Format": "autonumber.format",
     "parse_format": "autonumber.format",
-    "Platform": "autonumber.platform",
-    "connect": "autonumber.platform",
+    "Platform": "autonumber.runtime",
+    "connect": "autonumber.runtime",
 }
 
 

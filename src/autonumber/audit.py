@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
 from autonumber.engine.journal import FAILED, RESERVED, ROLLED_BACK, lines_for, owner_alive
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 PAGE = 10_000
 UNKNOWN = "unknown: no journal line (reserved before the journal existed, pruned, or the counter was moved)"

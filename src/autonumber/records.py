@@ -12,7 +12,6 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.engine import Engine as SAEngine
 
 from . import idempotency
 from .catalog import Catalog, CatalogSnapshot, Rule
@@ -72,13 +71,13 @@ class Records:
 
     def __init__(
         self,
-        db: SAEngine,
+        db: sa.Engine,
         catalog: Catalog,
         engine: Engine,
         events: EventBus,
         *,
         group_commit: bool = False,
-        group_db: SAEngine | None = None,
+        group_db: sa.Engine | None = None,
     ) -> None:
         self._db = db
         self.catalog = catalog
@@ -90,7 +89,7 @@ class Records:
         self.group_commit = GroupCommit(self._write_own, final=self._lost_races) if group_commit else None
 
     @contextmanager
-    def _txn(self, conn: Connection | None, db: SAEngine | None = None) -> Iterator[Connection]:
+    def _txn(self, conn: Connection | None, db: sa.Engine | None = None) -> Iterator[Connection]:
         if conn is not None:
             yield conn
             return

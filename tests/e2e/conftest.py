@@ -14,7 +14,7 @@ import pytest
 
 import autonumber
 from autonumber.db import create_engine
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
 from autonumber.web.server import serve_in_thread

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Page, expect
 
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 Shot = Callable[[str], Path]
 

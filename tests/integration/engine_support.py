@@ -16,7 +16,7 @@ import autonumber
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
 from autonumber.engine import STRATEGIES, Reservation
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, apply_rules
 from support import CASE as CASE
 from support import make_platform as make_platform

@@ -19,7 +19,7 @@ from engine_support import assert_unique_contiguous, make_platform, run_threads,
 from sqlalchemy.engine import Connection
 
 from autonumber.db.budget import DEFAULT_MAX_CONNECTIONS
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules.fields import add_field
 from autonumber.rules.store import RuleSpec
 

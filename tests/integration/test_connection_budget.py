@@ -19,7 +19,7 @@ from engine_support import assert_unique_contiguous, make_platform, run_threads
 import autonumber
 from autonumber.db.budget import DEFAULT_MAX_CONNECTIONS, ENV, FairGate
 from autonumber.errors import ConfigError, ConnectionBudgetExhausted
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 PROCESSES, THREADS, PER_THREAD = 8, 25, 6
 PG_DEFAULT_MAX_CONNECTIONS = 100

@@ -29,7 +29,7 @@ from engine_support import (
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
 from autonumber.errors import CounterMissing, CounterOverflow
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec
 
 DAY_N = datetime(2026, 4, 17, 10, 0, 0, tzinfo=UTC)

@@ -11,7 +11,7 @@ from datetime import UTC, datetime, timedelta, tzinfo
 import pytest
 from engine_support import ReservationLog, make_platform, store_rules
 
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec
 
 SKEW = timedelta(minutes=5)

@@ -15,7 +15,7 @@ from prometheus_client import REGISTRY
 from autonumber.catalog import Rule
 from autonumber.db import create_engine
 from autonumber.db.tables import counter_table
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 RETRIES = 5
 

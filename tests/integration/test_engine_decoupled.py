@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pytest
 from engine_support import all_strategies, make_platform, number
 
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 HOLD = 2.0
 

@@ -18,7 +18,7 @@ from autonumber.audit import audit_gaps
 from autonumber.cli import main
 from autonumber.db.tables import reservation_journal
 from autonumber.events import RecordBeforeCreate
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 
 class Boom(Exception):

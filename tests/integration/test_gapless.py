@@ -21,7 +21,7 @@ from engine_support import (
 )
 
 from autonumber.errors import GaplessNeedsTransaction
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules.fields import add_field
 from autonumber.rules.store import RuleSpec
 

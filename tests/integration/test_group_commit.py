@@ -17,7 +17,7 @@ from engine_support import ReservationLog, assert_unique_contiguous, make_platfo
 from autonumber.errors import RecordError
 from autonumber.events import RecordBeforeCreate
 from autonumber.group_commit import GroupCommit
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 pytestmark = pytest.mark.timeout(180)
 SERVER_THREADS, SQLITE_THREADS, PER_THREAD = 50, 8, 20

@@ -15,7 +15,7 @@ from engine_support import counter_rows, make_platform, run_threads, store_rules
 
 from autonumber.db.tables import counter_table, system_object, system_record_type
 from autonumber.engine import STRATEGIES
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules import state
 from autonumber.rules.seed import migrate_keys
 from autonumber.rules.store import RuleSpec

@@ -17,7 +17,7 @@ from autonumber.cli import main
 from autonumber.db import create_engine
 from autonumber.db.tables import system_field
 from autonumber.errors import RuleQuarantined
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
 from autonumber.specapply import apply_spec
 

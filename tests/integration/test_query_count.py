@@ -13,7 +13,7 @@ import sqlalchemy as sa
 
 import autonumber
 from autonumber.db import create_engine
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.setup.bootstrap import bootstrap
 

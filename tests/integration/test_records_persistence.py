@@ -13,7 +13,7 @@ from engine_support import CASE, ReservationLog, counter_rows, make_platform
 
 from autonumber.errors import RecordError, RecordNotFound, UnknownObject
 from autonumber.events import RecordBeforeCreate
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 
 @pytest.fixture

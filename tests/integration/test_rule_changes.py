@@ -19,7 +19,7 @@ from autonumber.cli import main
 from autonumber.db import create_engine, dialect_for
 from autonumber.db.schema import table_names
 from autonumber.db.tables import counter_table, field_format_history, system_record_type
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules import verify
 from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app

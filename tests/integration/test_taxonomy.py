@@ -14,7 +14,7 @@ import autonumber
 from autonumber.db import create_engine
 from autonumber.db.tables import system_record_type
 from autonumber.errors import TokenResolveError
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.setup.bootstrap import bootstrap
 

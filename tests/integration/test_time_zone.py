@@ -13,7 +13,7 @@ from engine_support import CASE, counter_rows, make_platform, store_rules
 import autonumber
 from autonumber.cli import main
 from autonumber.format.zones import UnknownTimeZone
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec
 
 

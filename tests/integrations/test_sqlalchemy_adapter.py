@@ -13,7 +13,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 import autonumber
 from autonumber.db import create_engine
 from autonumber.integrations.sqlalchemy import autonumbered, unbind
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
 from support import invoice_counters, run_together
 

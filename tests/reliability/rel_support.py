@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 
 from autonumber.db.tables import counter_table
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from support import CASE as CASE
 from support import make_platform as make_platform
 from support import number as number

@@ -18,7 +18,7 @@ from rel_support import kill_session, live_sessions, make_platform, number, stor
 from autonumber.db import create_engine
 from autonumber.engine import STRATEGIES
 from autonumber.errors import AutonumberError
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 CALLERS = 16
 KILL_FOR = 2.5

@@ -27,7 +27,7 @@ from autonumber.errors import (
     UnknownObject,
 )
 from autonumber.identifiers import check_api_name
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.setup.pack import FieldSpec, ObjectSpec, install_objects
 

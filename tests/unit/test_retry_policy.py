@@ -60,7 +60,7 @@ def test_engine_and_platform_share_one_default_strategy_and_budget() -> None:
     from inspect import signature
 
     from autonumber.engine import DEFAULT_STRATEGY, Engine
-    from autonumber.platform import Platform
+    from autonumber.runtime import Platform
 
     engine, platform = signature(Engine.__init__).parameters, signature(Platform.__init__).parameters
     assert engine["strategy"].default == platform["strategy"].default == DEFAULT_STRATEGY == "combining"

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 import autonumber
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 PACKAGE = Path(autonumber.__file__).resolve().parent
 

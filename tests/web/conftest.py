@@ -10,7 +10,7 @@ from web_support import FormClient
 
 import autonumber
 from autonumber.db import create_engine
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
 

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from autonumber.db.tables import counter_table, system_field
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.rules import verify
 from autonumber.rules.store import RuleSpec, store_rule
 

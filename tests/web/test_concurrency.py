@@ -7,7 +7,7 @@ from concurrent.futures import ThreadPoolExecutor
 import httpx
 import pytest
 
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.web import create_app
 from autonumber.web.server import serve_in_thread
 

@@ -10,7 +10,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from autonumber.db.tables import counter_table
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 
 def counters(platform: Platform) -> dict[tuple[str, str], int]:

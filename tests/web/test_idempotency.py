@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from autonumber.errors import CommitOutcomeUnknown, IdempotencyConflict
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 ACME = {"Name": "Acme", "BillingCountryCode": "SG"}
 

@@ -18,7 +18,7 @@ from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 from schema_strategy import from_schema
 
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.web import create_app
 
 EXAMPLES = 20

@@ -7,7 +7,7 @@ import re
 from fastapi.testclient import TestClient
 from web_support import FormClient
 
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 
 def test_home_lists_objects_with_counts(pages: TestClient, sqlite_platform: Platform) -> None:

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.web import create_app
 
 

@@ -11,7 +11,7 @@ import pytest
 from fastapi.testclient import TestClient
 from web_support import FormClient, csrf_token
 
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.web import auth as web_auth
 from autonumber.web import create_app
 

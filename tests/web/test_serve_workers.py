@@ -21,7 +21,7 @@ from typing import Any
 import httpx
 import pytest
 
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from support import make_platform
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]

@@ -7,7 +7,7 @@ from datetime import timedelta
 from autonumber.audit import GapReport, audit_gaps
 from autonumber.db import dialect_for
 from autonumber.engine.journal import prune
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 from .session import opened, platform
 

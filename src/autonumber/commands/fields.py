@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from autonumber.catalog import CatalogSnapshot, FieldRow
 from autonumber.errors import UnknownField
-from autonumber.platform import Platform
 from autonumber.rules import FieldChange, RuleRequest, RuleSpec, commit_requests, set_rule
+from autonumber.runtime import Platform
 
 from .session import opened
 

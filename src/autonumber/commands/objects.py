@@ -6,7 +6,7 @@ from collections.abc import Sequence
 
 from autonumber.objects import add_object, adopt_table
 from autonumber.objects.custom import create_object as _create_on_platform
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 from .session import writing
 

@@ -8,7 +8,7 @@ from contextlib import contextmanager
 from sqlalchemy.engine import Connection, Engine
 
 from autonumber.db import check_reachable, create_engine
-from autonumber.platform import Platform, connect
+from autonumber.runtime import Platform, connect
 
 
 @contextmanager

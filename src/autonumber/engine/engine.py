@@ -7,8 +7,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.engine import Engine as SAEngine
 
 from autonumber.catalog import Catalog, Rule
 from autonumber.db import Dialect
@@ -47,8 +47,8 @@ class Engine:
         self,
         catalog: Catalog,
         dialect: Dialect,
-        reservation_db: SAEngine,
-        fresh_db: SAEngine,
+        reservation_db: sa.Engine,
+        fresh_db: sa.Engine,
         *,
         strategy: Strategy = DEFAULT_STRATEGY,
         max_retries: int = DEFAULT_MAX_RETRIES,

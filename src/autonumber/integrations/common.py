@@ -5,9 +5,9 @@ from __future__ import annotations
 from autonumber.errors import RuleQuarantined, UnknownField
 from autonumber.identifiers import check_api_name
 from autonumber.objects.adopt import adopt_table
-from autonumber.platform import Platform
 from autonumber.rules.fields import add_field, stored_rule
 from autonumber.rules.store import RuleSpec
+from autonumber.runtime import Platform
 
 
 def ensure_field(platform: Platform, object_name: str, table: str, rule: RuleSpec) -> str:

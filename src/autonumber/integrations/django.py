@@ -20,8 +20,8 @@ from django.db.migrations.operations.base import Operation
 from sqlalchemy.engine import URL
 
 from autonumber.errors import AutonumberError
-from autonumber.platform import Platform, connect
 from autonumber.rules.store import RuleSpec
+from autonumber.runtime import Platform, connect
 
 from .common import ensure_field
 

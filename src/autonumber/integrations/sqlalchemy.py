@@ -21,8 +21,8 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.orm import InstrumentedAttribute, Mapper, Session, SessionTransaction, UOWTransaction
 
-from autonumber.platform import Platform
 from autonumber.rules.store import RuleSpec
+from autonumber.runtime import Platform
 
 from .common import ensure_field
 

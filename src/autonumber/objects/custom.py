@@ -16,7 +16,7 @@ from autonumber.db import dialect_for
 from autonumber.db.tables import system_field, system_object
 from autonumber.errors import AutonumberError
 from autonumber.identifiers import check_api_name
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 from autonumber.setup.pack import FieldSpec, ObjectSpec, install_objects, object_id
 
 FIELD = re.compile(r"(?P<name>[^:]+?)\s*:\s*(?P<type>[a-z]+)\s*(?:\(\s*(?P<arg>[^)]*?)\s*\))?")

@@ -9,7 +9,7 @@ from fastapi import FastAPI, Request, Response
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
 
-from autonumber.platform import Platform, connect
+from autonumber.runtime import Platform, connect
 
 from . import errors
 from .api import WORKER, api, ops

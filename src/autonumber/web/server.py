@@ -39,7 +39,7 @@ def serve_in_thread(app: FastAPI, host: str = "127.0.0.1", timeout: float = 15.0
 def app_from_env() -> FastAPI:
     """The app a `serve` worker runs, configured from the environment `serve` prepared."""
     from autonumber.defaults import DATABASE_ENV, DEFAULT_URL
-    from autonumber.platform import connect
+    from autonumber.runtime import connect
 
     from . import create_app
     from .auth import API_ENV, ENV

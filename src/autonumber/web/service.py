@@ -12,7 +12,7 @@ from autonumber.commands.audit import gaps_on
 from autonumber.commands.fields import change_field, field_row
 from autonumber.errors import RecordError
 from autonumber.format import parse_format
-from autonumber.platform import Platform
+from autonumber.runtime import Platform
 
 from .auth import AdminAuth
 from .models import CounterOut, FieldOut, GapOut, GapsOut, PreviewIn, PreviewOut

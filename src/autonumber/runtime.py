@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 from contextlib import contextmanager
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Connection
-from sqlalchemy.engine import Engine as SAEngine
 
 from .catalog import Catalog, CatalogSnapshot
 from .db import check_reachable, create_engine, dialect_for
@@ -51,7 +51,7 @@ class Platform:
         self.budget = Budget(records + reservations + fresh + group, records, reservations, fresh, group)
         """The connections this Platform may hold: explicit pool sizes override the budget's split."""
 
-        def pool(size: int, name: str, **kw: object) -> SAEngine:
+        def pool(size: int, name: str, **kw: object) -> sa.Engine:
             return create_engine(
                 url, pool_size=size, poolclass=pool_class(name), pool_timeout=connection_timeout, **kw
             )
@@ -94,7 +94,7 @@ class Platform:
             yield conn
 
     @property
-    def engines(self) -> tuple[SAEngine, ...]:
+    def engines(self) -> tuple[sa.Engine, ...]:
         """Every pool of this Platform (records, reservations, fresh reads, the group writer's)."""
         pools = (self.db, self.reservation_db, self.fresh_db, self.group_db)
         return tuple(engine for engine in pools if engine is not None)

@@ -31,6 +31,7 @@ run: $(STAMP)
 ## and run the whole suite (lint, types, tests).
 test: $(DEVSTAMP) chromium
 	$(BIN)/ruff check src tests bench
+	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
 	$(BIN)/pytest -q
 

@@ -55,8 +55,12 @@ def _fill(url: str, days: int) -> tuple[int, float]:
     engine = create_engine(url)
     codes = [rt.code for rt in _spec().record_types]
     table = sa.table("Contract", sa.column("Id"), sa.column("Contract_Number__c"))
-    values = (f"{c}-{code}-{FIRST + timedelta(days=d):%y%m%d}-{1 + (d + i) % 3:02d}"
-              for d in range(days) for i, code in enumerate(codes) for c in COUNTRIES)
+    values = (
+        f"{c}-{code}-{FIRST + timedelta(days=d):%y%m%d}-{1 + (d + i) % 3:02d}"
+        for d in range(days)
+        for i, code in enumerate(codes)
+        for c in COUNTRIES
+    )
     began, n, batch = time.perf_counter(), 0, []
     for value in values:
         batch.append({"Id": f"800b{n:010d}", "Contract_Number__c": value})
@@ -88,8 +92,11 @@ def measure(url: str, what: str) -> dict[str, Any]:
     _, peak = tracemalloc.get_traced_memory()
     tracemalloc.stop()
     engine.dispose()
-    result = {"seconds": round(seconds, 2), "peak_rss_mb": round(rss_mb, 1),
-              "peak_heap_mb": round(peak / 2**20, 1)}
+    result = {
+        "seconds": round(seconds, 2),
+        "peak_rss_mb": round(rss_mb, 1),
+        "peak_heap_mb": round(peak / 2**20, 1),
+    }
     if what == "seed":
         result["counter_rows"] = sum(1 for r in out.rows if r.field_id == FIELD)
     else:
@@ -98,8 +105,9 @@ def measure(url: str, what: str) -> dict[str, Any]:
 
 
 def _child(url: str, what: str) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, __file__, "--measure", what, url], check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--measure", what, url], check=True, capture_output=True, text=True
+    )
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
@@ -114,12 +122,20 @@ def bench_backend(url: str, days: int) -> dict[str, Any]:
     rows, fill_s = _fill(url, days)
     seed = _child(url, "seed")
     check = _child(url, "verify")
-    print(f"  {backend}: {rows:,} keys; seed {seed['seconds']} s (peak heap {seed['peak_heap_mb']} MB, "
-          f"RSS {seed['peak_rss_mb']} MB); verify {check['seconds']} s (peak heap "
-          f"{check['peak_heap_mb']} MB, RSS {check['peak_rss_mb']} MB), {check['violations']} violation(s)",
-          flush=True)
-    return {"backend": backend, "url": mask(url), "keys": rows, "fill_seconds": round(fill_s, 1),
-            "seed": seed, "verify": check}
+    print(
+        f"  {backend}: {rows:,} keys; seed {seed['seconds']} s (peak heap {seed['peak_heap_mb']} MB, "
+        f"RSS {seed['peak_rss_mb']} MB); verify {check['seconds']} s (peak heap "
+        f"{check['peak_heap_mb']} MB, RSS {check['peak_rss_mb']} MB), {check['violations']} violation(s)",
+        flush=True,
+    )
+    return {
+        "backend": backend,
+        "url": mask(url),
+        "keys": rows,
+        "fill_seconds": round(fill_s, 1),
+        "seed": seed,
+        "verify": check,
+    }
 
 
 def main() -> None:

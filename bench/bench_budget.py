@@ -68,9 +68,14 @@ def measure(url: str, options: dict[str, Any], per_thread: int) -> dict[str, flo
         connections = p.budget.total
         p.close()
     q = statistics.quantiles(latencies, n=100)
-    return {"connections": connections, "inserts": len(latencies), "p50_ms": round(q[49], 2),
-            "p99_ms": round(q[98], 2), "max_ms": round(max(latencies), 2),
-            "inserts_per_s": round(len(latencies) / elapsed, 1)}
+    return {
+        "connections": connections,
+        "inserts": len(latencies),
+        "p50_ms": round(q[49], 2),
+        "p99_ms": round(q[98], 2),
+        "max_ms": round(max(latencies), 2),
+        "inserts_per_s": round(len(latencies) / elapsed, 1),
+    }
 
 
 def main() -> None:
@@ -88,9 +93,19 @@ def main() -> None:
     print(f"p99 ratio budget/wide: {ratio}")
     RESULTS.mkdir(exist_ok=True)
     out = RESULTS / f"budget-{args.backend}.json"
-    out.write_text(json.dumps({"backend": args.backend, "threads": THREADS, "results": rows,
-                               "p99_ratio_budget_over_wide": ratio,
-                               "at": datetime.now(UTC).isoformat(timespec="seconds")}, indent=2) + "\n")
+    out.write_text(
+        json.dumps(
+            {
+                "backend": args.backend,
+                "threads": THREADS,
+                "results": rows,
+                "p99_ratio_budget_over_wide": ratio,
+                "at": datetime.now(UTC).isoformat(timespec="seconds"),
+            },
+            indent=2,
+        )
+        + "\n"
+    )
     print(f"wrote {out}")
 
 

@@ -31,8 +31,8 @@ from typing import Any
 import autonumber
 from autonumber.db import create_engine, mask, parse_url
 from autonumber.engine import Strategy
-from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, store_rule
+from autonumber.runtime import Platform
 
 if not __package__:  # run as a file: import the `bench` package from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[1])
@@ -49,18 +49,30 @@ COUNTRY = "{Account.BillingCountryCode}"
 COUNTRIES = ("SG", "US", "JP", "DE")
 OPPORTUNITIES_PER_ACCOUNT = 10
 QUOTE_RULE = RuleSpec(
-    "Quote", "Quote_No__c", f"{COUNTRY}-QT-{{YY}}{{MM}}{{DD}}-{{000000}}", scope="per_prefix",
-    overrides=({"tokenLiteral": COUNTRY, "fkChains": [
-        [{"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"}],
-        [{"fk": "OpportunityId", "targetObject": "Opportunity", "targetField": "AccountId"},
-         {"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"}],
-    ]},),
+    "Quote",
+    "Quote_No__c",
+    f"{COUNTRY}-QT-{{YY}}{{MM}}{{DD}}-{{000000}}",
+    scope="per_prefix",
+    overrides=(
+        {
+            "tokenLiteral": COUNTRY,
+            "fkChains": [
+                [{"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"}],
+                [
+                    {"fk": "OpportunityId", "targetObject": "Opportunity", "targetField": "AccountId"},
+                    {"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"},
+                ],
+            ],
+        },
+    ),
 )
 DEFAULT_URLS = {
-    "mysql": os.environ.get("AUTONUMBER_BENCH_MYSQL_URL",
-                            "mysql+pymysql://root@127.0.0.1:3306/autonumber_bench"),
-    "postgresql": os.environ.get("AUTONUMBER_BENCH_PG_URL",
-                                 "postgresql+psycopg://postgres@127.0.0.1:5432/autonumber_bench"),
+    "mysql": os.environ.get(
+        "AUTONUMBER_BENCH_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/autonumber_bench"
+    ),
+    "postgresql": os.environ.get(
+        "AUTONUMBER_BENCH_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/autonumber_bench"
+    ),
 }
 
 
@@ -81,10 +93,14 @@ def _prepare(url: str) -> list[str]:
         engine.dispose()
     with autonumber.connect(url) as p:
         accounts = p.records.insert_many("Account", [{"Name": c, "BillingCountryCode": c} for c in COUNTRIES])
-        opps = p.records.insert_many("Opportunity", [
-            {"Name": f"o{i}", "AccountId": a["Id"]}
-            for a in accounts for i in range(OPPORTUNITIES_PER_ACCOUNT)
-        ])
+        opps = p.records.insert_many(
+            "Opportunity",
+            [
+                {"Name": f"o{i}", "AccountId": a["Id"]}
+                for a in accounts
+                for i in range(OPPORTUNITIES_PER_ACCOUNT)
+            ],
+        )
         for opp in opps[::OPPORTUNITIES_PER_ACCOUNT]:  # creates each country's counter row
             p.engine.assign_one(FIELD, {"Id": "warm", "OpportunityId": opp["Id"]})
     return [str(o["Id"]) for o in opps]
@@ -102,8 +118,9 @@ def _resolve_only(p: Platform, opps: list[str], n: int) -> list[float]:
     return out
 
 
-def _caller(p: Platform, opps: list[str], stop: float, seed: int, lat: list[float], vals: list[str],
-            errors: list[str]) -> None:
+def _caller(
+    p: Platform, opps: list[str], stop: float, seed: int, lat: list[float], vals: list[str], errors: list[str]
+) -> None:
     rng = random.Random(seed)
     i = 0
     while time.perf_counter() < stop:
@@ -130,8 +147,10 @@ def measure(url: str, opps: list[str], seconds: float, strategy: Strategy) -> di
         errors: list[str] = []
         started = time.perf_counter()
         stop = started + seconds
-        threads = [threading.Thread(target=_caller, args=(p, opps, stop, k, lats[k], vals[k], errors))
-                   for k in range(CALLERS)]
+        threads = [
+            threading.Thread(target=_caller, args=(p, opps, stop, k, lats[k], vals[k], errors))
+            for k in range(CALLERS)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -166,8 +185,12 @@ def measure(url: str, opps: list[str], seconds: float, strategy: Strategy) -> di
 
 
 def _machine() -> dict[str, Any]:
-    return {"nproc": os.cpu_count(), "python": platform.python_version(), "platform": platform.platform(),
-            "loadavg_1m": round(os.getloadavg()[0], 2)}  # the machine is shared: note how busy it was
+    return {
+        "nproc": os.cpu_count(),
+        "python": platform.python_version(),
+        "platform": platform.platform(),
+        "loadavg_1m": round(os.getloadavg()[0], 2),
+    }  # the machine is shared: note how busy it was
 
 
 def run(quick: bool = False, urls: Mapping[str, str] | None = None) -> dict[str, Any]:
@@ -177,7 +200,7 @@ def run(quick: bool = False, urls: Mapping[str, str] | None = None) -> dict[str,
     doc: dict[str, Any] = {
         "bench": "cross",
         "what": "assign_one, Quote format, depth-2 chain (OpportunityId → Opportunity.AccountId → "
-                "Account.BillingCountryCode), caller_txn, 8 concurrent callers, 4 countries",
+        "Account.BillingCountryCode), caller_txn, 8 concurrent callers, 4 countries",
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
         "quick": quick,
         "machine": _machine(),
@@ -199,24 +222,30 @@ def run(quick: bool = False, urls: Mapping[str, str] | None = None) -> dict[str,
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="3 s per backend instead of 10 s")
-    parser.add_argument("--backend", choices=sorted(DEFAULT_URLS), action="append",
-                        help="repeat it; default: both")
+    parser.add_argument(
+        "--backend", choices=sorted(DEFAULT_URLS), action="append", help="repeat it; default: both"
+    )
     parser.add_argument("--mysql-url", default=DEFAULT_URLS["mysql"], help="dropped and recreated")
     parser.add_argument("--pg-url", default=DEFAULT_URLS["postgresql"], help="dropped and recreated")
     args = parser.parse_args(argv)
     urls = {"mysql": args.mysql_url, "postgresql": args.pg_url}
     doc = run(args.quick, {b: urls[b] for b in (args.backend or sorted(urls))})
-    print(f"{'backend':<11} {'strategy':<8} {'calls':>6} {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
-          f"{'max ms':>7} {'resolve p50/p99 ms':>18}  target p99 < {TARGET_P99_MS:g} ms")
+    print(
+        f"{'backend':<11} {'strategy':<8} {'calls':>6} {'calls/s':>8} {'p50 ms':>7} {'p99 ms':>7} "
+        f"{'max ms':>7} {'resolve p50/p99 ms':>18}  target p99 < {TARGET_P99_MS:g} ms"
+    )
     ok = True
     for backend, rows in doc["backends"].items():
         for strategy, r in rows.items():
             verdict = "ok" if r["meets_target"] else "MISSED"
             ok = ok and r["unique"] and not r["errors"]
-            print(f"{backend:<11} {strategy:<8} {r['calls']:>6} {r['throughput']:>8} {r['p50_ms']:>7} "
-                  f"{r['p99_ms']:>7} {r['max_ms']:>7} {r['resolve_p50_ms']:>8}/{r['resolve_p99_ms']:<9}  "
-                  f"{verdict}" + ("" if r["unique"] else "  DUPLICATES")
-                  + (f"  errors={r['errors']}" if r["errors"] else ""))
+            print(
+                f"{backend:<11} {strategy:<8} {r['calls']:>6} {r['throughput']:>8} {r['p50_ms']:>7} "
+                f"{r['p99_ms']:>7} {r['max_ms']:>7} {r['resolve_p50_ms']:>8}/{r['resolve_p99_ms']:<9}  "
+                f"{verdict}"
+                + ("" if r["unique"] else "  DUPLICATES")
+                + (f"  errors={r['errors']}" if r["errors"] else "")
+            )
     print(f"wrote {doc['path']}")
     return 0 if ok else 1  # a missed latency target is reported, not an error
 

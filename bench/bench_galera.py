@@ -53,8 +53,9 @@ def _worker(url: str, strategy: Strategy, threads: int, count: int, start_at: fl
     import autonumber
     from autonumber.errors import AutonumberError
 
-    p = autonumber.connect(url, strategy=strategy, max_retries=RETRIES,
-                           pool_size=threads, reservation_pool_size=threads)
+    p = autonumber.connect(
+        url, strategy=strategy, max_retries=RETRIES, pool_size=threads, reservation_pool_size=threads
+    )
     p.records.insert("Case", {"Subject": "warm-up"})  # pools and catalog warm before the clock
     lat: list[float] = []
     numbers: list[str] = []
@@ -103,9 +104,13 @@ def _prepare(url: str) -> None:
         with admin.connect() as raw:
             conn = raw.execution_options(isolation_level="AUTOCOMMIT")
             conn.execute(sa.text(f"CREATE DATABASE IF NOT EXISTS `{parsed.database}`"))
-            names = [r[0] for r in conn.execute(
-                sa.text("SELECT table_name FROM information_schema.tables WHERE table_schema = :s"),
-                {"s": parsed.database})]
+            names = [
+                r[0]
+                for r in conn.execute(
+                    sa.text("SELECT table_name FROM information_schema.tables WHERE table_schema = :s"),
+                    {"s": parsed.database},
+                )
+            ]
             conn.execute(sa.text("SET FOREIGN_KEY_CHECKS=0"))
             for name in names:
                 conn.execute(sa.text(f"DROP TABLE IF EXISTS `{parsed.database}`.`{name}`"))
@@ -130,9 +135,20 @@ def measure(urls: list[str], strategy: Strategy, threads: int, per_thread: int) 
     start_at = time.time() + 6.0  # room for the processes to import and warm up
     procs = [
         subprocess.Popen(
-            [sys.executable, __file__, "_worker", url, strategy, str(threads), str(per_thread),
-             str(start_at)],
-            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, stdin=subprocess.DEVNULL,
+            [
+                sys.executable,
+                __file__,
+                "_worker",
+                url,
+                strategy,
+                str(threads),
+                str(per_thread),
+                str(start_at),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            stdin=subprocess.DEVNULL,
         )
         for url in urls
     ]
@@ -190,8 +206,7 @@ def run(quick: bool) -> dict[str, Any]:
         "bench": "galera",
         "quick": quick,
         "when": datetime.now(UTC).isoformat(timespec="seconds"),
-        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(),
-                    "host": platform.node()},
+        "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "host": platform.node()},
         "shape": {"processes": PROCESSES, **shape, "max_retries": RETRIES},
         "single_url": sa.engine.make_url(SINGLE_URL).render_as_string(hide_password=True),
         "note": "one run; the machine is shared (2 cores), numbers are noisy",
@@ -206,8 +221,10 @@ def run(quick: bool) -> dict[str, Any]:
 
 
 def _line(row: dict[str, Any]) -> str:
-    return (f"{row['strategy']:9} {row['target']:13} {row['throughput_per_s']:>8}/s "
-            f"p50 {row['p50_ms']:>7} ms  p99 {row['p99_ms']:>8} ms  errors {row['errors']}")
+    return (
+        f"{row['strategy']:9} {row['target']:13} {row['throughput_per_s']:>8}/s "
+        f"p50 {row['p50_ms']:>7} ms  p99 {row['p99_ms']:>8} ms  errors {row['errors']}"
+    )
 
 
 def table(doc: dict[str, Any]) -> str:

@@ -32,8 +32,8 @@ import sqlalchemy as sa
 
 from autonumber.db import create_engine, mask
 from autonumber.db.tables import reservation_journal
-from autonumber.runtime import DEFAULT_STRATEGY
 from autonumber.rules.store import RuleSpec, apply_rules
+from autonumber.runtime import DEFAULT_STRATEGY
 
 if not __package__:  # run as a file: import the `bench` package from the repository root
     sys.path[0] = str(Path(__file__).resolve().parents[1])
@@ -95,8 +95,10 @@ def duel(
                     row = _cell(c, n, seconds, warmup)
                     runs[name].append(row)
                     out[name]["handed_out"] = out[name].get("handed_out", 0) + row["values"]
-                    log(f"    {name:<32} {n:>3} callers  round {r + 1}: {row['throughput']:>8.0f}/s  "
-                        f"p99 {row['p99_ms']:>8.2f} ms  unique={row['unique']}")
+                    log(
+                        f"    {name:<32} {n:>3} callers  round {r + 1}: {row['throughput']:>8.0f}/s  "
+                        f"p99 {row['p99_ms']:>8.2f} ms  unique={row['unique']}"
+                    )
             for name, rows in runs.items():
                 out[name][str(n)] = {
                     "throughput": round(statistics.median(r["throughput"] for r in rows), 1),
@@ -115,8 +117,10 @@ def duel(
 
 def ratios(result: dict[str, Any], a: str, b: str, callers: Sequence[int]) -> dict[str, float]:
     """a/b throughput at each caller count."""
-    return {str(n): round(result[a][str(n)]["throughput"] / max(result[b][str(n)]["throughput"], 1e-9), 3)
-            for n in callers}
+    return {
+        str(n): round(result[a][str(n)]["throughput"] / max(result[b][str(n)]["throughput"], 1e-9), 3)
+        for n in callers
+    }
 
 
 def journal_lines(url: str) -> int:
@@ -129,8 +133,15 @@ def journal_lines(url: str) -> int:
         engine.dispose()
 
 
-def run_backend(url: str, callers: Sequence[int], rounds: int, seconds: float, warmup: float,
-                log: Callable[[str], None], only: str = "") -> dict[str, Any]:
+def run_backend(
+    url: str,
+    callers: Sequence[int],
+    rounds: int,
+    seconds: float,
+    warmup: float,
+    log: Callable[[str], None],
+    only: str = "",
+) -> dict[str, Any]:
     """Both comparisons on one backend (its database recreated before each)."""
     backend = backend_of(url)
     out: dict[str, Any] = {"url": mask(url)}
@@ -138,12 +149,21 @@ def run_backend(url: str, callers: Sequence[int], rounds: int, seconds: float, w
     if only == "gapless" or skip is None:
         recreate(url)
         log(f"  {backend}: gapless vs django-sequences")
-        duel_1 = duel([("records:gapless", lambda: gapless_contestant(url)),
-                       ("peer:django-sequences",
-                        lambda: django_peer.DjangoSequences(url, f"policy_{backend}"))],
-                      callers, rounds, seconds, warmup, log)
-        out["gapless_vs_django"] = {"cells": duel_1, "ratio": ratios(
-            duel_1, "records:gapless", "peer:django-sequences", callers)}
+        duel_1 = duel(
+            [
+                ("records:gapless", lambda: gapless_contestant(url)),
+                ("peer:django-sequences", lambda: django_peer.DjangoSequences(url, f"policy_{backend}")),
+            ],
+            callers,
+            rounds,
+            seconds,
+            warmup,
+            log,
+        )
+        out["gapless_vs_django"] = {
+            "cells": duel_1,
+            "ratio": ratios(duel_1, "records:gapless", "peer:django-sequences", callers),
+        }
         log(f"  {backend}: gapless / django-sequences = {out['gapless_vs_django']['ratio']}")
     else:
         out["gapless_vs_django"] = {"skipped": skip}
@@ -152,35 +172,57 @@ def run_backend(url: str, callers: Sequence[int], rounds: int, seconds: float, w
     recreate(url)
     log(f"  {backend}: journal on vs off")
     on, off = (f"records:{DEFAULT_STRATEGY}:journal", f"records:{DEFAULT_STRATEGY}:no-journal")
-    duel_2 = duel([(on, lambda: standard_contestant(url, journal=True)),
-                   (off, lambda: standard_contestant(url, journal=False))],
-                  callers, rounds, seconds, warmup, log)
+    duel_2 = duel(
+        [
+            (on, lambda: standard_contestant(url, journal=True)),
+            (off, lambda: standard_contestant(url, journal=False)),
+        ],
+        callers,
+        rounds,
+        seconds,
+        warmup,
+        log,
+    )
     lines = journal_lines(url)
-    out["journal_cost"] = {"cells": duel_2, "ratio": ratios(duel_2, on, off, callers),
-                           "journal_lines": lines,
-                           "lines_per_number": round(lines / max(duel_2[on]["handed_out"], 1), 4)}
-    log(f"  {backend}: journal on / off = {out['journal_cost']['ratio']}; {lines} journal line(s) for "
-        f"{duel_2[on]['handed_out']} numbers handed out with it on")
+    out["journal_cost"] = {
+        "cells": duel_2,
+        "ratio": ratios(duel_2, on, off, callers),
+        "journal_lines": lines,
+        "lines_per_number": round(lines / max(duel_2[on]["handed_out"], 1), 4),
+    }
+    log(
+        f"  {backend}: journal on / off = {out['journal_cost']['ratio']}; {lines} journal line(s) for "
+        f"{duel_2[on]['handed_out']} numbers handed out with it on"
+    )
     return out
 
 
-def run(urls: dict[str, str], quick: bool = False, rounds: int = 0,
-        callers: Sequence[int] = CALLERS, only: str = "") -> dict[str, Any]:
+def run(
+    urls: dict[str, str],
+    quick: bool = False,
+    rounds: int = 0,
+    callers: Sequence[int] = CALLERS,
+    only: str = "",
+) -> dict[str, Any]:
     """Every backend; the result document (also written to bench/results/)."""
     seconds, warmup = (0.8, 0.2) if quick else (3.0, 0.5)
     rounds = rounds or (2 if quick else 3)
     doc: dict[str, Any] = {
         "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
-        "cell_seconds": seconds, "rounds": rounds, "callers": list(callers),
-        "strategy": DEFAULT_STRATEGY, "nproc": os.cpu_count(),
+        "cell_seconds": seconds,
+        "rounds": rounds,
+        "callers": list(callers),
+        "strategy": DEFAULT_STRATEGY,
+        "nproc": os.cpu_count(),
         "load_average_start": [round(x, 2) for x in os.getloadavg()],
         "backends": {},
     }
     started = time.perf_counter()
     for backend, url in urls.items():
         print(f"{backend}: {mask(url)}", flush=True)
-        doc["backends"][backend] = run_backend(url, callers, rounds, seconds, warmup,
-                                               lambda s: print(s, flush=True), only)
+        doc["backends"][backend] = run_backend(
+            url, callers, rounds, seconds, warmup, lambda s: print(s, flush=True), only
+        )
     doc["seconds"] = round(time.perf_counter() - started, 1)
     doc["load_average_end"] = [round(x, 2) for x in os.getloadavg()]
     RESULTS.mkdir(parents=True, exist_ok=True)

@@ -81,13 +81,15 @@ def run(quick: bool = False) -> dict[str, Any]:
             best_render = min(best_render, _time(fmt.render, n, cross))
             best_hand = min(best_hand, _time(hand, n, cross))
         render_rate, hand_rate = n / best_render, n / best_hand
-        rows.append({
-            "format": fmt_text,
-            "render_per_s": round(render_rate),
-            "fstring_per_s": round(hand_rate),
-            "ratio": round(hand_rate / render_rate, 3),
-            "meets_target": render_rate >= TARGET_PER_S and hand_rate / render_rate <= TARGET_RATIO,
-        })
+        rows.append(
+            {
+                "format": fmt_text,
+                "render_per_s": round(render_rate),
+                "fstring_per_s": round(hand_rate),
+                "ratio": round(hand_rate / render_rate, 3),
+                "meets_target": render_rate >= TARGET_PER_S and hand_rate / render_rate <= TARGET_RATIO,
+            }
+        )
     return {
         "benchmark": "render",
         "timestamp": datetime.now(UTC).strftime("%Y-%m-%dT%H:%M:%SZ"),
@@ -109,8 +111,10 @@ def table(result: Mapping[str, Any]) -> str:
             f"{row['ratio']:>6.2f}  {'ok' if row['meets_target'] else 'MISSED'}"
         )
     m = result["machine"]
-    lines.append(f"{m['cpu']}, nproc={m['nproc']}, {m['implementation']} {m['python']}; "
-                 f"n={result['n']:,} best of {result['repeats']}")
+    lines.append(
+        f"{m['cpu']}, nproc={m['nproc']}, {m['implementation']} {m['python']}; "
+        f"n={result['n']:,} best of {result['repeats']}"
+    )
     return "\n".join(lines)
 
 

@@ -29,8 +29,13 @@ from autonumber.setup.standard import CONTRACT_RECORD_TYPES, CORE_OBJECTS, CORE_
 
 RESULTS = Path(__file__).resolve().parent / "results"
 CHUNK = 10_000
-SPEC = DataSpec(SpecMeta("data-spec/v1", "bench-rule-change", "local", "pending", (), (), ()),
-                CORE_OBJECTS, CORE_RULES, CONTRACT_RECORD_TYPES, "bench")
+SPEC = DataSpec(
+    SpecMeta("data-spec/v1", "bench-rule-change", "local", "pending", (), (), ()),
+    CORE_OBJECTS,
+    CORE_RULES,
+    CONTRACT_RECORD_TYPES,
+    "bench",
+)
 PACK = ("schema", "standard_pack")
 CUTOVER = ("formats", "record_type_codes", "seed_counters")
 
@@ -67,10 +72,16 @@ def measure(url: str, rows: int) -> dict[str, Any]:
         change = time.perf_counter() - started
     finally:
         engine.dispose()
-    return {"db": mask(url), "rows": rows, "scan_s": round(scan, 3), "field_set_s": round(change, 3),
-            "field_set_per_scan": round(change / scan, 2), "formats_phase_s": round(phases["formats"], 3),
-            "seed_phase_s": round(phases["seed_counters"], 3),
-            "formats_per_seed": round(phases["formats"] / phases["seed_counters"], 2)}
+    return {
+        "db": mask(url),
+        "rows": rows,
+        "scan_s": round(scan, 3),
+        "field_set_s": round(change, 3),
+        "field_set_per_scan": round(change / scan, 2),
+        "formats_phase_s": round(phases["formats"], 3),
+        "seed_phase_s": round(phases["seed_counters"], 3),
+        "formats_per_seed": round(phases["formats"] / phases["seed_counters"], 2),
+    }
 
 
 def main() -> None:

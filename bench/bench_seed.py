@@ -52,9 +52,13 @@ def _fill(url: str, start: int, stop: int) -> float:
     with engine.connect() as conn:
         table = load_snapshot(conn).table("Account")
     for lo in range(start, stop, CHUNK):
-        rows = [{"Id": f"001{i:012d}", "Account_ID__c":
-                 f"IBG-B-{first_day + timedelta(days=i // 500):%Y%m%d}-{i % 1_000_000:06d}"}
-                for i in range(lo, min(stop, lo + CHUNK))]
+        rows = [
+            {
+                "Id": f"001{i:012d}",
+                "Account_ID__c": f"IBG-B-{first_day + timedelta(days=i // 500):%Y%m%d}-{i % 1_000_000:06d}",
+            }
+            for i in range(lo, min(stop, lo + CHUNK))
+        ]
         with engine.begin() as conn:
             conn.execute(sa.insert(table), rows)
     engine.dispose()
@@ -81,14 +85,20 @@ def measure(url: str) -> dict[str, Any]:
         _, peak = tracemalloc.get_traced_memory()
         tracemalloc.stop()
     engine.dispose()
-    return {"rows": rows, "seconds": round(seconds, 3), "rows_per_s": round(rows / seconds),
-            "scan_rows_per_s": round(rows / scan_s),
-            "peak_rss_mb": round(rss_mb, 1), "peak_heap_mb": round(peak / 2**20, 2)}
+    return {
+        "rows": rows,
+        "seconds": round(seconds, 3),
+        "rows_per_s": round(rows / seconds),
+        "scan_rows_per_s": round(rows / scan_s),
+        "peak_rss_mb": round(rss_mb, 1),
+        "peak_heap_mb": round(peak / 2**20, 2),
+    }
 
 
 def _child(url: str) -> dict[str, Any]:
-    out = subprocess.run([sys.executable, __file__, "--measure", url], check=True,
-                         capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, __file__, "--measure", url], check=True, capture_output=True, text=True
+    )
     result: dict[str, Any] = json.loads(out.stdout)
     return result
 
@@ -107,13 +117,20 @@ def bench_backend(url: str, sizes: list[int]) -> dict[str, Any]:
         point = _child(url)
         point["fill_seconds"] = round(fill_s, 1)
         points.append(point)
-        print(f"  {backend} {size:>9,} rows: seed {point['rows_per_s']:>9,} rows/s, "
-              f"scan {point['scan_rows_per_s']:>9,} rows/s, "
-              f"peak heap {point['peak_heap_mb']} MB, peak RSS {point['peak_rss_mb']} MB", flush=True)
+        print(
+            f"  {backend} {size:>9,} rows: seed {point['rows_per_s']:>9,} rows/s, "
+            f"scan {point['scan_rows_per_s']:>9,} rows/s, "
+            f"peak heap {point['peak_heap_mb']} MB, peak RSS {point['peak_rss_mb']} MB",
+            flush=True,
+        )
     small, large = points[0], points[-1]
-    return {"backend": backend, "url": mask(url), "points": points,
-            "heap_growth": round(large["peak_heap_mb"] / max(small["peak_heap_mb"], 0.01), 2),
-            "meets_target": all(p["rows_per_s"] >= TARGET_ROWS_PER_S for p in points)}
+    return {
+        "backend": backend,
+        "url": mask(url),
+        "points": points,
+        "heap_growth": round(large["peak_heap_mb"] / max(small["peak_heap_mb"], 0.01), 2),
+        "meets_target": all(p["rows_per_s"] >= TARGET_ROWS_PER_S for p in points),
+    }
 
 
 def run(quick: bool, urls: dict[str, str]) -> dict[str, Any]:

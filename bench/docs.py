@@ -244,37 +244,41 @@ CLI_END = "<!-- bench-cli:end -->"
 
 def job_block(doc: Mapping[str, Any]) -> str:
     """The markdown between the job markers: the run's conditions, the tables, the targets."""
-    return "\n".join([
-        JOB_BEGIN,
-        "",
-        *_run_intro(
-            doc,
-            "the job, ",
-            "Every row below comes from ONE run, contestants measured one after the other on the same "
-            "machine; the machine is shared, so the ratios (same run) are the result, not the absolute "
-            "numbers.",
-        ),
-        *job_section(doc),
-        JOB_END,
-    ])
+    return "\n".join(
+        [
+            JOB_BEGIN,
+            "",
+            *_run_intro(
+                doc,
+                "the job, ",
+                "Every row below comes from ONE run, contestants measured one after the other on the same "
+                "machine; the machine is shared, so the ratios (same run) are the result, not the absolute "
+                "numbers.",
+            ),
+            *job_section(doc),
+            JOB_END,
+        ]
+    )
 
 
 def cli_block(doc: Mapping[str, Any]) -> str:
     """The markdown between the CLI start-up markers: when, on what, and the table."""
     cli = doc["cli"]
-    return "\n".join([
-        CLI_BEGIN,
-        "",
-        f"### Measured: CLI start-up, run {doc['timestamp']}",
-        "",
-        f"Each command ran once unmeasured (file cache), then {cli['runs']} times as a fresh process "
-        "from an empty directory (the `autonumber` console script of the environment); load average "
-        f"{_load(doc['machine'].get('load_average'))} at the start of the run.",
-        "",
-        md_table(*startup_grid(doc, MARKDOWN_MET)),
-        "",
-        CLI_END,
-    ])
+    return "\n".join(
+        [
+            CLI_BEGIN,
+            "",
+            f"### Measured: CLI start-up, run {doc['timestamp']}",
+            "",
+            f"Each command ran once unmeasured (file cache), then {cli['runs']} times as a fresh process "
+            "from an empty directory (the `autonumber` console script of the environment); load average "
+            f"{_load(doc['machine'].get('load_average'))} at the start of the run.",
+            "",
+            md_table(*startup_grid(doc, MARKDOWN_MET)),
+            "",
+            CLI_END,
+        ]
+    )
 
 
 def replace_block(text: str, begin: str, end: str, generated: str) -> str:

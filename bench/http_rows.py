@@ -68,9 +68,22 @@ class Server:
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, ENV: url, "PYTHONPATH": path}  # the workers import the `bench` package
         self.proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "--factory", factory, "--host", "127.0.0.1",
-             "--port", str(self.port), "--workers", str(workers), "--log-level", "warning",
-             "--no-access-log"],
+            [
+                sys.executable,
+                "-m",
+                "uvicorn",
+                "--factory",
+                factory,
+                "--host",
+                "127.0.0.1",
+                "--port",
+                str(self.port),
+                "--workers",
+                str(workers),
+                "--log-level",
+                "warning",
+                "--no-access-log",
+            ],
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -119,13 +132,22 @@ def parse_wrk(text: str) -> dict[str, Any]:
 def drive(url: str, connections: int, seconds: float, *, post: bool) -> dict[str, Any]:
     """Run wrk against `url`; POST a small JSON body, or GET."""
     script = None
-    args = ["wrk", f"-t{min(2, connections)}", f"-c{connections}", f"-d{max(1, round(seconds))}s",
-            "--latency", "--timeout", "10s"]
+    args = [
+        "wrk",
+        f"-t{min(2, connections)}",
+        f"-c{connections}",
+        f"-d{max(1, round(seconds))}s",
+        "--latency",
+        "--timeout",
+        "10s",
+    ]
     if post:
         fd, script = tempfile.mkstemp(suffix=".lua")
         with os.fdopen(fd, "w") as fh:
-            fh.write('wrk.method = "POST"\nwrk.body = \'{"Subject": "bench"}\'\n'
-                     'wrk.headers["Content-Type"] = "application/json"\n')
+            fh.write(
+                'wrk.method = "POST"\nwrk.body = \'{"Subject": "bench"}\'\n'
+                'wrk.headers["Content-Type"] = "application/json"\n'
+            )
         args += ["-s", script]
     try:
         done = subprocess.run([*args, url], capture_output=True, text=True, timeout=seconds + 60)
@@ -168,14 +190,18 @@ def run_http(
             for n in connections:
                 row = drive(base + path, n, seconds, post=True)
                 rows.append(row)
-                log(f"  {backend:<10} HTTP {name:<28} {n:>3} conn  {row['throughput']:>8.0f}/s  "
-                    f"p99 {row['p99_ms'] or 0:>8.1f} ms  errors={row['errors']}")
+                log(
+                    f"  {backend:<10} HTTP {name:<28} {n:>3} conn  {row['throughput']:>8.0f}/s  "
+                    f"p99 {row['p99_ms'] or 0:>8.1f} ms  errors={row['errors']}"
+                )
             out["cells"][name] = rows
             if name.startswith("peer:"):
                 trivial = drive(base + "/ping", max(connections), seconds, post=False)
                 out["generator_ceiling"] = trivial
-                log(f"  {backend:<10} HTTP trivial GET /ping {max(connections)} conn "
-                    f"{trivial['throughput']:>8.0f}/s (load generator ceiling)")
+                log(
+                    f"  {backend:<10} HTTP trivial GET /ping {max(connections)} conn "
+                    f"{trivial['throughput']:>8.0f}/s (load generator ceiling)"
+                )
         finally:
             server.stop()
         out["stored"][name] = _stored(url, name)

@@ -212,8 +212,6 @@ def _processes(name: str, url: str, backend: str, seconds: float, warmup: float)
     return {"label": f"{PROCESSES}×{PROCESS_THREADS}", "work_ms": 0.0, **merged.as_dict()}
 
 
-
-
 def run_job(
     url: str,
     backend: str,

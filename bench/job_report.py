@@ -38,29 +38,64 @@ def job_targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
         for label in ("1×100", "4×25"):
             mine, peer = job_cell(job, PROJECT, label), job_cell(job, NATIVE, label)
             r = _ratio(mine, peer)
-            out.add(backend, f"records.insert ÷ native insert @{label}", r, "≥ 1.0×",
-                    None if r is None else r >= 1.0)
-            out.add(backend, f"records.insert (group commit on) ÷ native insert @{label}", r, "≥ 2×",
-                    None if r is None else r >= 2.0)
+            out.add(
+                backend,
+                f"records.insert ÷ native insert @{label}",
+                r,
+                "≥ 1.0×",
+                None if r is None else r >= 1.0,
+            )
+            out.add(
+                backend,
+                f"records.insert (group commit on) ÷ native insert @{label}",
+                r,
+                "≥ 2×",
+                None if r is None else r >= 2.0,
+            )
             if mine and peer:
-                out.add(backend, f"records.insert p99 @{label}, ms (peer {peer['p99_ms']:.1f})",
-                        float(mine["p99_ms"]), "≤ peer's p99", float(mine["p99_ms"]) <= float(peer["p99_ms"]))
+                out.add(
+                    backend,
+                    f"records.insert p99 @{label}, ms (peer {peer['p99_ms']:.1f})",
+                    float(mine["p99_ms"]),
+                    "≤ peer's p99",
+                    float(mine["p99_ms"]) <= float(peer["p99_ms"]),
+                )
         r = _ratio(job_cell(job, PROJECT, "1×100", 2.0), job_cell(job, DJANGO, "1×100", 2.0))
-        out.add(backend, "records.insert ÷ django-sequences, 2 ms work @1×100", r, "≥ 5×",
-                None if r is None else r >= 5.0)
+        out.add(
+            backend,
+            "records.insert ÷ django-sequences, 2 ms work @1×100",
+            r,
+            "≥ 5×",
+            None if r is None else r >= 5.0,
+        )
     for backend, http in doc.get("http", {}).items():
         if backend not in SERVER_BACKENDS or "cells" not in http:
             continue
         mine = next((r for r in http["cells"].get(HTTP_PROJECT, []) if r["connections"] == 100), None)
         peer = next((r for r in http["cells"].get(HTTP_PEER, []) if r["connections"] == 100), None)
         r = _ratio(mine, peer)
-        out.add(backend, f"HTTP POST ÷ FastAPI native insert @100 conn, {http['workers']} workers", r,
-                "≥ 1.0×", None if r is None else r >= 1.0)
+        out.add(
+            backend,
+            f"HTTP POST ÷ FastAPI native insert @100 conn, {http['workers']} workers",
+            r,
+            "≥ 1.0×",
+            None if r is None else r >= 1.0,
+        )
         if mine and peer and mine["p99_ms"] is not None and peer["p99_ms"] is not None:
-            out.add(backend, f"HTTP p99 @100 conn, ms (peer {peer['p99_ms']:.1f})", float(mine["p99_ms"]),
-                    "≤ peer's p99", float(mine["p99_ms"]) <= float(peer["p99_ms"]))
-        out.add(backend, f"load generator ceiling ÷ best POST rate (×{http.get('generator_margin')})",
-                http.get("generator_margin"), "≥ 3×", http.get("generator_ok"))
+            out.add(
+                backend,
+                f"HTTP p99 @100 conn, ms (peer {peer['p99_ms']:.1f})",
+                float(mine["p99_ms"]),
+                "≤ peer's p99",
+                float(mine["p99_ms"]) <= float(peer["p99_ms"]),
+            )
+        out.add(
+            backend,
+            f"load generator ceiling ÷ best POST rate (×{http.get('generator_margin')})",
+            http.get("generator_margin"),
+            "≥ 3×",
+            http.get("generator_ok"),
+        )
     return out
 
 
@@ -86,11 +121,16 @@ def job_tables(doc: Mapping[str, Any]) -> list[str]:
             [name, *[_text(job_cell(job, name, lab, w)) for lab, w in labels]]
             for name in job.get("cells", {})
         ]
-        out += [f"#### {LABELS.get(backend, backend)} — a record with its number, records/s (p99 ms)", "",
-                md_table(header, rows_md), ""]
+        out += [
+            f"#### {LABELS.get(backend, backend)} — a record with its number, records/s (p99 ms)",
+            "",
+            md_table(header, rows_md),
+            "",
+        ]
         groups = [
             f"{name} {row['label']}: largest group {row['largest_group']}"
-            for name, rows in job.get("cells", {}).items() for row in rows
+            for name, rows in job.get("cells", {}).items()
+            for row in rows
             if row.get("largest_group") and float(row["work_ms"]) == 0 and row["label"] in ("1×100", "4×25")
         ]
         stored = stored_text(job.get("stored", {}))
@@ -107,14 +147,23 @@ def job_tables(doc: Mapping[str, Any]) -> list[str]:
         rows_md = []
         for name, rows in http["cells"].items():
             by = {r["connections"]: r for r in rows}
-            rows_md.append([f"{name} ({http['workers']} workers)",
-                            *[_http_text(by.get(n)) for n in conns]])
+            rows_md.append([f"{name} ({http['workers']} workers)", *[_http_text(by.get(n)) for n in conns]])
         ceiling = http.get("generator_ceiling", {})
-        out += [title, "", md_table(header, rows_md), "",
-                f"Load generator `wrk`: trivial GET at {ceiling.get('connections')} connections reached "
-                f"{ceiling.get('throughput', 0):,.0f} requests/s, ×{http.get('generator_margin')} the best "
-                "POST rate above" + (" (≥ 3×: not the bottleneck)." if http.get("generator_ok")
-                                     else " (**under 3×: the generator may limit the POST rows**)."), ""]
+        out += [
+            title,
+            "",
+            md_table(header, rows_md),
+            "",
+            f"Load generator `wrk`: trivial GET at {ceiling.get('connections')} connections reached "
+            f"{ceiling.get('throughput', 0):,.0f} requests/s, ×{http.get('generator_margin')} the best "
+            "POST rate above"
+            + (
+                " (≥ 3×: not the bottleneck)."
+                if http.get("generator_ok")
+                else " (**under 3×: the generator may limit the POST rows**)."
+            ),
+            "",
+        ]
         stored = stored_text(http.get("stored", {}))
         out += [f"Stored rows checked afterwards (whole tables, library rows included): {stored}.", ""]
     return out
@@ -133,8 +182,11 @@ def job_section(doc: Mapping[str, Any]) -> list[str]:
         return []
     rows = target_rows(doc.get("job_targets", []), MARKDOWN_MET)
     return [
-        "### The job: a record with its number (issue 17)", "",
+        "### The job: a record with its number (issue 17)",
+        "",
         *job_tables(doc),
-        "#### Targets (issue 17)", "",
-        md_table(TARGET_HEADER, rows), "",
+        "#### Targets (issue 17)",
+        "",
+        md_table(TARGET_HEADER, rows),
+        "",
     ]

@@ -158,10 +158,14 @@ class _Reasons:
         if alive is False:
             return f"reserved by a process that died ({owner})"
         if alive:
-            return (f"reserved by a running process ({owner}): in flight, or its caller's outcome "
-                    "was not recorded")
-        return (f"reserved by {owner} on another host: never stored (the process died or its outcome "
-                "was not recorded)")
+            return (
+                f"reserved by a running process ({owner}): in flight, or its caller's outcome "
+                "was not recorded"
+            )
+        return (
+            f"reserved by {owner} on another host: never stored (the process died or its outcome "
+            "was not recorded)"
+        )
 
 
 def _outcome_text(state: str, detail: str | None) -> str:

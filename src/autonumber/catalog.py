@@ -224,8 +224,22 @@ def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[Fiel
     digest.update(repr(sorted(objects.items())).encode())
     for obj in sorted(fields):
         for row in fields[obj]:
-            digest.update(repr((row.id, row.info, row.format, row.start, row.scope, row.token_refs,
-                                row.numbering, row.time_zone, row.date_src, row.on_change)).encode())
+            digest.update(
+                repr(
+                    (
+                        row.id,
+                        row.info,
+                        row.format,
+                        row.start,
+                        row.scope,
+                        row.token_refs,
+                        row.numbering,
+                        row.time_zone,
+                        row.date_src,
+                        row.on_change,
+                    )
+                ).encode()
+            )
     return digest.hexdigest()
 
 
@@ -249,16 +263,27 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
     if row.token_refs and canonicalize_token_refs(refs) != stored:
         raise ValueError("stored auto_number_token_refs differ from the refs derived from the format")
     zone_of(row.time_zone)
-    return Rule(row.id, row.info.object, row.info.name, fmt, row.start, row.scope, tuple(refs),
-                row.numbering, row.time_zone)
+    return Rule(
+        row.id,
+        row.info.object,
+        row.info.name,
+        fmt,
+        row.start,
+        row.scope,
+        tuple(refs),
+        row.numbering,
+        row.time_zone,
+    )
 
 
 def _check_policy(row: FieldRow) -> None:
     """The stored date source, on-change and numbering policies are known values (a raw UPDATE can
     set garbage; the rule is then quarantined like a tampered format)."""
-    for value, allowed, column in ((row.date_src, DATE_SOURCES, "auto_number_date_src"),
-                                   (row.on_change, ON_CHANGE, "auto_number_on_change"),
-                                   (row.numbering, NUMBERING, "auto_number_numbering")):
+    for value, allowed, column in (
+        (row.date_src, DATE_SOURCES, "auto_number_date_src"),
+        (row.on_change, ON_CHANGE, "auto_number_on_change"),
+        (row.numbering, NUMBERING, "auto_number_numbering"),
+    ):
         if value not in allowed:
             raise ValueError(f"stored {column} {value!r} is not one of {', '.join(allowed)}")
 
@@ -277,9 +302,7 @@ def load_snapshot(conn: Connection) -> CatalogSnapshot:
     objects, fields = _read_rows(conn)
     for name in objects:
         check_api_name(name, "object name")
-    rt_cols = tuple(
-        col["name"] for col in sa.inspect(conn).get_columns(system_record_type.name)
-    )
+    rt_cols = tuple(col["name"] for col in sa.inspect(conn).get_columns(system_record_type.name))
     snapshot = CatalogSnapshot(objects, fields, rt_cols, {}, {}, version_of(objects, fields))
     missing = _reflect_adopted(conn, snapshot)
     for rows in fields.values():

@@ -30,9 +30,7 @@ class InvalidIdentifier(AutonumberError):
 
     def __init__(self, name: str, what: str = "identifier") -> None:
         self.name = name
-        super().__init__(
-            f"invalid {what} {name!r}: API names must match ^{API_NAME_PATTERN}$"
-        )
+        super().__init__(f"invalid {what} {name!r}: API names must match ^{API_NAME_PATTERN}$")
 
 
 class FormatError(AutonumberError):
@@ -40,9 +38,7 @@ class FormatError(AutonumberError):
 
     exit_code = 2
 
-    def __init__(
-        self, rule: int, message: str, *, format: str = "", position: int | None = None
-    ) -> None:
+    def __init__(self, rule: int, message: str, *, format: str = "", position: int | None = None) -> None:
         self.rule = rule
         self.format = format
         self.position = position
@@ -167,9 +163,7 @@ class RuleQuarantined(AutonumberError):
 class SeedParseError(AutonumberError):
     """A live value the counter seed cannot parse: the whole seed aborts, nothing is written."""
 
-    def __init__(
-        self, field: str, field_id: str, row_id: str, value: str, regex: str
-    ) -> None:
+    def __init__(self, field: str, field_id: str, row_id: str, value: str, regex: str) -> None:
         self.field = field
         self.field_id = field_id
         self.row_id = row_id
@@ -196,9 +190,7 @@ class LockTimeout(AutonumberError):
     def __init__(self, name: str, timeout: float) -> None:
         self.name = name
         self.timeout = timeout
-        super().__init__(
-            f"could not take the lock {name!r} within {timeout:g} s; another process holds it"
-        )
+        super().__init__(f"could not take the lock {name!r} within {timeout:g} s; another process holds it")
 
 
 class VerifyError(AutonumberError):
@@ -206,9 +198,7 @@ class VerifyError(AutonumberError):
 
     def __init__(self, violations: Sequence[object]) -> None:
         self.violations = [str(v) for v in violations]
-        super().__init__(
-            f"{len(self.violations)} invariant violation(s):\n" + "\n".join(self.violations)
-        )
+        super().__init__(f"{len(self.violations)} invariant violation(s):\n" + "\n".join(self.violations))
 
 
 class SpecError(AutonumberError):
@@ -255,9 +245,7 @@ class IdempotencyConflict(AutonumberError):
 
     def __init__(self, key: str) -> None:
         self.key = key
-        super().__init__(
-            f"idempotency key {key!r} was already used with a different request; use a new key"
-        )
+        super().__init__(f"idempotency key {key!r} was already used with a different request; use a new key")
 
 
 class GaplessNeedsTransaction(AutonumberError):

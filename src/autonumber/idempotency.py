@@ -54,9 +54,14 @@ def claim(conn: Connection, key: str, object_name: str, request: str) -> list[st
     if earlier is None:
         try:
             with conn.begin_nested():
-                conn.execute(sa.insert(idempotency_table).values(
-                    idempotency_key=key, object_name=object_name, request_digest=request, record_ids="[]",
-                ))
+                conn.execute(
+                    sa.insert(idempotency_table).values(
+                        idempotency_key=key,
+                        object_name=object_name,
+                        request_digest=request,
+                        record_ids="[]",
+                    )
+                )
             return None
         except sa.exc.IntegrityError:  # a concurrent request with this key committed first
             earlier = _stored(conn, key)

@@ -58,8 +58,7 @@ class RichReporter:
         if not self.console.is_terminal:
             yield lambda n: None
             return
-        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                   TimeElapsedColumn())
+        columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=self.console, transient=True) as bar:
             task_id = bar.add_task(description, total=total)
             yield lambda n: bar.advance(task_id, n)

@@ -359,12 +359,7 @@ class Records:
             )
         key = key_column(table)
         newest = (table.c.CreatedDate.desc(), key) if "CreatedDate" in table.c else (key.desc(),)
-        stmt = (
-            sa.select(table)
-            .order_by(*newest)
-            .limit(limit)
-            .offset(offset)
-        )
+        stmt = sa.select(table).order_by(*newest).limit(limit).offset(offset)
         with self._db.connect() as conn:
             return [_plain(r) for r in conn.execute(stmt).mappings()]
 

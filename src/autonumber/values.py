@@ -20,7 +20,9 @@ from .errors import RecordError
 SCALARS = (str, int, float, bool, Decimal)
 BIGINT_MAX = 2**63 - 1
 INTEGER_MAX: dict[type[Any], int] = {
-    sa.SmallInteger: 2**15 - 1, sa.Integer: 2**31 - 1, sa.BigInteger: BIGINT_MAX,
+    sa.SmallInteger: 2**15 - 1,
+    sa.Integer: 2**31 - 1,
+    sa.BigInteger: BIGINT_MAX,
 }
 INTEGER_TEXT = re.compile(r"[+-]?[0-9]{1,19}")
 NUMBER_TEXT = re.compile(r"[+-]?[0-9]{1,18}(\.[0-9]{1,18})?")

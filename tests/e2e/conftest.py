@@ -20,8 +20,15 @@ from autonumber.web import create_app
 from autonumber.web.server import serve_in_thread
 
 CHROMIUM = "/usr/bin/chromium"
-CHROMIUM_ARGS = ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync"]
+CHROMIUM_ARGS = [
+    "--no-sandbox",
+    "--disable-gpu",
+    "--disable-quic",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
 TOKEN = "e2e-admin-token"
 EVIDENCE = Path(__file__).resolve().parents[2] / "evidence" / "autonumber-v2"
 

@@ -143,8 +143,9 @@ def state_of(cluster: Cluster, node: int) -> dict[str, list[tuple[Any, ...]]]:
         with engine.connect() as conn:
             fields = conn.execute(sa.select(*rule_cols).order_by(system_field.c.Id)).all()
             counters = conn.execute(
-                sa.select(counter_table.c.field_id, counter_table.c.scope_key, counter_table.c.next_value)
-                .order_by(counter_table.c.field_id, counter_table.c.scope_key)
+                sa.select(
+                    counter_table.c.field_id, counter_table.c.scope_key, counter_table.c.next_value
+                ).order_by(counter_table.c.field_id, counter_table.c.scope_key)
             ).all()
             types = conn.execute(
                 sa.select(

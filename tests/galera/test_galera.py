@@ -138,8 +138,10 @@ def test_node_killed_under_load_others_go_on_and_it_rejoins(
     # ... callers on node 3 got clear errors, then numbers again once it had rejoined.
     dead = reports[2]
     longest = max((t for _, t, _ in dead["errors"]), default=0.0)
-    print(f"node 3 errors: {Counter(e.split(':')[0] for _, _, e in dead['errors'])}, "
-          f"longest failing call {longest:.1f}s")
+    print(
+        f"node 3 errors: {Counter(e.split(':')[0] for _, _, e in dead['errors'])}, "
+        f"longest failing call {longest:.1f}s"
+    )
     assert dead["errors"], "callers on the killed node saw no error"
     clear = ("OperationalError", "InterfaceError", "ReservationFailed", "ConfigError")
     for _, _, error in dead["errors"]:

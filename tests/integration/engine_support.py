@@ -16,8 +16,8 @@ import autonumber
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
 from autonumber.engine import STRATEGIES, Reservation
-from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, apply_rules
+from autonumber.runtime import Platform
 from support import CASE as CASE
 from support import make_platform as make_platform
 from support import number as number
@@ -66,8 +66,6 @@ def bump_in_place(conn: sa.Connection, rule: Rule, scope_key: str) -> None:
     )
 
 
-
-
 def assert_unique_contiguous(values: Sequence[str]) -> list[int]:
     """Every value distinct and the counters an unbroken run; return them sorted."""
     assert len(set(values)) == len(values), "duplicate numbers"
@@ -114,8 +112,7 @@ def insert_cases(
 
         def work(i: int) -> list[str]:
             return [
-                p.records.insert("Case", {"Subject": f"t{i}-{k}"})["CaseNumber"]
-                for k in range(per_thread)
+                p.records.insert("Case", {"Subject": f"t{i}-{k}"})["CaseNumber"] for k in range(per_thread)
             ]
 
         return run_threads(threads, work)

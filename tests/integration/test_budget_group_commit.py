@@ -19,9 +19,9 @@ from engine_support import assert_unique_contiguous, make_platform, run_threads,
 from sqlalchemy.engine import Connection
 
 from autonumber.db.budget import DEFAULT_MAX_CONNECTIONS
-from autonumber.runtime import Platform
 from autonumber.rules.fields import add_field
 from autonumber.rules.store import RuleSpec
+from autonumber.runtime import Platform
 
 THREADS, PER_THREAD, DAYS = 50, 8, 20
 GAPLESS = RuleSpec("Case", "CaseNumber", "G-{YYYY}{MM}{DD}-{00000}", scope="per_day", numbering="gapless")

@@ -41,8 +41,11 @@ status: pending
 def run(argv: list[str]) -> tuple[int, str]:
     """Run the CLI in-process; its exit code and stderr."""
     err = io.StringIO()
-    with contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()), \
-            pytest.raises(SystemExit) as info:
+    with (
+        contextlib.redirect_stderr(err),
+        contextlib.redirect_stdout(io.StringIO()),
+        pytest.raises(SystemExit) as info,
+    ):
         main(argv)
     code = info.value.code
     return (code if isinstance(code, int) else 1), err.getvalue()
@@ -60,8 +63,9 @@ def state(url: str) -> tuple[int, dict[tuple[str, str], int]]:
     p = make_platform(url)
     try:
         with p.db.connect() as conn:
-            rows = conn.execute(sa.select(counter_table.c.field_id, counter_table.c.scope_key,
-                                          counter_table.c.next_value))
+            rows = conn.execute(
+                sa.select(counter_table.c.field_id, counter_table.c.scope_key, counter_table.c.next_value)
+            )
             counters = {(r.field_id, r.scope_key): int(r.next_value) for r in rows}
         return p.records.count("Case"), counters
     finally:
@@ -84,11 +88,14 @@ def test_records_insert_with_nul_or_surrogate(prepared: str, data: str) -> None:
     assert state(prepared) == before
 
 
-@pytest.mark.parametrize("content", [
-    b'{"Subject": "ok"}\n\xff\xfe{"Subject": "x"}\n',
-    b'{"Subject": "ok"}\n{"Subject": "\\ud800"}\n',
-    b'{"Subject": "ok"}\n{"Subject": "a\\u0000"}\n',
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        b'{"Subject": "ok"}\n\xff\xfe{"Subject": "x"}\n',
+        b'{"Subject": "ok"}\n{"Subject": "\\ud800"}\n',
+        b'{"Subject": "ok"}\n{"Subject": "a\\u0000"}\n',
+    ],
+)
 def test_records_insert_many_with_a_bad_line(prepared: str, tmp_path: Path, content: bytes) -> None:
     before = state(prepared)
     path = tmp_path / "cases.jsonl"
@@ -110,17 +117,22 @@ def test_spec_apply_with_an_out_of_range_start(prepared: str, tmp_path: Path) ->
         p.close()
 
 
-@pytest.mark.parametrize("content", [
-    bytes(random.Random(16).randrange(256) for _ in range(4096)),
-    b"---\napiVersion: data-spec/v1\nid: x\xff\n---\n",
-    "---\nid: \ud800\n---\n".encode("utf-8", "surrogatepass"),
-])
+@pytest.mark.parametrize(
+    "content",
+    [
+        bytes(random.Random(16).randrange(256) for _ in range(4096)),
+        b"---\napiVersion: data-spec/v1\nid: x\xff\n---\n",
+        "---\nid: \ud800\n---\n".encode("utf-8", "surrogatepass"),
+    ],
+)
 def test_spec_files_of_random_bytes(prepared: str, tmp_path: Path, content: bytes) -> None:
     path = tmp_path / "spec.md"
     path.write_bytes(content)
-    for argv in (["spec", "apply", str(path), "--env", "staging", "--db", prepared],
-                 ["spec", "check", "--spec", str(path)],
-                 ["setup", "apply", "--spec", str(path), "--db", prepared]):
+    for argv in (
+        ["spec", "apply", str(path), "--env", "staging", "--db", prepared],
+        ["spec", "check", "--spec", str(path)],
+        ["setup", "apply", "--spec", str(path), "--db", prepared],
+    ):
         line = one_line_failure(*run(argv))
         assert "not UTF-8" in line, line
 
@@ -128,25 +140,48 @@ def test_spec_files_of_random_bytes(prepared: str, tmp_path: Path, content: byte
 FILE_BYTES = st.one_of(
     st.binary(max_size=600),
     st.text(max_size=300).map(lambda t: t.encode("utf-8", "surrogatepass")),
-    st.lists(st.sampled_from([b"---", b"apiVersion: data-spec/v1", b"id: x", b"status: pending",
-                              b"## Operations", b"```yaml", b"- op: add_autonumber_field", b"```",
-                              b"  start: 99999999999999999999999", b"\x00", b"\xff", b"{}",
-                              b'{"Subject": "\\ud800"}', b"[1]", b'{"Nope": 1}']),
-             max_size=12).map(b"\n".join),
+    st.lists(
+        st.sampled_from(
+            [
+                b"---",
+                b"apiVersion: data-spec/v1",
+                b"id: x",
+                b"status: pending",
+                b"## Operations",
+                b"```yaml",
+                b"- op: add_autonumber_field",
+                b"```",
+                b"  start: 99999999999999999999999",
+                b"\x00",
+                b"\xff",
+                b"{}",
+                b'{"Subject": "\\ud800"}',
+                b"[1]",
+                b'{"Nope": 1}',
+            ]
+        ),
+        max_size=12,
+    ).map(b"\n".join),
 )
 
 
 @pytest.mark.slow
-@settings(max_examples=60, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=60,
+    deadline=None,
+    database=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(content=FILE_BYTES)
 def test_fuzz_cli_file_inputs(sqlite_url: str, tmp_path: Path, content: bytes) -> None:
     make_platform(sqlite_url).close()
     path = tmp_path / "input.txt"
     path.write_bytes(content)
-    for argv in (["spec", "check", "--spec", str(path)],
-                 ["spec", "apply", str(path), "--env", "staging", "--db", sqlite_url],
-                 ["records", "insert-many", "Case", "--file", str(path), "--db", sqlite_url]):
+    for argv in (
+        ["spec", "check", "--spec", str(path)],
+        ["spec", "apply", str(path), "--env", "staging", "--db", sqlite_url],
+        ["records", "insert-many", "Case", "--file", str(path), "--db", sqlite_url],
+    ):
         code, err = run(argv)
         assert "Traceback" not in err, (argv, err)
         if code != 0:

@@ -55,8 +55,7 @@ def test_processes_insert_unique_contiguous(db_url: str, strategy: str) -> None:
     started = time.perf_counter()
     with ProcessPoolExecutor(PROCESSES, mp_context=spawn) as pool:
         futures = [
-            pool.submit(insert_cases, db_url, strategy, PROC_THREADS, PROC_INSERTS)
-            for _ in range(PROCESSES)
+            pool.submit(insert_cases, db_url, strategy, PROC_THREADS, PROC_INSERTS) for _ in range(PROCESSES)
         ]
         per_process = [f.result(timeout=120) for f in futures]
     elapsed = time.perf_counter() - started

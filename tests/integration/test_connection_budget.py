@@ -97,9 +97,10 @@ def test_default_budget_caps_every_pool_together(db_url: str) -> None:
         assert sum(sizes) == DEFAULT_MAX_CONNECTIONS
         threads = 40 if not p.dialect.reserve_on_caller_when_written else 8
         with checked_out_peak(p) as peak:
-            values = run_threads(threads, lambda i: [
-                p.records.insert("Case", {"Subject": f"{i}-{k}"})["CaseNumber"] for k in range(5)
-            ])
+            values = run_threads(
+                threads,
+                lambda i: [p.records.insert("Case", {"Subject": f"{i}-{k}"})["CaseNumber"] for k in range(5)],
+            )
         assert 1 <= peak[0] <= DEFAULT_MAX_CONNECTIONS
         assert assert_unique_contiguous(values) == list(range(1, threads * 5 + 1))
     finally:
@@ -158,8 +159,10 @@ def test_8_processes_x_25_threads_stay_within_the_default_budget(db_url: str) ->
 
     def watch() -> None:
         engine = sa.create_engine(url)
-        query = sa.text("SELECT application_name, count(*) FROM pg_stat_activity "
-                        "WHERE datname = current_database() AND application_name LIKE :p GROUP BY 1")
+        query = sa.text(
+            "SELECT application_name, count(*) FROM pg_stat_activity "
+            "WHERE datname = current_database() AND application_name LIKE :p GROUP BY 1"
+        )
         with engine.connect() as conn:
             while not stop.is_set():
                 for name, count in conn.execute(query, {"p": app + "%"}):

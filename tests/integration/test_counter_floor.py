@@ -34,8 +34,11 @@ def engine(db_url: str) -> Iterator[Engine]:
     fill_legacy(eng, SPEC, LIVE_MAX)
     with eng.begin() as conn:
         t = legacy_autonumber
-        conn.execute(sa.update(t).where(t.c.ObjectApiName == "Case", t.c.FieldApiName == "CaseNumber")
-                     .values(CurrentNumber=LEGACY))
+        conn.execute(
+            sa.update(t)
+            .where(t.c.ObjectApiName == "Case", t.c.FieldApiName == "CaseNumber")
+            .values(CurrentNumber=LEGACY)
+        )
     apply(eng, SPEC)
     yield eng
     eng.dispose()

@@ -18,8 +18,8 @@ import autonumber
 from autonumber.db import create_engine
 from autonumber.db.tables import counter_table
 from autonumber.errors import TokenResolveError
-from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, store_rule
+from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
 
 CSA = "rt_Contract_Services_Agreement"
@@ -60,8 +60,9 @@ def quote(p: Platform, **fields: Any) -> str:
 
 def counters(p: Platform) -> dict[tuple[str, str], int]:
     with p.db.connect() as conn:
-        rows = conn.execute(sa.select(counter_table.c.field_id, counter_table.c.scope_key,
-                                      counter_table.c.next_value))
+        rows = conn.execute(
+            sa.select(counter_table.c.field_id, counter_table.c.scope_key, counter_table.c.next_value)
+        )
         return {(r[0], r[1]): int(r[2]) for r in rows}
 
 
@@ -109,8 +110,13 @@ def test_case8a_account_and_contract_in_one_caller_transaction(
 def use_fresh_read(p: Platform, field: str = "Order.Order_Number__c") -> None:
     """Switch a core rule's country token to readStrategy fresh_read."""
     obj, name = field.split(".")
-    spec = RuleSpec(obj, name, f"{COUNTRY}-ORD-{{YY}}{{MM}}{{DD}}-{{00}}", scope="per_prefix",
-                    overrides=({"tokenLiteral": COUNTRY, "readStrategy": "fresh_read"},))
+    spec = RuleSpec(
+        obj,
+        name,
+        f"{COUNTRY}-ORD-{{YY}}{{MM}}{{DD}}-{{00}}",
+        scope="per_prefix",
+        overrides=({"tokenLiteral": COUNTRY, "readStrategy": "fresh_read"},),
+    )
     with p.db.begin() as conn:
         store_rule(conn, spec)
     p.catalog.refresh()
@@ -137,8 +143,9 @@ def _update_country(p: Platform, account_id: str, country: str, busy_ms: int | N
                 conn.exec_driver_sql(f"PRAGMA busy_timeout={busy_ms}")
             with conn.begin():
                 table = p.catalog.current().table("Account")
-                conn.execute(sa.update(table).where(table.c.Id == account_id)
-                             .values(BillingCountryCode=country))
+                conn.execute(
+                    sa.update(table).where(table.c.Id == account_id).values(BillingCountryCode=country)
+                )
     finally:
         other.dispose()
 
@@ -300,7 +307,10 @@ def test_case12_depth2_chain_and_its_failures(platform: Platform, clock: list[da
 def test_per_prefix_two_countries_one_day_then_a_new_day(platform: Platform, clock: list[datetime]) -> None:
     sg, us = account(platform, "SG"), account(platform, "US")
     assert [contract(platform, AccountId=a) for a in (sg, us, sg, us, sg)] == [
-        "SG-CSA-260417-01", "US-CSA-260417-01", "SG-CSA-260417-02", "US-CSA-260417-02",
+        "SG-CSA-260417-01",
+        "US-CSA-260417-01",
+        "SG-CSA-260417-02",
+        "US-CSA-260417-02",
         "SG-CSA-260417-03",
     ]
     nda = "rt_Contract_Non_Disclosure_Agreement"
@@ -308,8 +318,7 @@ def test_per_prefix_two_countries_one_day_then_a_new_day(platform: Platform, clo
     clock[0] = NEXT_DAY
     assert [contract(platform, AccountId=a) for a in (us, sg)] == ["US-CSA-260418-01", "SG-CSA-260418-01"]
     keys = {k for (f, k) in counters(platform) if f == "Contract.Contract_Number__c"}
-    assert keys == {"SG-CSA-260417-", "US-CSA-260417-", "SG-NDA-260417-",
-                    "SG-CSA-260418-", "US-CSA-260418-"}
+    assert keys == {"SG-CSA-260417-", "US-CSA-260417-", "SG-NDA-260417-", "SG-CSA-260418-", "US-CSA-260418-"}
 
 
 def test_batch_groups_by_country_into_independent_sequences(
@@ -318,19 +327,27 @@ def test_batch_groups_by_country_into_independent_sequences(
     sg, us = account(platform, "SG"), account(platform, "US")
     rows = [{"AccountId": a, "RecordTypeId": CSA} for a in (sg, us, sg, sg, us)]
     numbers = [r["Contract_Number__c"] for r in platform.records.insert_many("Contract", rows)]
-    assert numbers == ["SG-CSA-260417-01", "US-CSA-260417-01", "SG-CSA-260417-02",
-                       "SG-CSA-260417-03", "US-CSA-260417-02"]
+    assert numbers == [
+        "SG-CSA-260417-01",
+        "US-CSA-260417-01",
+        "SG-CSA-260417-02",
+        "SG-CSA-260417-03",
+        "US-CSA-260417-02",
+    ]
 
 
 def test_new_scope_continues_after_live_values(platform: Platform, clock: list[datetime]) -> None:
     """A lazy per_prefix row starts above the live column max of its own scope only (livemax)."""
     table = platform.catalog.current().table("Contract")
     with platform.begin() as conn:
-        conn.execute(sa.insert(table), [
-            {"Id": "legacy-1", "Contract_Number__c": "SG-CSA-260417-07"},
-            {"Id": "legacy-2", "Contract_Number__c": "SGX-CSA-260417-41"},
-            {"Id": "legacy-3", "Contract_Number__c": "SG-CSA-260416-55"},
-        ])
+        conn.execute(
+            sa.insert(table),
+            [
+                {"Id": "legacy-1", "Contract_Number__c": "SG-CSA-260417-07"},
+                {"Id": "legacy-2", "Contract_Number__c": "SGX-CSA-260417-41"},
+                {"Id": "legacy-3", "Contract_Number__c": "SG-CSA-260416-55"},
+            ],
+        )
     assert contract(platform, AccountId=account(platform, "SG")) == "SG-CSA-260417-08"
     assert contract(platform, AccountId=account(platform, "S_")) == "S_-CSA-260417-01"  # LIKE escaped
     assert contract(platform, AccountId=account(platform, "SGX")) == "SGX-CSA-260417-42"

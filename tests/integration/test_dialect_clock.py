@@ -77,22 +77,21 @@ def test_stored_timestamps_are_utc_when_the_server_zone_is_not(db_url: str) -> N
         dialect = dialect_for(engine)
         bound = datetime(2026, 4, 18, 12, 30, 15, 123000, tzinfo=UTC)
         with engine.begin() as conn:
-            conn.execute(
-                sa.insert(counter_table).values(field_id="defaults", scope_key="", next_value=1)
-            )
+            conn.execute(sa.insert(counter_table).values(field_id="defaults", scope_key="", next_value=1))
             conn.execute(
                 sa.insert(counter_table).values(
-                    field_id="bound", scope_key="", next_value=1,
-                    created_date=bound, last_modified_date=bound,
+                    field_id="bound",
+                    scope_key="",
+                    next_value=1,
+                    created_date=bound,
+                    last_modified_date=bound,
                 )
             )
             now = dialect.utc_now(conn)
         with engine.connect() as conn:
             rows = {
                 row.field_id: row
-                for row in conn.execute(
-                    sa.select(counter_table.c.field_id, counter_table.c.created_date)
-                )
+                for row in conn.execute(sa.select(counter_table.c.field_id, counter_table.c.created_date))
             }
     finally:
         engine.dispose()

@@ -29,8 +29,8 @@ from engine_support import (
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
 from autonumber.errors import CounterMissing, CounterOverflow
-from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec
+from autonumber.runtime import Platform
 
 DAY_N = datetime(2026, 4, 17, 10, 0, 0, tzinfo=UTC)
 DAY_N1 = DAY_N + timedelta(days=1)

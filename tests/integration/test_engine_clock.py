@@ -11,8 +11,8 @@ from datetime import UTC, datetime, timedelta, tzinfo
 import pytest
 from engine_support import ReservationLog, make_platform, store_rules
 
-from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec
+from autonumber.runtime import Platform
 
 SKEW = timedelta(minutes=5)
 

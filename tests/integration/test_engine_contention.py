@@ -147,4 +147,3 @@ def _next_value(p: Platform) -> int:
                 )
             ).scalar_one()
         )
-

@@ -134,13 +134,19 @@ def test_batch_rollback_is_one_run(server_db_url: str) -> None:
         insert(p)
         report = audit_gaps(p, CASE)
         with p.db.connect() as conn:
-            lines = conn.execute(sa.select(reservation_journal.c.state, reservation_journal.c.count)
-                                 .order_by(reservation_journal.c.Id)).all()
+            lines = conn.execute(
+                sa.select(reservation_journal.c.state, reservation_journal.c.count).order_by(
+                    reservation_journal.c.Id
+                )
+            ).all()
     finally:
         p.close()
     assert [(g.first, g.last, g.reason) for g in report.gaps] == [(2, 6, "rolled back")]
     assert [tuple(r) for r in lines] == [
-        ("reserved", 1), ("reserved", 5), ("rolled_back", 5), ("reserved", 1)
+        ("reserved", 1),
+        ("reserved", 5),
+        ("rolled_back", 5),
+        ("reserved", 1),
     ]
 
 
@@ -160,8 +166,9 @@ def test_reserved_by_a_process_that_died(db_url: str, tmp_path: Path) -> None:
         script = tmp_path / "die.py"
         script.write_text(DIE)
         url = p.db.url.render_as_string(hide_password=False)
-        out = subprocess.run([sys.executable, str(script), url], capture_output=True, text=True,
-                             timeout=120, check=True).stdout
+        out = subprocess.run(
+            [sys.executable, str(script), url], capture_output=True, text=True, timeout=120, check=True
+        ).stdout
         insert(p)
         report = audit_gaps(p, CASE)
     finally:
@@ -208,8 +215,11 @@ def test_journal_is_one_line_per_reservation_and_none_in_the_callers_savepoint(p
     platform.engine.assign_batch(CASE, [{}] * 7)
     platform.records.insert_many("Case", [{"Subject": f"s{i}"} for i in range(3)])
     with platform.db.connect() as conn:
-        rows = conn.execute(sa.select(reservation_journal.c.first_value, reservation_journal.c.count,
-                                      reservation_journal.c.state)).all()
+        rows = conn.execute(
+            sa.select(
+                reservation_journal.c.first_value, reservation_journal.c.count, reservation_journal.c.state
+            )
+        ).all()
     expected = [(1, 7, "reserved")]
     if not platform.dialect.reserve_on_caller_when_written:
         expected.append((8, 3, "reserved"))  # SQLite reserves in the caller's savepoint: no line

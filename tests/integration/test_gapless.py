@@ -21,9 +21,9 @@ from engine_support import (
 )
 
 from autonumber.errors import GaplessNeedsTransaction
-from autonumber.runtime import Platform
 from autonumber.rules.fields import add_field
 from autonumber.rules.store import RuleSpec
+from autonumber.runtime import Platform
 
 INVOICE = RuleSpec("Case", "CaseNumber", "INV-{YYYY}-{00000}", scope="per_prefix", numbering="gapless")
 

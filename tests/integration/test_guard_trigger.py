@@ -47,13 +47,19 @@ def raw_update(engine: Engine, **values: object) -> None:
 
 def stored_format(engine: Engine) -> str:
     with engine.connect() as conn:
-        return str(conn.execute(sa.select(system_field.c.auto_number_format)
-                                .where(system_field.c.Id == FIELD)).scalar_one())
+        return str(
+            conn.execute(
+                sa.select(system_field.c.auto_number_format).where(system_field.c.Id == FIELD)
+            ).scalar_one()
+        )
 
 
 def test_raw_update_of_a_rule_column_is_refused_by_the_database(guarded: Engine) -> None:
-    for values in ({"auto_number_format": "garbage {0"}, {"auto_number_start": 5},
-                   {"auto_number_token_refs": "[]"}):
+    for values in (
+        {"auto_number_format": "garbage {0"},
+        {"auto_number_start": 5},
+        {"auto_number_token_refs": "[]"},
+    ):
         with pytest.raises(sa.exc.DBAPIError, match="autonumber spec apply"):
             raw_update(guarded, **values)
     assert stored_format(guarded) == "{00000000}"
@@ -75,8 +81,9 @@ def test_store_rule_and_field_set_pass_the_guard(
 def test_authorization_ends_with_the_applier_block(guarded: Engine) -> None:
     with pytest.raises(sa.exc.DBAPIError, match="autonumber spec apply"), guarded.begin() as conn:
         store_rule(conn, RuleSpec("Case", "CaseNumber", NEW))
-        conn.execute(sa.update(system_field).where(system_field.c.Id == FIELD)
-                     .values(auto_number_format="garbage {0"))
+        conn.execute(
+            sa.update(system_field).where(system_field.c.Id == FIELD).values(auto_number_format="garbage {0")
+        )
     assert stored_format(guarded) == "{00000000}"  # the whole transaction rolled back
 
 
@@ -85,8 +92,10 @@ def trigger_exists(engine: Engine) -> bool:
         if conn.dialect.name == "postgresql":
             stmt = sa.text("SELECT count(*) FROM pg_trigger WHERE tgname = :n")
         else:
-            stmt = sa.text("SELECT count(*) FROM information_schema.triggers WHERE trigger_name = :n "
-                           "AND trigger_schema = DATABASE()")
+            stmt = sa.text(
+                "SELECT count(*) FROM information_schema.triggers WHERE trigger_name = :n "
+                "AND trigger_schema = DATABASE()"
+            )
         return bool(conn.execute(stmt, {"n": TRIGGER}).scalar_one())
 
 
@@ -94,7 +103,8 @@ def test_rollback_drops_the_trigger_with_the_columns(guarded: Engine, tmp_path: 
     assert trigger_exists(guarded)
     text = ROLLBACK.read_text().replace("status: draft-rollback", "status: pending-staging")
     text = text.replace("incident_ticket:\n", "incident_ticket: INC-1\n").replace(
-        "approvals: []", 'approvals: [{"name": "a", "role": "engineer"}, {"name": "b", "role": "sre"}]')
+        "approvals: []", 'approvals: [{"name": "a", "role": "engineer"}, {"name": "b", "role": "sre"}]'
+    )
     spec = tmp_path / "rollback.md"
     spec.write_text(text)
     assert apply_spec(guarded, spec, "staging").outcome == "applied"

@@ -15,10 +15,10 @@ from engine_support import counter_rows, make_platform, run_threads, store_rules
 
 from autonumber.db.tables import counter_table, system_object, system_record_type
 from autonumber.engine import STRATEGIES
-from autonumber.runtime import Platform
 from autonumber.rules import state
 from autonumber.rules.seed import migrate_keys
 from autonumber.rules.store import RuleSpec
+from autonumber.runtime import Platform
 
 DAY = datetime(2026, 4, 17, 9, 30, tzinfo=UTC)
 CONTRACT = "Contract.Contract_Number__c"
@@ -40,8 +40,11 @@ def _add_record_type(p: Platform, rt_id: str, code: str) -> None:
     with p.begin() as conn:
         o = system_object
         obj = conn.execute(sa.select(o.c.Id).where(o.c.ApiName == "Contract")).scalar_one()
-        conn.execute(sa.insert(system_record_type).values(
-            Id=rt_id, ObjectId=obj, DeveloperName=rt_id, Name=rt_id, RecordTypeCode=code))
+        conn.execute(
+            sa.insert(system_record_type).values(
+                Id=rt_id, ObjectId=obj, DeveloperName=rt_id, Name=rt_id, RecordTypeCode=code
+            )
+        )
 
 
 def _account(p: Platform, country: str) -> str:
@@ -70,8 +73,13 @@ def _take_turns(platform: Platform) -> None:
 
     def work(i: int) -> list[str]:
         acc, rt = pairs[i]
-        return [str(platform.records.insert("Contract", {"AccountId": acc, "RecordTypeId": rt})
-                    ["Contract_Number__c"])]
+        return [
+            str(
+                platform.records.insert("Contract", {"AccountId": acc, "RecordTypeId": rt})[
+                    "Contract_Number__c"
+                ]
+            )
+        ]
 
     values = run_threads(len(pairs), work)
     assert sorted(values) == [f"SGTCSA-{n:02d}" for n in range(1, 21)]
@@ -96,21 +104,31 @@ def _put_rows(p: Platform, rows: dict[str, int]) -> None:
     with p.begin() as conn:
         conn.execute(sa.delete(state.setup_state).where(state.setup_state.c.name.startswith(state.KEYS)))
         for key, value in rows.items():
-            conn.execute(sa.insert(counter_table).values(
-                field_id=CONTRACT, scope_key=key, next_value=value, created_date=DAY, last_modified_date=DAY))
+            conn.execute(
+                sa.insert(counter_table).values(
+                    field_id=CONTRACT,
+                    scope_key=key,
+                    next_value=value,
+                    created_date=DAY,
+                    last_modified_date=DAY,
+                )
+            )
 
 
 def test_old_token_value_rows_move_to_rendered_keys(platform: Platform) -> None:
     """Old `|` rows merge into the new keys with GREATEST; a new row the engine made meanwhile
     (the lost race) is raised, never lowered; a re-run changes nothing."""
-    _put_rows(platform, {
-        "SG|CSA|20260417": 43,  # no new row yet: moved as it is
-        "US|CSA|20260417": 5,   # the engine already went further on the new key: kept at 9
-        "SG|NDA|20260417": 30,  # the engine created the new key lower: raised to 30
-        "DE|a\\|b|20260417": 7,  # an escaped `|` inside a value
-        "US-CSA-260417-": 9,
-        "SG-NDA-260417-": 2,
-    })
+    _put_rows(
+        platform,
+        {
+            "SG|CSA|20260417": 43,  # no new row yet: moved as it is
+            "US|CSA|20260417": 5,  # the engine already went further on the new key: kept at 9
+            "SG|NDA|20260417": 30,  # the engine created the new key lower: raised to 30
+            "DE|a\\|b|20260417": 7,  # an escaped `|` inside a value
+            "US-CSA-260417-": 9,
+            "SG-NDA-260417-": 2,
+        },
+    )
     notes = migrate_keys(platform.db)
     assert len(notes) == 1 and "4 per_prefix counter row(s)" in notes[0]
     want = {"SG-CSA-260417-": 43, "US-CSA-260417-": 9, "SG-NDA-260417-": 30, "DE-a|b-260417-": 7}

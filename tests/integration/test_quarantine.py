@@ -44,16 +44,19 @@ def tamper(url: str, fmt: str) -> None:
     engine = create_engine(url)
     try:
         with engine.begin() as conn:
-            conn.execute(sa.update(system_field).where(system_field.c.Id == FIELD)
-                         .values(auto_number_format=fmt))
+            conn.execute(
+                sa.update(system_field).where(system_field.c.Id == FIELD).values(auto_number_format=fmt)
+            )
     finally:
         engine.dispose()
 
 
 def assert_quarantined(platform: Platform, reason: str) -> None:
-    for call in (lambda: platform.engine.assign_one(FIELD, {}),
-                 lambda: platform.engine.assign_batch(FIELD, [{}, {}]),
-                 lambda: platform.records.insert("Account", {"Name": "x"})):
+    for call in (
+        lambda: platform.engine.assign_one(FIELD, {}),
+        lambda: platform.engine.assign_batch(FIELD, [{}, {}]),
+        lambda: platform.records.insert("Account", {"Name": "x"}),
+    ):
         with pytest.raises(RuleQuarantined) as info:
             call()
         assert info.value.field_id == FIELD and reason in info.value.reason
@@ -62,8 +65,11 @@ def assert_quarantined(platform: Platform, reason: str) -> None:
 
 @pytest.mark.parametrize(
     ("garbage", "reason"),
-    [("IBG-B-{YYYY}{MM}{DD}-{000000", "rule 0"), ("{Account.NoSuchField}-{000}", "NoSuchField"),
-     ("IBG-{YYYY}", "counter")],
+    [
+        ("IBG-B-{YYYY}{MM}{DD}-{000000", "rule 0"),
+        ("{Account.NoSuchField}-{000}", "NoSuchField"),
+        ("IBG-{YYYY}", "counter"),
+    ],
     ids=["syntax", "unknown-field", "no-counter"],
 )
 def test_raw_update_quarantines_on_the_next_assignment_and_field_set_lifts_it(
@@ -91,7 +97,8 @@ def test_a_spec_set_rule_repairs_it(platform: Platform, db_url: str, tmp_path: P
     spec.write_text(
         "---\napiVersion: data-spec/v1\nid: 2026-04-20-repair-account-id\nscope: staging-then-production\n"
         "status: pending\n---\n\n## Operations\n\n```yaml\n"
-        f"- op: set_rule\n  object: Account\n  field: Account_ID__c\n  format: '{GOOD}'\n```\n")
+        f"- op: set_rule\n  object: Account\n  field: Account_ID__c\n  format: '{GOOD}'\n```\n"
+    )
     engine = create_engine(db_url)
     try:
         assert apply_spec(engine, spec, "production").outcome == "applied"

@@ -13,19 +13,29 @@ import sqlalchemy as sa
 
 import autonumber
 from autonumber.db import create_engine
-from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, store_rule
+from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
 
 FIELD = "Quote.Quote_No__c"
 COUNTRY = "{Account.BillingCountryCode}"
 WIDE_QUOTE = RuleSpec(
-    "Quote", "Quote_No__c", f"{COUNTRY}-QT-{{YY}}{{MM}}{{DD}}-{{0000}}", scope="per_prefix",
-    overrides=({"tokenLiteral": COUNTRY, "fkChains": [
-        [{"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"}],
-        [{"fk": "OpportunityId", "targetObject": "Opportunity", "targetField": "AccountId"},
-         {"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"}],
-    ]},),
+    "Quote",
+    "Quote_No__c",
+    f"{COUNTRY}-QT-{{YY}}{{MM}}{{DD}}-{{0000}}",
+    scope="per_prefix",
+    overrides=(
+        {
+            "tokenLiteral": COUNTRY,
+            "fkChains": [
+                [{"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"}],
+                [
+                    {"fk": "OpportunityId", "targetObject": "Opportunity", "targetField": "AccountId"},
+                    {"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"},
+                ],
+            ],
+        },
+    ),
 )
 """The core Quote rule with a 4-digit counter, so 1,000 Quotes of one day fit (`{00}` holds 99)."""
 
@@ -69,12 +79,12 @@ def counting(p: Platform) -> Iterator[list[str]]:
 def make_quotes(p: Platform, n: int, accounts: int) -> list[dict[str, str]]:
     """n Quotes over `accounts` Accounts (SG and US): odd ones by AccountId, even ones only through
     an Opportunity (the depth-2 fallback chain)."""
-    made = p.records.insert_many("Account", [
-        {"Name": f"a{k}", "BillingCountryCode": "SG" if k % 2 else "US"} for k in range(accounts)
-    ])
-    opps = p.records.insert_many("Opportunity", [
-        {"Name": f"o{k}", "AccountId": a["Id"]} for k, a in enumerate(made)
-    ])
+    made = p.records.insert_many(
+        "Account", [{"Name": f"a{k}", "BillingCountryCode": "SG" if k % 2 else "US"} for k in range(accounts)]
+    )
+    opps = p.records.insert_many(
+        "Opportunity", [{"Name": f"o{k}", "AccountId": a["Id"]} for k, a in enumerate(made)]
+    )
     quotes: list[dict[str, str]] = []
     for i in range(n):
         k = i % accounts

@@ -84,8 +84,7 @@ def test_a_failing_subscriber_aborts_the_insert(platform: Platform) -> None:
 def test_insert_many_reserves_once_per_field(platform: Platform) -> None:
     log = ReservationLog(platform)
     rows: list[dict[str, Any]] = [
-        {"Account_Country_Code__c": "SG", "RecordTypeId": "rt_Contract_Services_Agreement"}
-        for _ in range(25)
+        {"Account_Country_Code__c": "SG", "RecordTypeId": "rt_Contract_Services_Agreement"} for _ in range(25)
     ]
     stored = platform.records.insert_many("Contract", rows)
     assert len(log) == 2, "ContractNumber and Contract_Number__c: one reservation each"

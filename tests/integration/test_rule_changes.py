@@ -19,8 +19,8 @@ from autonumber.cli import main
 from autonumber.db import create_engine, dialect_for
 from autonumber.db.schema import table_names
 from autonumber.db.tables import counter_table, field_format_history, system_record_type
-from autonumber.runtime import Platform
 from autonumber.rules import verify
+from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
 from support import FormClient
@@ -46,8 +46,9 @@ Change = Callable[..., tuple[bool, str]]
 
 
 @pytest.fixture
-def change(platform: Platform, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-           ) -> Callable[[str], Change]:
+def change(
+    platform: Platform, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> Callable[[str], Change]:
     """`change(path)(format, scope=None, start=None)` → (accepted, what it printed or answered)."""
     client = TestClient(create_app(platform, admin_token=TOKEN), headers={"Authorization": f"Bearer {TOKEN}"})
 
@@ -58,8 +59,14 @@ def change(platform: Platform, db_url: str, tmp_path: Path, capsys: pytest.Captu
         return run_cli(argv, capsys)
 
     def spec(fmt: str, scope: str | None = None, start: int | None = None) -> tuple[bool, str]:
-        op = {"op": "set_rule", "object": "Case", "field": "CaseNumber", "format": fmt, "scope": scope,
-              "start": start}
+        op = {
+            "op": "set_rule",
+            "object": "Case",
+            "field": "CaseNumber",
+            "format": fmt,
+            "scope": scope,
+            "start": start,
+        }
         return apply_spec_file(write_spec(tmp_path, [op]), db_url, capsys)
 
     def http(fmt: str, scope: str | None = None, start: int | None = None) -> tuple[bool, str]:
@@ -73,6 +80,7 @@ def change(platform: Platform, db_url: str, tmp_path: Path, capsys: pytest.Captu
             out = {"cli": cli, "spec": spec, "http": http}[path](*args, **kw)
             platform.catalog.refresh()
             return out
+
         return run
 
     return pick
@@ -104,7 +112,9 @@ def write_spec(tmp_path: Path, ops: list[dict[str, Any]]) -> Path:
         "---\napiVersion: data-spec/v1\n"
         f"id: 2026-06-01-rule-change-{_SPEC_COUNT[0]}\nscope: staging-then-production\n"
         "status: pending\n---\n\n"
-        "## Operations\n\n```yaml\n" + "\n".join(lines) + "\n```\n", encoding="utf-8")
+        "## Operations\n\n```yaml\n" + "\n".join(lines) + "\n```\n",
+        encoding="utf-8",
+    )
     return path
 
 
@@ -132,8 +142,10 @@ def case_numbers(platform: Platform) -> list[str]:
 def counters(platform: Platform, field_id: str = FIELD) -> dict[str, int]:
     t = counter_table
     with platform.db.connect() as conn:
-        return {k: int(n) for k, n in conn.execute(
-            sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == field_id))}
+        return {
+            k: int(n)
+            for k, n in conn.execute(sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == field_id))
+        }
 
 
 def new_case(platform: Platform) -> str:
@@ -161,8 +173,11 @@ def test_a_format_change_keeps_old_values_and_the_counter_continues(
     assert case_numbers(platform) == [*old, "C-00000004"]
     assert [str(f) for f in verify(platform.db)] == []
     with platform.db.connect() as conn:
-        kept = set(conn.execute(sa.select(field_format_history.c.format)
-                                .where(field_format_history.c.field_id == FIELD)).scalars())
+        kept = set(
+            conn.execute(
+                sa.select(field_format_history.c.format).where(field_format_history.c.field_id == FIELD)
+            ).scalars()
+        )
     assert kept == {"{00000000}", "C-{00000000}"}
 
 
@@ -190,11 +205,15 @@ def test_a_scope_change_moves_the_counters(
 
 REFUSALS = {
     "grammar": (("C-{0000",), "rule "),
-    "start-beyond-width": (("C-{000}", None, 1000),
-                           "start 1000 does not fit the counter of 'C-{000}' (width 3, largest 999)"),
+    "start-beyond-width": (
+        ("C-{000}", None, 1000),
+        "start 1000 does not fit the counter of 'C-{000}' (width 3, largest 999)",
+    ),
     "narrowing": (("{00}", None, 1), "cannot hold the next value 150"),
-    "huge-start": (("H-{000000000000000000}", None, 99999999999999999999999),
-                   "(width 18, largest 999999999999999999)"),
+    "huge-start": (
+        ("H-{000000000000000000}", None, 99999999999999999999999),
+        "(width 18, largest 999999999999999999)",
+    ),
     "unknown-scope": (("C-{0000}", "per_week"), "auto_number_scope"),
 }
 
@@ -214,11 +233,25 @@ def test_a_refused_change_prints_one_line_and_changes_no_table(
     assert dump(platform.db) == before
 
 
-def test_field_add_with_a_huge_start_changes_no_table(platform: Platform, db_url: str,
-                                                      capsys: pytest.CaptureFixture[str]) -> None:
+def test_field_add_with_a_huge_start_changes_no_table(
+    platform: Platform, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     before = dump(platform.db)
-    ok, out = run_cli(["field", "add", "Account", "Rt_Huge__c", "--format", "H-{000000000000000000}",
-                       "--start", "99999999999999999999999", "--db", db_url], capsys)
+    ok, out = run_cli(
+        [
+            "field",
+            "add",
+            "Account",
+            "Rt_Huge__c",
+            "--format",
+            "H-{000000000000000000}",
+            "--start",
+            "99999999999999999999999",
+            "--db",
+            db_url,
+        ],
+        capsys,
+    )
     assert not ok and one_line(out), out
     assert "Account.Rt_Huge__c: start 99999999999999999999999 does not fit" in out, out
     assert dump(platform.db) == before
@@ -228,11 +261,19 @@ def test_a_spec_whose_last_operation_is_invalid_applies_nothing(
     platform: Platform, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     before = dump(platform.db)
-    spec = write_spec(tmp_path, [
-        {"op": "add_autonumber_field", "object": "Account", "field": "Member_No__c", "format": "MB-{000000}"},
-        {"op": "set_rule", "object": "Case", "field": "CaseNumber", "format": "C-{00000000}"},
-        {"op": "set_rule", "object": "Case", "field": "CaseNumber", "format": "{0000}-{0000}"},
-    ])
+    spec = write_spec(
+        tmp_path,
+        [
+            {
+                "op": "add_autonumber_field",
+                "object": "Account",
+                "field": "Member_No__c",
+                "format": "MB-{000000}",
+            },
+            {"op": "set_rule", "object": "Case", "field": "CaseNumber", "format": "C-{00000000}"},
+            {"op": "set_rule", "object": "Case", "field": "CaseNumber", "format": "{0000}-{0000}"},
+        ],
+    )
     ok, out = apply_spec_file(spec, db_url, capsys)
     assert not ok and one_line(out) and "rule 1" in out, out
     assert dump(platform.db) == before
@@ -245,15 +286,36 @@ def test_a_failure_after_the_column_was_added_is_compensated(
     fails: on MariaDB, where the ADD COLUMN committed at once, the column is dropped again."""
     t = system_record_type
     with platform.begin() as conn:
-        conn.execute(sa.update(t).where(t.c.DeveloperName == "Services Agreement")
-                     .values(RecordTypeCode=None))
+        conn.execute(
+            sa.update(t).where(t.c.DeveloperName == "Services Agreement").values(RecordTypeCode=None)
+        )
     before = dump(platform.db)
-    ok, out = run_cli(["field", "add", "Contract", "Rt_Code__c", "--format",
-                       "{RecordType.RecordTypeCode}-{000}", "--db", db_url], capsys)
+    ok, out = run_cli(
+        [
+            "field",
+            "add",
+            "Contract",
+            "Rt_Code__c",
+            "--format",
+            "{RecordType.RecordTypeCode}-{000}",
+            "--db",
+            db_url,
+        ],
+        capsys,
+    )
     assert not ok and "V6" in out and "Traceback" not in out, out
     assert dump(platform.db) == before
-    spec = write_spec(tmp_path, [{"op": "add_autonumber_field", "object": "Contract", "field": "Rt_Code__c",
-                                  "format": "{RecordType.RecordTypeCode}-{000}"}])
+    spec = write_spec(
+        tmp_path,
+        [
+            {
+                "op": "add_autonumber_field",
+                "object": "Contract",
+                "field": "Rt_Code__c",
+                "format": "{RecordType.RecordTypeCode}-{000}",
+            }
+        ],
+    )
     ok, out = apply_spec_file(spec, db_url, capsys)
     assert not ok and "V6" in out and "Traceback" not in out, out
     assert dump(platform.db) == before
@@ -264,8 +326,9 @@ def test_the_console_and_the_cli_give_the_same_answer(
 ) -> None:
     for _ in range(3):
         new_case(platform)
-    pages = FormClient(create_app(platform, admin_token=TOKEN), headers={"Accept": "text/html"},
-                       follow_redirects=False)
+    pages = FormClient(
+        create_app(platform, admin_token=TOKEN), headers={"Accept": "text/html"}, follow_redirects=False
+    )
     pages.post("/login", data={"token": TOKEN})
 
     def console(fmt: str, scope: str | None = None, start: int | None = None) -> tuple[bool, str]:
@@ -286,21 +349,27 @@ def test_the_console_and_the_cli_give_the_same_answer(
     assert ok, out
     by_console = (case_numbers(platform), counters(platform))
     assert cli("{00000000}")[0] and cli("C-{00000000}")[0]  # back, then the same change by the CLI
-    assert (case_numbers(platform), counters(platform)) == by_console == (
-        ["00000001", "00000002", "00000003"], {"": 4})
+    assert (
+        (case_numbers(platform), counters(platform))
+        == by_console
+        == (["00000001", "00000002", "00000003"], {"": 4})
+    )
 
 
-def test_a_change_verifies_only_its_own_field(platform: Platform, db_url: str,
-                                              capsys: pytest.CaptureFixture[str]) -> None:
+def test_a_change_verifies_only_its_own_field(
+    platform: Platform, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     """A finding about `Case.CaseNumber__c` (whose id contains `Case.CaseNumber`) neither blocks a
     change of `Case.CaseNumber` nor is blamed on it; whole-database verify still reports it."""
-    ok, out = run_cli(["field", "add", "Case", "CaseNumber__c", "--format", "X-{000}", "--db", db_url],
-                      capsys)
+    ok, out = run_cli(
+        ["field", "add", "Case", "CaseNumber__c", "--format", "X-{000}", "--db", db_url], capsys
+    )
     assert ok, out
     with platform.begin() as conn:
         conn.execute(sa.delete(counter_table).where(counter_table.c.field_id == "Case.CaseNumber__c"))
-    ok, out = run_cli(["field", "set", "Case", "CaseNumber", "--format", "C-{00000000}", "--db", db_url],
-                      capsys)
+    ok, out = run_cli(
+        ["field", "set", "Case", "CaseNumber", "--format", "C-{00000000}", "--db", db_url], capsys
+    )
     assert ok, out
     findings = verify(platform.db)
     assert {f.field_id for f in findings if f.code == "V1"} == {"Case.CaseNumber__c"}

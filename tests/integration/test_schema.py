@@ -55,12 +55,36 @@ def _old_field_table(metadata: sa.MetaData) -> sa.Table:
 
 
 OLD_ROWS = [
-    {"Id": "fld1", "ObjectId": "obj1", "ApiName": "Name", "Label": "Name", "Type": "text",
-     "ReferenceTo": None, "MaxLength": 80, "IsRequired": True},
-    {"Id": "fld2", "ObjectId": "obj1", "ApiName": "AccountId", "Label": None, "Type": "reference",
-     "ReferenceTo": "Account", "MaxLength": None, "IsRequired": False},
-    {"Id": "fld3", "ObjectId": "obj2", "ApiName": "Total", "Label": "Total", "Type": "formula",
-     "ReferenceTo": None, "MaxLength": 18, "IsRequired": False},
+    {
+        "Id": "fld1",
+        "ObjectId": "obj1",
+        "ApiName": "Name",
+        "Label": "Name",
+        "Type": "text",
+        "ReferenceTo": None,
+        "MaxLength": 80,
+        "IsRequired": True,
+    },
+    {
+        "Id": "fld2",
+        "ObjectId": "obj1",
+        "ApiName": "AccountId",
+        "Label": None,
+        "Type": "reference",
+        "ReferenceTo": "Account",
+        "MaxLength": None,
+        "IsRequired": False,
+    },
+    {
+        "Id": "fld3",
+        "ObjectId": "obj2",
+        "ApiName": "Total",
+        "Label": "Total",
+        "Type": "formula",
+        "ReferenceTo": None,
+        "MaxLength": 18,
+        "IsRequired": False,
+    },
 ]
 
 
@@ -79,8 +103,7 @@ def test_reconcile_adds_missing_columns_to_a_table_with_rows(engine: Engine) -> 
     assert _columns(engine, "_System_Field") == {c.name for c in system_field.columns}
     with engine.connect() as conn:
         rows = [
-            dict(row._mapping)
-            for row in conn.execute(sa.select(system_field).order_by(system_field.c.Id))
+            dict(row._mapping) for row in conn.execute(sa.select(system_field).order_by(system_field.c.Id))
         ]
     assert len(rows) == len(OLD_ROWS)
     for row, original in zip(rows, OLD_ROWS, strict=True):
@@ -121,12 +144,15 @@ def _order_case(metadata: sa.MetaData, *, extra: bool = False) -> tuple[sa.Table
 def test_order_and_case_work_as_table_names(engine: Engine) -> None:
     order, case = _order_case(sa.MetaData())
     with engine.begin() as conn:
-        assert sorted(reconcile_tables(conn, [order, case])) == [
-            "created table Case", "created table Order"
-        ]
+        assert sorted(reconcile_tables(conn, [order, case])) == ["created table Case", "created table Order"]
     with engine.begin() as conn:
-        conn.execute(sa.insert(order), [{"Id": "o1", "OrderNumber": "ORD-1", "Select": "x"},
-                                        {"Id": "o2", "OrderNumber": "ORD-2", "Select": None}])
+        conn.execute(
+            sa.insert(order),
+            [
+                {"Id": "o1", "OrderNumber": "ORD-1", "Select": "x"},
+                {"Id": "o2", "OrderNumber": "ORD-2", "Select": None},
+            ],
+        )
         conn.execute(sa.insert(case).values(Id="c1", Subject="Broken", CaseNumber="00001"))
         conn.execute(sa.update(order).where(order.c.Id == "o2").values(Select="y"))
     with engine.connect() as conn:

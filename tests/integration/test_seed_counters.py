@@ -26,16 +26,32 @@ from autonumber.setup.dataspec import DataSpec, SpecMeta
 from autonumber.setup.pack import FieldSpec, ObjectSpec
 from autonumber.setup.standard import CONTRACT_RECORD_TYPES, CORE_OBJECTS, CORE_RULES
 
-WIDGET = ObjectSpec("Widget", (FieldSpec("Code__c", "autonumber", None, 30),
-                               FieldSpec("Cat__c", "autonumber", None, 30)))
+WIDGET = ObjectSpec(
+    "Widget", (FieldSpec("Code__c", "autonumber", None, 30), FieldSpec("Cat__c", "autonumber", None, 30))
+)
 WIDGET_RULES = (
     RuleSpec("Widget", "Code__c", "W-{YYYY}{MM}{DD}-{0000}", scope="per_day", length=30),
     RuleSpec("Widget", "Cat__c", "CAT.{0000}", length=30),
 )
 SPEC = DataSpec(
-    SpecMeta("data-spec/v1", "test", "local", "pending", (), ("_System_AutoNumber",
-             "_System_CompoundAutoNumber", "_System_IdentifierRule", "_System_IdentifierSeq"), ()),
-    (*CORE_OBJECTS, WIDGET), (*CORE_RULES, *WIDGET_RULES), CONTRACT_RECORD_TYPES, "test",
+    SpecMeta(
+        "data-spec/v1",
+        "test",
+        "local",
+        "pending",
+        (),
+        (
+            "_System_AutoNumber",
+            "_System_CompoundAutoNumber",
+            "_System_IdentifierRule",
+            "_System_IdentifierSeq",
+        ),
+        (),
+    ),
+    (*CORE_OBJECTS, WIDGET),
+    (*CORE_RULES, *WIDGET_RULES),
+    CONTRACT_RECORD_TYPES,
+    "test",
 )
 
 
@@ -63,11 +79,15 @@ def db_today(engine: Engine) -> datetime:
 
 def test_case_25_account_continues_after_the_observed_max(engine: Engine, db_url: str) -> None:
     prepare(engine)
-    insert(engine, "Account", [
-        {"Id": "a1", "Name": "A", "Account_ID__c": "IBG-B-20260415-003901"},
-        {"Id": "a2", "Name": "B", "Account_ID__c": "IBG-B-20260417-003967"},
-        {"Id": "a3", "Name": "C", "Account_ID__c": "IBG-B-20260416-003950"},
-    ])
+    insert(
+        engine,
+        "Account",
+        [
+            {"Id": "a1", "Name": "A", "Account_ID__c": "IBG-B-20260415-003901"},
+            {"Id": "a2", "Name": "B", "Account_ID__c": "IBG-B-20260417-003967"},
+            {"Id": "a3", "Name": "C", "Account_ID__c": "IBG-B-20260416-003950"},
+        ],
+    )
     apply(engine, SPEC)
     assert counters(engine)[("Account.Account_ID__c", "")] == 3968
     with autonumber.connect(db_url) as platform:
@@ -77,17 +97,24 @@ def test_case_25_account_continues_after_the_observed_max(engine: Engine, db_url
 
 def test_case_26_compound_counter_continues_per_prefix(engine: Engine, db_url: str) -> None:
     prepare(engine)
-    insert(engine, "Contract", [
-        {"Id": "c1", "Contract_Number__c": "SG-CSA-260417-41", "ContractNumber": "00000001"},
-        {"Id": "c2", "Contract_Number__c": "SG-CSA-260417-42", "ContractNumber": "00000002"},
-        {"Id": "c3", "Contract_Number__c": "US-NDA-260417-03", "ContractNumber": "00000003"},
-    ])
+    insert(
+        engine,
+        "Contract",
+        [
+            {"Id": "c1", "Contract_Number__c": "SG-CSA-260417-41", "ContractNumber": "00000001"},
+            {"Id": "c2", "Contract_Number__c": "SG-CSA-260417-42", "ContractNumber": "00000002"},
+            {"Id": "c3", "Contract_Number__c": "US-NDA-260417-03", "ContractNumber": "00000003"},
+        ],
+    )
     with engine.begin() as conn:
-        conn.execute(sa.insert(legacy_compound), [
-            {"Id": "p1", "ObjectApiName": "Contract", "Prefix": "SG-CSA-260417", "CurrentNumber": 42},
-            {"Id": "p2", "ObjectApiName": "Contract", "Prefix": "DE-MA-260416-", "CurrentNumber": 7},
-            {"Id": "p3", "ObjectApiName": "Contract", "Prefix": "OLD2019", "CurrentNumber": 900},
-        ])
+        conn.execute(
+            sa.insert(legacy_compound),
+            [
+                {"Id": "p1", "ObjectApiName": "Contract", "Prefix": "SG-CSA-260417", "CurrentNumber": 42},
+                {"Id": "p2", "ObjectApiName": "Contract", "Prefix": "DE-MA-260416-", "CurrentNumber": 7},
+                {"Id": "p3", "ObjectApiName": "Contract", "Prefix": "OLD2019", "CurrentNumber": 900},
+            ],
+        )
     results = apply(engine, SPEC)
     got = counters(engine)
     fid = "Contract.Contract_Number__c"
@@ -110,10 +137,13 @@ def test_legacy_current_number_above_the_live_max_wins(engine: Engine) -> None:
     prepare(engine)
     insert(engine, "Case", [{"Id": f"k{i}", "CaseNumber": f"{i:08d}"} for i in range(1, 11)])
     with engine.begin() as conn:
-        conn.execute(sa.insert(legacy_autonumber), [
-            {"Id": "l1", "ObjectApiName": "Case", "FieldApiName": "CaseNumber", "CurrentNumber": 50},
-            {"Id": "l2", "ObjectApiName": "Order", "FieldApiName": "OrderNumber", "CurrentNumber": 3},
-        ])
+        conn.execute(
+            sa.insert(legacy_autonumber),
+            [
+                {"Id": "l1", "ObjectApiName": "Case", "FieldApiName": "CaseNumber", "CurrentNumber": 50},
+                {"Id": "l2", "ObjectApiName": "Order", "FieldApiName": "OrderNumber", "CurrentNumber": 3},
+            ],
+        )
     insert(engine, "Order", [{"Id": "o1", "OrderNumber": "00000009"}])
     apply(engine, SPEC)
     got = counters(engine)
@@ -125,9 +155,11 @@ def test_legacy_current_number_above_the_live_max_wins(engine: Engine) -> None:
 def test_case_23b_per_day_rows_for_three_utc_days(engine: Engine) -> None:
     prepare(engine)
     values = {"20260415": [1, 5, 3], "20260416": [9], "20260417": [2, 1]}
-    insert(engine, "Widget", [
-        {"Id": f"w{day}{n}", "Code__c": f"W-{day}-{n:04d}"} for day, ns in values.items() for n in ns
-    ])
+    insert(
+        engine,
+        "Widget",
+        [{"Id": f"w{day}{n}", "Code__c": f"W-{day}-{n:04d}"} for day, ns in values.items() for n in ns],
+    )
     apply(engine, SPEC)
     rows = {k: v for (f, k), v in counters(engine).items() if f == "Widget.Code__c"}
     assert rows == {"20260415": 6, "20260416": 10, "20260417": 3}
@@ -147,15 +179,23 @@ def test_cat_literal_dot_is_not_a_wildcard(engine: Engine) -> None:
 
 def test_case_24_unparseable_value_aborts_and_writes_no_counter(engine: Engine) -> None:
     prepare(engine)
-    insert(engine, "Account", [
-        {"Id": "a1", "Account_ID__c": "IBG-B-20260417-003967"},
-        {"Id": "a01XXXX", "Account_ID__c": "weirdo-2021"},
-    ])
+    insert(
+        engine,
+        "Account",
+        [
+            {"Id": "a1", "Account_ID__c": "IBG-B-20260417-003967"},
+            {"Id": "a01XXXX", "Account_ID__c": "weirdo-2021"},
+        ],
+    )
     with pytest.raises(SeedParseError) as info:
         apply(engine, SPEC)
     err = info.value
     assert (err.field, err.field_id, err.row_id, err.value) == (
-        "Account.Account_ID__c", "Account.Account_ID__c", "a01XXXX", "weirdo-2021")
+        "Account.Account_ID__c",
+        "Account.Account_ID__c",
+        "a01XXXX",
+        "weirdo-2021",
+    )
     assert err.regex.startswith("^IBG\\-B\\-")
     assert "row Id=a01XXXX has value 'weirdo-2021' which does not match derived regex" in str(err)
     assert counters(engine) == {}
@@ -183,9 +223,11 @@ def test_case_23_reseed_with_live_inserts_between_never_regresses(engine: Engine
 def test_more_than_3650_buckets_is_a_structured_error(engine: Engine) -> None:
     prepare(engine)
     days = [datetime(2010, 1, 1, tzinfo=UTC).toordinal() + i for i in range(3651)]
-    insert(engine, "Widget", [
-        {"Id": f"w{d}", "Code__c": f"W-{datetime.fromordinal(d):%Y%m%d}-0001"} for d in days
-    ])
+    insert(
+        engine,
+        "Widget",
+        [{"Id": f"w{d}", "Code__c": f"W-{datetime.fromordinal(d):%Y%m%d}-0001"} for d in days],
+    )
     with pytest.raises(SeedLimitError, match="more than 3650 per_day buckets"):
         apply(engine, SPEC)
     assert counters(engine) == {}

@@ -29,11 +29,21 @@ def state(engine: Engine) -> dict[str, Any]:
     f, c, r = system_field, counter_table, system_record_type
     with engine.connect() as conn:
         return {
-            "fields": sorted(tuple(row) for row in conn.execute(sa.select(
-                f.c.Id, f.c.auto_number_format, f.c.auto_number_start, f.c.auto_number_scope,
-                f.c.auto_number_token_refs).where(f.c.auto_number_format.is_not(None)))),
-            "counters": sorted(tuple(row) for row in conn.execute(sa.select(
-                c.c.field_id, c.c.scope_key, c.c.next_value))),
+            "fields": sorted(
+                tuple(row)
+                for row in conn.execute(
+                    sa.select(
+                        f.c.Id,
+                        f.c.auto_number_format,
+                        f.c.auto_number_start,
+                        f.c.auto_number_scope,
+                        f.c.auto_number_token_refs,
+                    ).where(f.c.auto_number_format.is_not(None))
+                )
+            ),
+            "counters": sorted(
+                tuple(row) for row in conn.execute(sa.select(c.c.field_id, c.c.scope_key, c.c.next_value))
+            ),
             "codes": sorted(tuple(row) for row in conn.execute(sa.select(r.c.Id, r.c.RecordTypeCode))),
         }
 
@@ -110,10 +120,19 @@ def test_plan_lists_the_phases_in_order(capsys: pytest.CaptureFixture[str]) -> N
 
 @pytest.mark.slow
 def test_three_parallel_applies_all_succeed_with_one_final_state(engine: Engine, db_url: str) -> None:
-    cmd = [sys.executable, "-c", "from autonumber.cli import main; main()", "setup", "apply",
-           "--db", db_url, "--quiet"]
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(3)]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from autonumber.cli import main; main()",
+        "setup",
+        "apply",
+        "--db",
+        db_url,
+        "--quiet",
+    ]
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)
+    ]
     outcomes = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
     assert [code for code, _ in outcomes] == [0, 0, 0], outcomes
     parallel = state(engine)

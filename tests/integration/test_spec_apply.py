@@ -43,8 +43,13 @@ def cut_over(engine: Engine) -> Engine:
     return engine
 
 
-def flip(tmp_path: Path, status: str, ticket: str | None = "INC-4711",
-         approvals: list[dict[str, str]] | None = None, name: str = "rollback.md") -> Path:
+def flip(
+    tmp_path: Path,
+    status: str,
+    ticket: str | None = "INC-4711",
+    approvals: list[dict[str, str]] | None = None,
+    name: str = "rollback.md",
+) -> Path:
     """The shipped rollback spec with its frontmatter flipped, as the flip PR would."""
     text = ROLLBACK.read_text(encoding="utf-8")
     text = text.replace("status: draft-rollback", f"status: {status}", 1)
@@ -85,8 +90,9 @@ def test_d1_draft_rollback_is_skipped_and_the_flipped_spec_applies(
     code, out, _ = cli(["spec", "apply", str(ROLLBACK), "--env", "staging", "--db", db_url], capsys)
     assert code == 0 and "skipped, nothing applied" in out
     assert dump(cut_over) == before
-    code, out, err = cli(["spec", "apply", str(flip(tmp_path, "pending-staging")), "--env", "staging",
-                          "--db", db_url], capsys)
+    code, out, err = cli(
+        ["spec", "apply", str(flip(tmp_path, "pending-staging")), "--env", "staging", "--db", db_url], capsys
+    )
     assert code == 0, err
     assert "applied to staging" in out
     present = table_names(cut_over)
@@ -101,8 +107,16 @@ def test_every_refusal_leaves_the_database_unchanged(
     cases = [
         (flip(tmp_path, "pending-staging", ticket=None, name="a.md"), "staging", "incident_ticket"),
         (flip(tmp_path, "pending-staging", approvals=[ENGINEER], name="b.md"), "staging", "missing: sre"),
-        (flip(tmp_path, "pending-staging", approvals=[ENGINEER, {"name": "Alice", "role": "sre"}],
-              name="c.md"), "staging", "two different people"),
+        (
+            flip(
+                tmp_path,
+                "pending-staging",
+                approvals=[ENGINEER, {"name": "Alice", "role": "sre"}],
+                name="c.md",
+            ),
+            "staging",
+            "two different people",
+        ),
         (flip(tmp_path, "pending-staging", name="d.md"), "production", "pinned to staging"),
         (flip(tmp_path, "pending-prod", name="e.md"), "production", "staging applies found: never"),
     ]
@@ -120,7 +134,10 @@ def test_every_refusal_leaves_the_database_unchanged(
 
 
 def test_env_comes_from_autonumber_env(
-    cut_over: Engine, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str],
+    cut_over: Engine,
+    db_url: str,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
     monkeypatch.setenv("AUTONUMBER_ENV", "production")
@@ -133,23 +150,37 @@ def issue(url: str) -> dict[str, list[str]]:
     out: dict[str, list[str]] = {"Account": [], "Case": [], "Contract": []}
     with autonumber.connect(url) as platform:
         for i in range(3):
-            out["Account"].append(platform.records.insert(
-                "Account", {"Name": f"n{i}", "BillingCountryCode": "SG"})["Account_ID__c"])
+            out["Account"].append(
+                platform.records.insert("Account", {"Name": f"n{i}", "BillingCountryCode": "SG"})[
+                    "Account_ID__c"
+                ]
+            )
             out["Case"].append(platform.records.insert("Case", {"Subject": f"s{i}"})["CaseNumber"])
             for country in ("SG", "MY"):
-                out["Contract"].append(platform.records.insert("Contract", {
-                    "AccountId": "001000000000001", "RecordTypeId": SA_RT,
-                    "Account_Country_Code__c": country})["Contract_Number__c"])
+                out["Contract"].append(
+                    platform.records.insert(
+                        "Contract",
+                        {
+                            "AccountId": "001000000000001",
+                            "RecordTypeId": SA_RT,
+                            "Account_Country_Code__c": country,
+                        },
+                    )["Contract_Number__c"]
+                )
     return out
 
 
 def legacy(engine: Engine) -> tuple[dict[tuple[str, str], int], dict[tuple[str, str], int]]:
     a, c = legacy_autonumber, legacy_compound
     with engine.connect() as conn:
-        numbers = {(o, f): int(n) for o, f, n in conn.execute(
-            sa.select(a.c.ObjectApiName, a.c.FieldApiName, a.c.CurrentNumber))}
-        compound = {(o, p): int(n) for o, p, n in conn.execute(
-            sa.select(c.c.ObjectApiName, c.c.Prefix, c.c.CurrentNumber))}
+        numbers = {
+            (o, f): int(n)
+            for o, f, n in conn.execute(sa.select(a.c.ObjectApiName, a.c.FieldApiName, a.c.CurrentNumber))
+        }
+        compound = {
+            (o, p): int(n)
+            for o, p, n in conn.execute(sa.select(c.c.ObjectApiName, c.c.Prefix, c.c.CurrentNumber))
+        }
     return numbers, compound
 
 
@@ -180,8 +211,11 @@ def test_full_cycle_rollback_then_cut_over_again_continues_without_duplicates(
     for obj, values in second.items():
         assert not set(values) & set(first[obj]), obj
     assert min(int(v[-6:]) for v in second["Account"]) > max(int(v[-6:]) for v in first["Account"])
-    for table, name in (("Account", "Account_ID__c"), ("Case", "CaseNumber"),
-                        ("Contract", "Contract_Number__c")):
+    for table, name in (
+        ("Account", "Account_ID__c"),
+        ("Case", "CaseNumber"),
+        ("Contract", "Contract_Number__c"),
+    ):
         values = column(cut_over, table, name)
         assert len(values) == len(set(values)), f"duplicate {table}.{name}"
 
@@ -204,8 +238,9 @@ def test_pending_prod_reads_the_staging_log_of_another_database(cut_over: Engine
         apply_log.ensure_log(staging)
         doc = read_document(flip(tmp_path, "pending-staging"))
         apply_log.start(staging, doc, "staging", "applied")
-        result = apply_spec(cut_over, flip(tmp_path, "pending-prod", name="prod.md"), "production",
-                            staging_log=staging)
+        result = apply_spec(
+            cut_over, flip(tmp_path, "pending-prod", name="prod.md"), "production", staging_log=staging
+        )
     finally:
         staging.dispose()
     assert result.outcome == "applied"

@@ -14,8 +14,8 @@ import autonumber
 from autonumber.db import create_engine
 from autonumber.db.tables import system_record_type
 from autonumber.errors import TokenResolveError
-from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, store_rule
+from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
 
 DAY = datetime(2026, 4, 17, 9, 30, tzinfo=UTC)
@@ -67,10 +67,15 @@ def test_r1_pure_taxonomy_format(platform: Platform) -> None:
     """`{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}` renders CSA-260417-01, while
     DeveloperName stays the human-readable "Services Agreement"."""
     with platform.db.begin() as conn:
-        store_rule(conn, RuleSpec("Contract", "ContractNumber", f"{TYPE}-{{YY}}{{MM}}{{DD}}-{{00}}",
-                                  scope="per_prefix"))
-        name = conn.execute(sa.select(system_record_type.c.DeveloperName).where(
-            system_record_type.c.Id == "rt_Contract_Services_Agreement")).scalar_one()
+        store_rule(
+            conn,
+            RuleSpec("Contract", "ContractNumber", f"{TYPE}-{{YY}}{{MM}}{{DD}}-{{00}}", scope="per_prefix"),
+        )
+        name = conn.execute(
+            sa.select(system_record_type.c.DeveloperName).where(
+                system_record_type.c.Id == "rt_Contract_Services_Agreement"
+            )
+        ).scalar_one()
     assert name == "Services Agreement"
     platform.catalog.refresh()
     csa, nda = "rt_Contract_Services_Agreement", "rt_Contract_Non_Disclosure_Agreement"
@@ -81,9 +86,11 @@ def test_r1_pure_taxonomy_format(platform: Platform) -> None:
 
 def test_record_type_without_code_fails_closed(platform: Platform, sg: str) -> None:
     with platform.db.begin() as conn:
-        conn.execute(sa.update(system_record_type)
-                     .where(system_record_type.c.Id == "rt_Contract_Master_Agreement")
-                     .values(RecordTypeCode=None))
+        conn.execute(
+            sa.update(system_record_type)
+            .where(system_record_type.c.Id == "rt_Contract_Master_Agreement")
+            .values(RecordTypeCode=None)
+        )
     with pytest.raises(TokenResolveError) as info:
         number(platform, AccountId=sg, RecordTypeId="rt_Contract_Master_Agreement")
     err = info.value

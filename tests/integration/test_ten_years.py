@@ -43,10 +43,15 @@ def engine(db_url: str) -> Iterator[Engine]:
 def _contracts(engine: Engine, codes: list[str], days: int) -> dict[str, int]:
     """One Contract number per (country, type, day), counters 1-3; the largest per key."""
     table = sa.table("Contract", sa.column("Id"), sa.column("Contract_Number__c"))
-    keys = [f"{c}-{code}-{FIRST + timedelta(days=d):%y%m%d}-" for d in range(days) for code in codes
-            for c in COUNTRIES]
-    rows = [{"Id": f"800k{i:09d}", "Contract_Number__c": f"{key}{1 + i % 3:02d}"}
-            for i, key in enumerate(keys)]
+    keys = [
+        f"{c}-{code}-{FIRST + timedelta(days=d):%y%m%d}-"
+        for d in range(days)
+        for code in codes
+        for c in COUNTRIES
+    ]
+    rows = [
+        {"Id": f"800k{i:09d}", "Contract_Number__c": f"{key}{1 + i % 3:02d}"} for i, key in enumerate(keys)
+    ]
     for start in range(0, len(rows), 2000):
         with engine.begin() as conn:
             conn.execute(sa.insert(table), rows[start : start + 2000])
@@ -62,8 +67,13 @@ def test_fourteen_thousand_per_prefix_keys_cut_over_and_verify(engine: Engine) -
     assert verify(engine) == []
     t = counter_table
     with engine.connect() as conn:
-        rows = dict(conn.execute(sa.select(t.c.scope_key, t.c.next_value)
-                                 .where(t.c.field_id == "Contract.Contract_Number__c")).tuples().all())
+        rows = dict(
+            conn.execute(
+                sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == "Contract.Contract_Number__c")
+            )
+            .tuples()
+            .all()
+        )
     assert all(rows[key] == top + 1 for key, top in stored.items())
     apply(engine, SPEC)  # and again: nothing to do, still green
     assert verify(engine) == []
@@ -76,9 +86,16 @@ def test_only_per_day_counts_against_ten_years(db_url: str, scope: str, refused:
         store_rules(p, RuleSpec("Case", "CaseNumber", "C-{YYYY}{MM}{DD}-{0000}", scope=scope))
         table = sa.table("Case", sa.column("Id"), sa.column("CaseNumber"))
         with p.begin() as conn:
-            conn.execute(sa.insert(table), [
-                {"Id": f"500k{d:09d}", "CaseNumber": f"C-{date(2000, 1, 1) + timedelta(days=d):%Y%m%d}-0001"}
-                for d in range(3651)])
+            conn.execute(
+                sa.insert(table),
+                [
+                    {
+                        "Id": f"500k{d:09d}",
+                        "CaseNumber": f"C-{date(2000, 1, 1) + timedelta(days=d):%Y%m%d}-0001",
+                    }
+                    for d in range(3651)
+                ],
+            )
         snapshot = p.catalog.current()
         with p.db.connect() as conn:
             if refused:

@@ -13,8 +13,8 @@ from engine_support import CASE, counter_rows, make_platform, store_rules
 import autonumber
 from autonumber.cli import main
 from autonumber.format.zones import UnknownTimeZone
-from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec
+from autonumber.runtime import Platform
 
 
 @pytest.fixture
@@ -36,8 +36,10 @@ def insert_at(p: Platform, moment: str) -> str:
 
 
 def test_tokyo_day_starts_at_15_utc(platform: Platform) -> None:
-    store_rules(platform, RuleSpec("Case", "CaseNumber", "C-{YYYY}{MM}{DD}-{0000}", scope="per_day",
-                                   time_zone="Asia/Tokyo"))
+    store_rules(
+        platform,
+        RuleSpec("Case", "CaseNumber", "C-{YYYY}{MM}{DD}-{0000}", scope="per_day", time_zone="Asia/Tokyo"),
+    )
     assert platform.catalog.current().rule(CASE).time_zone == "Asia/Tokyo"
     assert insert_at(platform, "2026-04-17T14:59:59.999") == "C-20260417-0001"  # 23:59:59 in Tokyo
     assert insert_at(platform, "2026-04-17T15:00:00") == "C-20260418-0001"  # midnight in Tokyo
@@ -48,8 +50,12 @@ def test_tokyo_day_starts_at_15_utc(platform: Platform) -> None:
 
 def test_new_york_midnights_across_the_march_dst_change(platform: Platform) -> None:
     """DST starts 2026-03-08 02:00 EST: midnight is 05:00 UTC before it and 04:00 UTC after it."""
-    store_rules(platform, RuleSpec("Case", "CaseNumber", "NY-{YY}{MM}{DD}-{000}", scope="per_day",
-                                   time_zone="America/New_York"))
+    store_rules(
+        platform,
+        RuleSpec(
+            "Case", "CaseNumber", "NY-{YY}{MM}{DD}-{000}", scope="per_day", time_zone="America/New_York"
+        ),
+    )
     seen = [
         insert_at(platform, "2026-03-08T04:59:59"),  # 23:59:59 EST on the 7th
         insert_at(platform, "2026-03-08T05:00:00"),  # 00:00 EST on the 8th
@@ -69,8 +75,17 @@ def test_new_york_midnights_across_the_march_dst_change(platform: Platform) -> N
 
 
 def test_per_prefix_month_follows_the_zone(platform: Platform) -> None:
-    store_rules(platform, RuleSpec("Case", "CaseNumber", "INV-{YYYY}{MM}-{0000}", scope="per_prefix",
-                                   time_zone="Asia/Tokyo", numbering="gapless"))
+    store_rules(
+        platform,
+        RuleSpec(
+            "Case",
+            "CaseNumber",
+            "INV-{YYYY}{MM}-{0000}",
+            scope="per_prefix",
+            time_zone="Asia/Tokyo",
+            numbering="gapless",
+        ),
+    )
     assert insert_at(platform, "2026-04-30T14:59:00") == "INV-202604-0001"
     assert insert_at(platform, "2026-04-30T15:00:00") == "INV-202605-0001"
     assert insert_at(platform, "2026-04-30T16:00:00") == "INV-202605-0002"
@@ -89,8 +104,22 @@ def test_unknown_zone_is_refused(platform: Platform) -> None:
 def test_field_set_time_zone_from_the_cli(db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     make_platform(db_url).close()
     with pytest.raises(SystemExit) as info:
-        main(["field", "set", "Case", "CaseNumber", "--format", "T-{YYYY}{MM}{DD}-{0000}",
-              "--time-zone", "Asia/Tokyo", "--numbering", "gapless", "--db", db_url])
+        main(
+            [
+                "field",
+                "set",
+                "Case",
+                "CaseNumber",
+                "--format",
+                "T-{YYYY}{MM}{DD}-{0000}",
+                "--time-zone",
+                "Asia/Tokyo",
+                "--numbering",
+                "gapless",
+                "--db",
+                db_url,
+            ]
+        )
     assert info.value.code in (0, None), capsys.readouterr().err
     assert "gapless, Asia/Tokyo" in capsys.readouterr().out
     p = autonumber.connect(db_url)
@@ -101,7 +130,19 @@ def test_field_set_time_zone_from_the_cli(db_url: str, capsys: pytest.CaptureFix
     finally:
         p.close()
     with pytest.raises(SystemExit) as info:
-        main(["field", "set", "Case", "CaseNumber", "--format", "T-{0000}", "--time-zone", "Mars/Base",
-              "--db", db_url])
+        main(
+            [
+                "field",
+                "set",
+                "Case",
+                "CaseNumber",
+                "--format",
+                "T-{0000}",
+                "--time-zone",
+                "Mars/Base",
+                "--db",
+                db_url,
+            ]
+        )
     err = capsys.readouterr().err
     assert info.value.code == 2 and err.count("\n") == 1 and "Mars/Base" in err

@@ -40,8 +40,9 @@ def test_raw_duplicate_insert_is_refused_and_nulls_are_not(db_url: str) -> None:
     try:
         first = p.records.insert("Case", {"Subject": "a"})
         with p.begin() as conn:  # many rows without a number: NULL is not a duplicate
-            conn.execute(sa.insert(_case()), [{"Id": f"n{i}", "Subject": "x", "CaseNumber": None}
-                                              for i in range(5)])
+            conn.execute(
+                sa.insert(_case()), [{"Id": f"n{i}", "Subject": "x", "CaseNumber": None} for i in range(5)]
+            )
         with pytest.raises(sa.exc.IntegrityError), p.begin() as conn:
             conn.execute(sa.insert(_case()).values(Id="dup", Subject="b", CaseNumber=first["CaseNumber"]))
         assert p.records.count("Case") == 6
@@ -81,11 +82,20 @@ def test_apply_adds_missing_indexes_to_an_existing_database(engine: Engine) -> N
         sa.Index(index_name("Case", "CaseNumber"), case.c.CaseNumber).drop(conn)
     assert "CaseNumber" not in _unique_columns(engine, "Case")
     with engine.begin() as conn:
-        conn.execute(sa.insert(_case()), [{"Id": "c1", "Subject": "s", "CaseNumber": "00000009"},
-                                          {"Id": "c2", "Subject": "s", "CaseNumber": "00000009"}])
+        conn.execute(
+            sa.insert(_case()),
+            [
+                {"Id": "c1", "Subject": "s", "CaseNumber": "00000009"},
+                {"Id": "c2", "Subject": "s", "CaseNumber": "00000009"},
+            ],
+        )
     violations = verify(engine)
-    assert any(str(v).startswith("V7 field_id=Case.CaseNumber: Case.CaseNumber value '00000009' is stored 2 "
-                            "times (row Ids c1, c2)") for v in violations), violations
+    assert any(
+        str(v).startswith(
+            "V7 field_id=Case.CaseNumber: Case.CaseNumber value '00000009' is stored 2 times (row Ids c1, c2)"
+        )
+        for v in violations
+    ), violations
     with pytest.raises(DuplicateValues):
         apply(engine, SPEC)
     with engine.begin() as conn:

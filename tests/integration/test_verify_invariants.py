@@ -48,15 +48,22 @@ def test_a_sound_database_passes(engine: Engine, db_url: str, capsys: pytest.Cap
     assert cli_verify(db_url, capsys) == (0, "verify: V1–V7 hold\n")
 
 
-def test_v1_counter_below_the_live_max(engine: Engine, db_url: str,
-                                       capsys: pytest.CaptureFixture[str]) -> None:
+def test_v1_counter_below_the_live_max(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     account = sa.table("Account", sa.column("Id"), sa.column("Account_ID__c"))
-    run(engine, sa.insert(account).values(Id="a1", Account_ID__c="IBG-B-20260417-000010"),
-        sa.update(counter_table).where(counter_table.c.field_id == "Account.Account_ID__c")
-        .values(next_value=10))
+    run(
+        engine,
+        sa.insert(account).values(Id="a1", Account_ID__c="IBG-B-20260417-000010"),
+        sa.update(counter_table)
+        .where(counter_table.c.field_id == "Account.Account_ID__c")
+        .values(next_value=10),
+    )
     lines = verify(engine)
-    assert lines == ["V1 field_id=Account.Account_ID__c scope_key='' next_value=10 is not above the "
-                     "largest live value 10 (write hole: the next number already exists)"]
+    assert lines == [
+        "V1 field_id=Account.Account_ID__c scope_key='' next_value=10 is not above the "
+        "largest live value 10 (write hole: the next number already exists)"
+    ]
     code, out = cli_verify(db_url, capsys)
     assert code == 1 and out.startswith("V1 field_id=Account.Account_ID__c")
 
@@ -71,33 +78,50 @@ def test_v1_unparseable_live_value(engine: Engine) -> None:
 
 
 def test_v2_stale_token_refs(engine: Engine) -> None:
-    stale = ('[{"directField":"Gone__c","fkChains":[[{"fk":"AccountId","targetField":"BillingCountryCode",'
-             '"targetObject":"Account"}]],"readStrategy":"caller_txn","targetField":"BillingCountryCode",'
-             '"targetObject":"Account","tokenLiteral":"{Account.BillingCountryCode}"}]')
-    run(engine, sa.update(system_field).where(system_field.c.Id == "Order.Order_Number__c")
-        .values(auto_number_token_refs=stale))
+    stale = (
+        '[{"directField":"Gone__c","fkChains":[[{"fk":"AccountId","targetField":"BillingCountryCode",'
+        '"targetObject":"Account"}]],"readStrategy":"caller_txn","targetField":"BillingCountryCode",'
+        '"targetObject":"Account","tokenLiteral":"{Account.BillingCountryCode}"}]'
+    )
+    run(
+        engine,
+        sa.update(system_field)
+        .where(system_field.c.Id == "Order.Order_Number__c")
+        .values(auto_number_token_refs=stale),
+    )
     [line] = verify(engine)
     assert line.startswith("V2 field_id=Order.Order_Number__c") and "Gone__c" in line
 
 
 def test_v2_non_canonical_token_refs(engine: Engine) -> None:
     with engine.connect() as conn:
-        refs = conn.execute(sa.select(system_field.c.auto_number_token_refs)
-                            .where(system_field.c.Id == "Quote.Quote_No__c")).scalar_one()
-    run(engine, sa.update(system_field).where(system_field.c.Id == "Quote.Quote_No__c")
-        .values(auto_number_token_refs=refs.replace(",", ", ")))
+        refs = conn.execute(
+            sa.select(system_field.c.auto_number_token_refs).where(system_field.c.Id == "Quote.Quote_No__c")
+        ).scalar_one()
+    run(
+        engine,
+        sa.update(system_field)
+        .where(system_field.c.Id == "Quote.Quote_No__c")
+        .values(auto_number_token_refs=refs.replace(",", ", ")),
+    )
     assert codes(verify(engine)) == {"V2"}
 
 
 def test_v3_orphan_counter_row(engine: Engine) -> None:
     run(engine, sa.insert(counter_table).values(field_id="Ghost.Field__c", scope_key="x", next_value=5))
-    assert verify(engine) == ["V3 orphan counter row field_id=Ghost.Field__c scope_key='x' next_value=5: "
-                              "no configured _System_Field with that Id"]
+    assert verify(engine) == [
+        "V3 orphan counter row field_id=Ghost.Field__c scope_key='x' next_value=5: "
+        "no configured _System_Field with that Id"
+    ]
 
 
 def test_v4_two_counter_tokens(engine: Engine) -> None:
-    run(engine, sa.update(system_field).where(system_field.c.Id == "Case.CaseNumber")
-        .values(auto_number_format="{000}-{000}"))
+    run(
+        engine,
+        sa.update(system_field)
+        .where(system_field.c.Id == "Case.CaseNumber")
+        .values(auto_number_format="{000}-{000}"),
+    )
     lines = verify(engine)
     assert codes(lines) == {"V4"}
     assert lines[0].startswith("V4 field_id=Case.CaseNumber format '{000}-{000}': rule 1")
@@ -112,21 +136,23 @@ def test_v5_global_row_missing(engine: Engine) -> None:
 
 
 def test_v5_blank_row_for_a_lazy_field(engine: Engine) -> None:
-    run(engine, sa.insert(counter_table).values(field_id="Order.Order_Number__c", scope_key="",
-                                                next_value=1))
+    run(engine, sa.insert(counter_table).values(field_id="Order.Order_Number__c", scope_key="", next_value=1))
     [line] = verify(engine)
     assert line.startswith("V5") and "non-global or unknown field(s): Order.Order_Number__c" in line
 
 
-def test_r2_v6_record_type_without_code(engine: Engine, db_url: str,
-                                        capsys: pytest.CaptureFixture[str]) -> None:
+def test_r2_v6_record_type_without_code(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
     t = system_record_type
     run(engine, sa.update(t).where(t.c.DeveloperName == "Services Agreement").values(RecordTypeCode=None))
     with pytest.raises(VerifyError) as info:
         verify_or_raise(engine)
     [line] = info.value.violations
-    assert line == ("V6 RecordType id=rt_Contract_Services_Agreement ('Services Agreement') has NULL "
-                    "RecordTypeCode; consumed by field_id=Contract.Contract_Number__c format "
-                    "'{Account.BillingCountryCode}-{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}'")
+    assert line == (
+        "V6 RecordType id=rt_Contract_Services_Agreement ('Services Agreement') has NULL "
+        "RecordTypeCode; consumed by field_id=Contract.Contract_Number__c format "
+        "'{Account.BillingCountryCode}-{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}'"
+    )
     code, out = cli_verify(db_url, capsys)
     assert code == 1 and out == line + "\n"

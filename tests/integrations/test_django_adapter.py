@@ -65,8 +65,14 @@ def database_entry(url: str) -> dict[str, Any]:
     if u.get_backend_name() == "sqlite":
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": u.database, "OPTIONS": {"timeout": 30}}
     engine = "mysql" if u.get_backend_name() in ("mysql", "mariadb") else "postgresql"
-    return {"ENGINE": f"django.db.backends.{engine}", "NAME": u.database, "USER": u.username or "",
-            "PASSWORD": u.password or "", "HOST": u.host or "", "PORT": str(u.port or "")}
+    return {
+        "ENGINE": f"django.db.backends.{engine}",
+        "NAME": u.database,
+        "USER": u.username or "",
+        "PASSWORD": u.password or "",
+        "HOST": u.host or "",
+        "PORT": str(u.port or ""),
+    }
 
 
 @pytest.fixture
@@ -93,7 +99,10 @@ def test_database_url_is_built_from_django_databases(alias: str, db_url: str) ->
     built = make_url(database_url(alias))
     wanted = make_url(db_url)
     assert (built.get_backend_name(), built.database, built.host or None) == (
-        wanted.get_backend_name(), wanted.database, wanted.host or None)
+        wanted.get_backend_name(),
+        wanted.database,
+        wanted.host or None,
+    )
 
 
 def test_first_save_numbers_then_read_only_and_bulk_create(alias: str) -> None:

@@ -38,8 +38,9 @@ def _run_bash(code: str, capsys: pytest.CaptureFixture[str]) -> None:
 
 def _run_python(code: str, cwd: Path, url: str) -> None:
     env = {**os.environ, "AUTONUMBER_DATABASE_URL": url}
-    done = subprocess.run([sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True,
-                          timeout=300)
+    done = subprocess.run(
+        [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
+    )
     assert done.returncode == 0, f"{code}\n{done.stdout}{done.stderr}"
 
 
@@ -55,14 +56,21 @@ def _run_yaml(code: str, url: str) -> None:
 
 
 @pytest.mark.parametrize("section", SECTIONS, ids=[s.splitlines()[0] for s in SECTIONS])
-def test_doc_section_runs(section: str, db_url: str, tmp_path: Path,
-                          monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]) -> None:
+def test_doc_section_runs(
+    section: str,
+    db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     title = section.splitlines()[0]
     url = db_url
     if title == "Django":
         if not db_url.startswith("sqlite"):
-            pytest.skip("the Django example is written for SQLite; tests/integrations/test_django_adapter.py "
-                        "covers MariaDB and PostgreSQL")
+            pytest.skip(
+                "the Django example is written for SQLite; tests/integrations/test_django_adapter.py "
+                "covers MariaDB and PostgreSQL"
+            )
         url = f"sqlite:///{tmp_path / 'shop.db'}"
     assert make_url(url)
     monkeypatch.setenv("AUTONUMBER_DATABASE_URL", url)

@@ -80,7 +80,10 @@ def test_bench_command_writes_json_plots_and_docs(tmp_path: Path, capsys: pytest
     assert all(row["unique"] and not row["errors"] for rows in job["cells"].values() for row in rows)
     assert all(v["stored_duplicates"] == 0 for v in job["stored"].values())
     assert {(r["label"], r["work_ms"]) for r in job["cells"]["records.insert"]} == {
-        ("1×1", 0.0), ("1×4", 0.0), ("1×4", 2.0), ("1×4", 10.0)
+        ("1×1", 0.0),
+        ("1×4", 0.0),
+        ("1×4", 2.0),
+        ("1×4", 10.0),
     }
     assert "<!-- bench-job:end -->" in text and "records.insert" in text
     startup = doc["cli"]["rows"]

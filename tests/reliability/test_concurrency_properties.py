@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 from rel_support import CASE, make_platform, next_value, number
 
 from autonumber.engine import STRATEGIES
-from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, apply_rules
+from autonumber.runtime import Platform
 
 FORMATS = ("{00000000}", "CN-{00000000}", "{000000000}")
 

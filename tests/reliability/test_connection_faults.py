@@ -54,8 +54,9 @@ def _clear(exc: BaseException) -> bool:
 @pytest.fixture(params=STRATEGIES)
 def platform(request: pytest.FixtureRequest, server_db_url: str) -> Iterator[tuple[Platform, set[int]]]:
     # group commit off: every insert reserves on a reservation session, the sessions killed here
-    p = make_platform(server_db_url, strategy=request.param, pool_size=CALLERS, reservation_pool_size=8,
-                      group_commit=False)
+    p = make_platform(
+        server_db_url, strategy=request.param, pool_size=CALLERS, reservation_pool_size=8, group_commit=False
+    )
     ids = track_server_ids(p.reservation_db)
     yield p, ids
     p.close()

@@ -27,8 +27,8 @@ from autonumber.errors import (
     UnknownObject,
 )
 from autonumber.identifiers import check_api_name
-from autonumber.runtime import Platform
 from autonumber.rules.store import RuleSpec, store_rule
+from autonumber.runtime import Platform
 from autonumber.setup.pack import FieldSpec, ObjectSpec, install_objects
 
 HOSTILE_NAMES = [

@@ -111,9 +111,7 @@ def test_run_uses_the_environment_url(
         pytest.param(["db", "status", "--db"], id="option-without-value"),
     ],
 )
-def test_usage_errors_exit_2_without_traceback(
-    argv: list[str], capsys: pytest.CaptureFixture[str]
-) -> None:
+def test_usage_errors_exit_2_without_traceback(argv: list[str], capsys: pytest.CaptureFixture[str]) -> None:
     assert _run(argv) == 2
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err

@@ -35,8 +35,20 @@ def _lines(out: str) -> list[dict[str, object]]:
 
 
 def test_insert_prints_the_stored_record(db: str, capsys: pytest.CaptureFixture[str]) -> None:
-    assert _run(["records", "insert", "Account", "--data", '{"Name": "Acme", "BillingCountryCode": "SG"}',
-                 "--db", db]) == 0
+    assert (
+        _run(
+            [
+                "records",
+                "insert",
+                "Account",
+                "--data",
+                '{"Name": "Acme", "BillingCountryCode": "SG"}',
+                "--db",
+                db,
+            ]
+        )
+        == 0
+    )
     (acc,) = _lines(capsys.readouterr().out)
     assert str(acc["Account_ID__c"]).startswith("IBG-B-") and str(acc["Account_ID__c"]).endswith("-000001")
     data = json.dumps({"AccountId": acc["Id"], "RecordTypeId": "rt_Contract_Services_Agreement"})

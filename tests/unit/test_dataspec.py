@@ -22,28 +22,48 @@ def text() -> str:
 def test_canonical_spec_configures_every_field(text: str) -> None:
     spec = parse_spec(text)
     assert spec.meta.id == "2026-04-18-autonumber-v2-seed"
-    assert spec.meta.backup == ("_System_AutoNumber", "_System_CompoundAutoNumber",
-                                "_System_IdentifierRule", "_System_IdentifierSeq")
+    assert spec.meta.backup == (
+        "_System_AutoNumber",
+        "_System_CompoundAutoNumber",
+        "_System_IdentifierRule",
+        "_System_IdentifierSeq",
+    )
     names = {r.name for r in spec.rules}
     assert len(spec.rules) == len(names) == 129  # 125 Salesforce rows + Account_ID__c + 3 compound
-    assert {"Account.Account_ID__c", "Contract.Contract_Number__c", "Quote.Quote_No__c",
-            "Order.Order_Number__c"} <= names
+    assert {
+        "Account.Account_ID__c",
+        "Contract.Contract_Number__c",
+        "Quote.Quote_No__c",
+        "Order.Order_Number__c",
+    } <= names
     assert len(spec.record_types) == 9
-    assert {rt.code for rt in spec.record_types} == {"CSA", "TCSA", "CRA", "NDA", "PNA", "PA", "TCPA",
-                                                     "TEPA", "MA"}
+    assert {rt.code for rt in spec.record_types} == {
+        "CSA",
+        "TCSA",
+        "CRA",
+        "NDA",
+        "PNA",
+        "PA",
+        "TCPA",
+        "TEPA",
+        "MA",
+    }
 
 
-@pytest.mark.parametrize(("name", "fmt"), [
-    ("Case.CaseNumber", "{00000000}"),
-    ("Order.OrderNumber", "{00000000}"),
-    ("VoiceCall.Name", "VC-{00000000}"),
-    ("ConvMessageSendRequest.Name", "MSJ-{00000000}"),
-    ("ServiceAppointment.AppointmentNumber", "SA-{0000}"),
-    ("KnowledgeArticle.ArticleNumber", "{000000000}"),
-    ("ProcessException.ProcessExceptionNumber", "PE-{00000000}"),
-    ("WorkOrder.WorkOrderNumber", "{00000000}"),
-    ("Account.Account_ID__c", "IBG-B-{YYYY}{MM}{DD}-{000000}"),
-])
+@pytest.mark.parametrize(
+    ("name", "fmt"),
+    [
+        ("Case.CaseNumber", "{00000000}"),
+        ("Order.OrderNumber", "{00000000}"),
+        ("VoiceCall.Name", "VC-{00000000}"),
+        ("ConvMessageSendRequest.Name", "MSJ-{00000000}"),
+        ("ServiceAppointment.AppointmentNumber", "SA-{0000}"),
+        ("KnowledgeArticle.ArticleNumber", "{000000000}"),
+        ("ProcessException.ProcessExceptionNumber", "PE-{00000000}"),
+        ("WorkOrder.WorkOrderNumber", "{00000000}"),
+        ("Account.Account_ID__c", "IBG-B-{YYYY}{MM}{DD}-{000000}"),
+    ],
+)
 def test_documented_formats_kept_exactly(name: str, fmt: str) -> None:
     assert default_spec().rule(name).format == fmt
 
@@ -74,27 +94,47 @@ def _mutate(text: str, old: str, new: str) -> str:
     return text.replace(old, new, 1)
 
 
-@pytest.mark.parametrize(("old", "new", "expected"), [
-    ("apiVersion: data-spec/v1", "apiVersion: data-spec/v9", "apiVersion must be"),
-    ("## RecordType Codes", "## Record Codes", "missing section '## RecordType Codes'"),
-    ("| Case | CaseNumber | `{00000000}` | 1 | global |  | 30 |",
-     "| Case | CaseNumber | `{00000000}` | 1 | global |  | 31 |", "line"),
-    ("| Case | CaseNumber | `{00000000}` | 1 | global |",
-     "| Case | CaseNumber | `{00000000}` | 1 | weekly |", "auto_number_scope 'weekly'"),
-    ("| Case | CaseNumber | `{00000000}` | 1 |", "| Case | CaseNumber | `{00000000}` | one |",
-     "start must be an integer"),
-    ("Subject:text(255)", "Subject:blob(255)", "must look like Name:text(N)"),
-    ("| object | table | fields |", "| object | table | columns |", "table columns must be"),
-    ("| Contract | Services Agreement | CSA |", "| Contract | Services Agreement | CSA_TOO_LONG_CODE_X |",
-     "RecordTypeCode 1..16"),
-    ("  - Solution\n", "", "missing: Solution"),
-    ("| Case | CaseNumber | `{00000000}` | 1 |", "| Case | CaseNumber | `{00000000}` | 100000000 |",
-     "start 100000000 does not fit the counter of '{00000000}' (width 8, largest 99999999)"),
-    ("-{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}` | 1 | per_prefix",
-     "-{RecordType.Name}-{YY}{MM}{DD}-{00}` | 1 | per_prefix",
-     "rule 10: format \"{Account.BillingCountryCode}-{RecordType.Name}-{YY}{MM}{DD}-{00}\": token "
-     "{RecordType.Name}: seeded formats may use only {RecordType.RecordTypeCode}"),
-])
+@pytest.mark.parametrize(
+    ("old", "new", "expected"),
+    [
+        ("apiVersion: data-spec/v1", "apiVersion: data-spec/v9", "apiVersion must be"),
+        ("## RecordType Codes", "## Record Codes", "missing section '## RecordType Codes'"),
+        (
+            "| Case | CaseNumber | `{00000000}` | 1 | global |  | 30 |",
+            "| Case | CaseNumber | `{00000000}` | 1 | global |  | 31 |",
+            "line",
+        ),
+        (
+            "| Case | CaseNumber | `{00000000}` | 1 | global |",
+            "| Case | CaseNumber | `{00000000}` | 1 | weekly |",
+            "auto_number_scope 'weekly'",
+        ),
+        (
+            "| Case | CaseNumber | `{00000000}` | 1 |",
+            "| Case | CaseNumber | `{00000000}` | one |",
+            "start must be an integer",
+        ),
+        ("Subject:text(255)", "Subject:blob(255)", "must look like Name:text(N)"),
+        ("| object | table | fields |", "| object | table | columns |", "table columns must be"),
+        (
+            "| Contract | Services Agreement | CSA |",
+            "| Contract | Services Agreement | CSA_TOO_LONG_CODE_X |",
+            "RecordTypeCode 1..16",
+        ),
+        ("  - Solution\n", "", "missing: Solution"),
+        (
+            "| Case | CaseNumber | `{00000000}` | 1 |",
+            "| Case | CaseNumber | `{00000000}` | 100000000 |",
+            "start 100000000 does not fit the counter of '{00000000}' (width 8, largest 99999999)",
+        ),
+        (
+            "-{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}` | 1 | per_prefix",
+            "-{RecordType.Name}-{YY}{MM}{DD}-{00}` | 1 | per_prefix",
+            'rule 10: format "{Account.BillingCountryCode}-{RecordType.Name}-{YY}{MM}{DD}-{00}": token '
+            "{RecordType.Name}: seeded formats may use only {RecordType.RecordTypeCode}",
+        ),
+    ],
+)
 def test_bad_specs_are_refused_with_their_place(text: str, old: str, new: str, expected: str) -> None:
     with pytest.raises(SpecError) as info:
         parse_spec(_mutate(text, old, new), "copy.md")
@@ -103,8 +143,11 @@ def test_bad_specs_are_refused_with_their_place(text: str, old: str, new: str, e
 
 
 def test_a_row_error_names_its_line(text: str) -> None:
-    bad = _mutate(text, "| Case | CaseNumber | `{00000000}` | 1 | global |  | 30 |",
-                  "| Case | CaseNumber | `{00000000}` | 1 | global |  | 31 |")
+    bad = _mutate(
+        text,
+        "| Case | CaseNumber | `{00000000}` | 1 | global |  | 30 |",
+        "| Case | CaseNumber | `{00000000}` | 1 | global |  | 31 |",
+    )
     line = next(i for i, s in enumerate(bad.split("\n"), 1) if s.startswith("| Case | CaseNumber"))
     with pytest.raises(SpecError, match=rf"Autonumber Fields' line {line}: Case.CaseNumber: length 31"):
         parse_spec(bad, "copy.md")
@@ -125,8 +168,12 @@ def _with_policy_columns(text: str, case_cells: str) -> str:
             line = line.rstrip("\n") + "---|---|\n"
         elif line.startswith("| Case | CaseNumber |"):
             line = line.rstrip("\n") + f" {case_cells} |\n"
-        elif line.startswith("| ") and out and "numbering | time zone" in "".join(out[-200:]) and \
-                line.count("|") == 9:
+        elif (
+            line.startswith("| ")
+            and out
+            and "numbering | time zone" in "".join(out[-200:])
+            and line.count("|") == 9
+        ):
             line = line.rstrip("\n") + "  |  |\n"
         out.append(line)
     return "".join(out)
@@ -137,8 +184,12 @@ def test_numbering_and_time_zone_columns(text: str) -> None:
     case = spec.rule("Case.CaseNumber")
     assert (case.numbering, case.time_zone) == ("gapless", "Asia/Tokyo")
     assert (spec.rule("Account.Account_ID__c").numbering, spec.rule("Account.Account_ID__c").time_zone) == (
-        "standard", "UTC")
-    for cells, needle in (("sometimes | UTC", "auto_number_numbering 'sometimes'"),
-                          ("gapless | Mars/Base", "time zone 'Mars/Base'")):
+        "standard",
+        "UTC",
+    )
+    for cells, needle in (
+        ("sometimes | UTC", "auto_number_numbering 'sometimes'"),
+        ("gapless | Mars/Base", "time zone 'Mars/Base'"),
+    ):
         with pytest.raises(SpecError, match=needle):
             parse_spec(_with_policy_columns(text, cells), "copy.md")

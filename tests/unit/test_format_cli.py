@@ -41,9 +41,7 @@ def test_check_cross_tokens(capsys: pytest.CaptureFixture[str]) -> None:
         (["{0000}", "--scope", "monthly"], 9),
     ],
 )
-def test_check_invalid_exits_2(
-    capsys: pytest.CaptureFixture[str], argv: list[str], rule: int
-) -> None:
+def test_check_invalid_exits_2(capsys: pytest.CaptureFixture[str], argv: list[str], rule: int) -> None:
     code, out, err = run(capsys, "check", *argv)
     assert code == 2
     assert out == ""
@@ -53,8 +51,15 @@ def test_check_invalid_exits_2(
 
 def test_preview(capsys: pytest.CaptureFixture[str]) -> None:
     code, out, _ = run(
-        capsys, "preview", "{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00}",
-        "--counter", "7", "--at", "2026-04-17", "--set", "Account.BillingCountryCode=SG",
+        capsys,
+        "preview",
+        "{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00}",
+        "--counter",
+        "7",
+        "--at",
+        "2026-04-17",
+        "--set",
+        "Account.BillingCountryCode=SG",
     )
     assert (code, out) == (0, "SG-CSA-260417-07\n")
 
@@ -104,10 +109,18 @@ def test_preview_in_a_time_zone(capsys: pytest.CaptureFixture[str]) -> None:
     argv = ["D-{YYYY}{MM}{DD}-{00}", "--counter", "1", "--at", "2026-04-17T20:00:00+00:00"]
     assert run(capsys, "preview", *argv, "--time-zone", "Asia/Tokyo")[:2] == (0, "D-20260418-01\n")
     assert run(capsys, "preview", *argv)[:2] == (0, "D-20260417-01\n")
-    assert run(capsys, "preview", "D-{YYYY}{MM}{DD}-{0}", "--at", "2026-03-08T04:59:59Z",
-               "--time-zone", "America/New_York")[:2] == (0, "D-20260307-1\n")
-    assert run(capsys, "preview", "D-{MM}{DD}-{0}", "--at", "2026-04-18",
-               "--time-zone", "Asia/Tokyo")[:2] == (0, "D-0418-1\n")
+    assert run(
+        capsys,
+        "preview",
+        "D-{YYYY}{MM}{DD}-{0}",
+        "--at",
+        "2026-03-08T04:59:59Z",
+        "--time-zone",
+        "America/New_York",
+    )[:2] == (0, "D-20260307-1\n")
+    assert run(capsys, "preview", "D-{MM}{DD}-{0}", "--at", "2026-04-18", "--time-zone", "Asia/Tokyo")[
+        :2
+    ] == (0, "D-0418-1\n")
 
 
 @pytest.mark.parametrize("zone", ["Mars/Base", "../../etc/passwd", "", "Asia/Tokyo/"])

@@ -53,7 +53,10 @@ def test_case_6_overflow_never_truncates(width: int) -> None:
         f.render(10**width, AT, field_id="fld_1", scope_key="20260417")
     err = info.value
     assert (err.field_id, err.scope_key, err.value, err.width) == (
-        "fld_1", "20260417", 10**width, width,
+        "fld_1",
+        "20260417",
+        10**width,
+        width,
     )
     with pytest.raises(CounterOverflow):
         f.render(-1, AT)
@@ -91,9 +94,7 @@ def test_format_pickles_by_source() -> None:
     assert g == f and g.render(5, AT) == "P-2026-005"
 
 
-_LIT = st.text(
-    st.characters(blacklist_characters="{}", blacklist_categories=("Cs",)), min_size=1, max_size=6
-)
+_LIT = st.text(st.characters(blacklist_characters="{}", blacklist_categories=("Cs",)), min_size=1, max_size=6)
 _TOK = st.sampled_from(["{YYYY}", "{YY}", "{MM}", "{DD}", "{A.X}", "{RecordType.Code}"])
 
 
@@ -112,6 +113,4 @@ def test_compiled_renderer_equals_reference(
     counter = data.draw(st.integers(0, 10**width - 1))
     cross = {"A.X": data.draw(_LIT), "RecordType.Code": data.draw(_LIT)}
     assert f.render(counter, at, cross) == reference_render(f.tokens, counter, at, cross)
-    assert len(f.render(10**width - 1, at, cross)) == f.max_length(
-        {k: len(v) for k, v in cross.items()}
-    )
+    assert len(f.render(10**width - 1, at, cross)) == f.max_length({k: len(v) for k, v in cross.items()})

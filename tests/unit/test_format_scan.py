@@ -68,7 +68,8 @@ def test_per_prefix_values_rendering_the_same_text_share_a_key() -> None:
     assert k1 == k2 == "SGTCSA-"
     g = parse_format("{A.X}-{B.Y}-{0}")
     assert g.scope_key("per_prefix", AT, {"A.X": "SG-X", "B.Y": "Y"}) == g.scope_key(
-        "per_prefix", AT, {"A.X": "SG", "B.Y": "X-Y"})
+        "per_prefix", AT, {"A.X": "SG", "B.Y": "X-Y"}
+    )
     with pytest.raises(TokenResolveError):
         g.scope_key("per_prefix", AT, {"A.X": "a"})
 

@@ -66,8 +66,12 @@ def test_j1_any_json(value: Any) -> None:
 def test_canonical_form() -> None:
     messy = '[ {"b": 1, "a": {"d": [3, 1], "c": "é"}} ]'
     assert canonicalize_token_refs(messy) == '[{"a":{"c":"é","d":[3,1]},"b":1}]'
-    ref = TokenRef(tokenLiteral="{A.B}", targetObject="A", targetField="B",
-                   fkChains=[[ChainStep(fk="AId", targetObject="A", targetField="B")]])
+    ref = TokenRef(
+        tokenLiteral="{A.B}",
+        targetObject="A",
+        targetField="B",
+        fkChains=[[ChainStep(fk="AId", targetObject="A", targetField="B")]],
+    )
     text = canonicalize_token_refs([ref])
     assert "directField" not in text and '"readStrategy":"caller_txn"' in text
     assert " " not in text
@@ -76,8 +80,12 @@ def test_canonical_form() -> None:
 
 
 def test_model_rejects_bad_shapes() -> None:
-    good = {"tokenLiteral": "{A.B}", "targetObject": "A", "targetField": "B",
-            "fkChains": [[{"fk": "AId", "targetObject": "A", "targetField": "B"}]]}
+    good = {
+        "tokenLiteral": "{A.B}",
+        "targetObject": "A",
+        "targetField": "B",
+        "fkChains": [[{"fk": "AId", "targetObject": "A", "targetField": "B"}]],
+    }
     load_token_refs([good])
     for bad in [
         {**good, "readStrategy": "dirty"},

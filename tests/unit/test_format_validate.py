@@ -107,10 +107,10 @@ def test_no_fk_path_is_rule_4() -> None:
 
 
 def test_record_type_developer_name_is_accepted_at_parse() -> None:
-    refs = validate_format("{RecordType.DeveloperName}-{0000}", source_object="Contract",
-                           catalog=CAT)
-    assert refs[0].fkChains == [[ChainStep(fk="RecordTypeId", targetObject="RecordType",
-                                           targetField="DeveloperName")]]
+    refs = validate_format("{RecordType.DeveloperName}-{0000}", source_object="Contract", catalog=CAT)
+    assert refs[0].fkChains == [
+        [ChainStep(fk="RecordTypeId", targetObject="RecordType", targetField="DeveloperName")]
+    ]
 
 
 @pytest.mark.parametrize(
@@ -135,14 +135,26 @@ def test_case_7_rendered_length_over_max_length_is_rule_5() -> None:
     assert rule_of(fmt, "Contract", target_field="ContractNumber") == 5  # MaxLength 20
     validate_format(fmt, source_object="Contract", catalog=CAT, target_field="Contract_Number__c")
     # cross values count at their MaxLength: 3 + "-CSA-" + 6 + "-" + 5 = 20 fits 20; 21 does not
-    validate_format("{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00000}",
-                    source_object="Contract", catalog=CAT, target_field="ContractNumber")
-    assert rule_of("{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{000000}", "Contract",
-                   target_field="ContractNumber") == 5
+    validate_format(
+        "{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00000}",
+        source_object="Contract",
+        catalog=CAT,
+        target_field="ContractNumber",
+    )
+    assert (
+        rule_of(
+            "{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{000000}",
+            "Contract",
+            target_field="ContractNumber",
+        )
+        == 5
+    )
     assert rule_of("{Account.Name}-{0}", "Contract", target_field="Contract_Number__c") == 5
     # RecordTypeCode is VARCHAR(16) when the catalog gives no MaxLength: 16 + 10 > 20
-    assert rule_of("{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}", "Contract",
-                   target_field="ContractNumber") == 5
+    assert (
+        rule_of("{RecordType.RecordTypeCode}-{YY}{MM}{DD}-{00}", "Contract", target_field="ContractNumber")
+        == 5
+    )
     # a value with no MaxLength cannot be bounded: fail closed
     assert rule_of("{Account.NoLength__c}-{0}", "Contract", target_field="Contract_Number__c") == 5
 
@@ -179,8 +191,12 @@ def test_several_fks_demand_an_override() -> None:
     assert info.value.rule == 4
     assert "BillToId, ShipToId" in str(info.value) and "fkChains" in str(info.value)
     chain = [{"fk": "ShipToId", "targetObject": "Account", "targetField": "BillingCountryCode"}]
-    refs = validate_format(fmt, source_object="Invoice", catalog=CAT, overrides=[
-        {"tokenLiteral": "{Account.BillingCountryCode}", "fkChains": [chain]}])
+    refs = validate_format(
+        fmt,
+        source_object="Invoice",
+        catalog=CAT,
+        overrides=[{"tokenLiteral": "{Account.BillingCountryCode}", "fkChains": [chain]}],
+    )
     assert refs[0].fkChains[0][0].fk == "ShipToId"
 
 
@@ -227,8 +243,14 @@ def test_depth_2_fallback_matches_the_spec_json() -> None:
             ],
         ],
     }
-    refs = validate_format(bcc + "-QT-{YY}{MM}{DD}-{00}", source_object="Quote", catalog=CAT,
-                           target_field="Quote_No__c", scope="per_prefix", overrides=[override])
+    refs = validate_format(
+        bcc + "-QT-{YY}{MM}{DD}-{00}",
+        source_object="Quote",
+        catalog=CAT,
+        target_field="Quote_No__c",
+        scope="per_prefix",
+        overrides=[override],
+    )
     expected = (
         '[{"directField":"Account_Country_Code__c","fkChains":['
         '[{"fk":"AccountId","targetField":"BillingCountryCode","targetObject":"Account"}],'
@@ -244,18 +266,28 @@ def test_derived_defaults() -> None:
     f = parse_format("{Account.BillingCountryCode}-{RecordType.RecordTypeCode}-{00}")
     refs = derive_token_refs(f, "Contract", CAT)
     assert refs == [
-        TokenRef(tokenLiteral="{Account.BillingCountryCode}", targetObject="Account",
-                 targetField="BillingCountryCode",
-                 fkChains=[[ChainStep(fk="AccountId", targetObject="Account",
-                                      targetField="BillingCountryCode")]]),
-        TokenRef(tokenLiteral="{RecordType.RecordTypeCode}", targetObject="RecordType",
-                 targetField="RecordTypeCode",
-                 fkChains=[[ChainStep(fk="RecordTypeId", targetObject="RecordType",
-                                      targetField="RecordTypeCode")]]),
+        TokenRef(
+            tokenLiteral="{Account.BillingCountryCode}",
+            targetObject="Account",
+            targetField="BillingCountryCode",
+            fkChains=[[ChainStep(fk="AccountId", targetObject="Account", targetField="BillingCountryCode")]],
+        ),
+        TokenRef(
+            tokenLiteral="{RecordType.RecordTypeCode}",
+            targetObject="RecordType",
+            targetField="RecordTypeCode",
+            fkChains=[
+                [ChainStep(fk="RecordTypeId", targetObject="RecordType", targetField="RecordTypeCode")]
+            ],
+        ),
     ]
     assert refs[0].readStrategy == "caller_txn" and refs[0].directField is None
-    fresh = derive_token_refs(f, "Contract", CAT, overrides=[
-        {"tokenLiteral": "{Account.BillingCountryCode}", "readStrategy": "fresh_read"}])
+    fresh = derive_token_refs(
+        f,
+        "Contract",
+        CAT,
+        overrides=[{"tokenLiteral": "{Account.BillingCountryCode}", "readStrategy": "fresh_read"}],
+    )
     assert fresh[0].readStrategy == "fresh_read" and fresh[0].fkChains == refs[0].fkChains
 
 
@@ -263,8 +295,7 @@ def test_derived_defaults() -> None:
 
 _STEPS = [
     ChainStep(fk=fk, targetObject=obj, targetField=fld)
-    for fk, obj in [("AccountId", "Account"), ("OpportunityId", "Opportunity"),
-                    ("ParentId", "Account")]
+    for fk, obj in [("AccountId", "Account"), ("OpportunityId", "Opportunity"), ("ParentId", "Account")]
     for fld in ["AccountId", "ParentId", "BillingCountryCode", "Name"]
 ]
 
@@ -278,8 +309,10 @@ def test_5b_random_chains(chain: list[ChainStep]) -> None:
     non_scalar = terminal is None or terminal.is_reference
     last = chain[-1]
     fmt = f"{{{last.targetObject}.{last.targetField}}}-{{0000}}"
-    override = {"tokenLiteral": f"{{{last.targetObject}.{last.targetField}}}",
-                "fkChains": [[s.model_dump() for s in chain]]}
+    override = {
+        "tokenLiteral": f"{{{last.targetObject}.{last.targetField}}}",
+        "fkChains": [[s.model_dump() for s in chain]],
+    }
     try:
         validate_format(fmt, source_object=source, catalog=CAT, overrides=[override])
     except FormatError as exc:

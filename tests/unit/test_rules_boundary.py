@@ -40,8 +40,20 @@ ALLOWED = {
 }
 WRITERS = {"authorized", "write_rule", "upsert_greatest", "apply_rules", "store_rule"}
 GUARDED_TABLES = {"system_field", "counter_table", "field_format_history"}
-LIFE_CYCLE = {"add_field", "change_rule", "check_invariants", "carried_overrides", "plan_rows", "scan_rule",
-              "rule_values", "apply_rules", "store_rule", "plan_requests", "seed_counters", "sync_rules"}
+LIFE_CYCLE = {
+    "add_field",
+    "change_rule",
+    "check_invariants",
+    "carried_overrides",
+    "plan_rows",
+    "scan_rule",
+    "rule_values",
+    "apply_rules",
+    "store_rule",
+    "plan_requests",
+    "seed_counters",
+    "sync_rules",
+}
 
 
 def modules(*packages: str) -> list[Path]:
@@ -118,9 +130,11 @@ def test_no_copy_of_the_life_cycle_outside_rules() -> None:
 def test_the_checks_catch_a_rogue_module() -> None:
     """The checks can fail: a caller module raising counters on its own is caught by both."""
     rogue = PACKAGE / "web" / "rogue.py"
-    module = ast.parse("from autonumber.rules.seed import plan_rows\n"
-                       "def f(conn, d):\n"
-                       "    d.upsert_greatest(conn, counter_table, {}, 'next_value', 1, {})\n"
-                       "    conn.execute(update(system_field))\n")
+    module = ast.parse(
+        "from autonumber.rules.seed import plan_rows\n"
+        "def f(conn, d):\n"
+        "    d.upsert_greatest(conn, counter_table, {}, 'next_value', 1, {})\n"
+        "    conn.execute(update(system_field))\n"
+    )
     assert internal_imports(rogue, module) == ["autonumber.rules.seed.plan_rows (line 1)"]
     assert writes(module) == ["upsert_greatest() line 3", "update(system_field) line 4"]

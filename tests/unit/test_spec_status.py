@@ -17,10 +17,19 @@ CLEANUP = ROOT / "data-specs/2026-05-02-autonumber-v2-backup-cleanup.md"
 APPROVED = [{"name": "alice", "role": "engineer"}, {"name": "bob", "role": "sre"}]
 
 
-def spec(status: str = "pending-staging", ticket: str | None = "INC-42",
-         approvals: object = APPROVED, ops: str = "- restore_legacy_backups") -> str:
-    lines = ["---", "apiVersion: data-spec/v1", "id: t-rollback", "scope: staging-then-production",
-             f"status: {status}"]
+def spec(
+    status: str = "pending-staging",
+    ticket: str | None = "INC-42",
+    approvals: object = APPROVED,
+    ops: str = "- restore_legacy_backups",
+) -> str:
+    lines = [
+        "---",
+        "apiVersion: data-spec/v1",
+        "id: t-rollback",
+        "scope: staging-then-production",
+        f"status: {status}",
+    ]
     if ticket is not None:
         lines.append(f"incident_ticket: {ticket}")
     if approvals is not None:
@@ -32,7 +41,10 @@ def test_shipped_rollback_spec_is_a_skipped_draft() -> None:
     doc = read_document(ROLLBACK)
     assert doc.status == "draft-rollback" and is_rollback(doc)
     assert [op.name for op in doc.operations] == [
-        "restore_legacy_backups", "set_legacy_current_numbers_from_live", "drop_autonumber_schema"]
+        "restore_legacy_backups",
+        "set_legacy_current_numbers_from_live",
+        "drop_autonumber_schema",
+    ]
     for env in ("staging", "production"):
         decision = decide(doc, env)
         assert decision.action == "skip" and "draft-rollback" in decision.message
@@ -59,16 +71,29 @@ def test_approved_rollback_applies_in_its_pinned_env() -> None:
         (spec(approvals=APPROVED[:1]), "staging", "missing: sre"),
         (spec(approvals=[]), "staging", "missing: engineer and sre"),
         (spec(approvals=None), "staging", "needs approvals"),
-        (spec(approvals=[{"name": "alice", "role": "engineer"}, {"name": "@Alice", "role": "sre"}]),
-         "staging", "two different people"),
+        (
+            spec(approvals=[{"name": "alice", "role": "engineer"}, {"name": "@Alice", "role": "sre"}]),
+            "staging",
+            "two different people",
+        ),
         (spec(approvals=[{"name": "alice"}]), "staging", "must have a name and a role"),
         (spec("pending-staging"), "production", "pinned to staging"),
         (spec("pending-prod"), "staging", "pinned to production"),
         (spec("pending"), "staging", "status pending is not allowed"),
     ],
-    ids=["no-ticket", "bad-ticket", "empty-ticket", "one-approval", "no-approvals", "approvals-missing",
-         "same-person", "approval-without-role", "staging-status-in-prod", "prod-status-in-staging",
-         "pending-rollback"],
+    ids=[
+        "no-ticket",
+        "bad-ticket",
+        "empty-ticket",
+        "one-approval",
+        "no-approvals",
+        "approvals-missing",
+        "same-person",
+        "approval-without-role",
+        "staging-status-in-prod",
+        "prod-status-in-staging",
+        "pending-rollback",
+    ],
 )
 def test_each_guard_refuses_with_one_line(text: str, env: str, match: str) -> None:
     with pytest.raises(SpecRefused, match=match) as info:

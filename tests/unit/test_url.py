@@ -80,7 +80,11 @@ def test_normalise_picks_shipped_drivers(url: str, driver: str) -> None:
 def test_parse_url_keeps_everything_but_the_driver() -> None:
     parsed = parse_url(f"mysql://root:{SECRET}@db.example:3307/app?charset=utf8mb4")
     assert (parsed.username, parsed.password, parsed.host, parsed.port, parsed.database) == (
-        "root", SECRET, "db.example", 3307, "app"
+        "root",
+        SECRET,
+        "db.example",
+        3307,
+        "app",
     )
     assert parsed.query == {"charset": "utf8mb4"}
 

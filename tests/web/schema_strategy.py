@@ -47,8 +47,14 @@ def _integer(schema: dict[str, Any], doc: dict[str, Any], depth: int) -> st.Sear
 
 def _number(schema: dict[str, Any], doc: dict[str, Any], depth: int) -> st.SearchStrategy[Any]:
     low, high = schema.get("exclusiveMinimum"), schema.get("exclusiveMaximum")
-    return st.floats(low, high, exclude_min=low is not None, exclude_max=high is not None,
-                     allow_nan=False, allow_infinity=False)
+    return st.floats(
+        low,
+        high,
+        exclude_min=low is not None,
+        exclude_max=high is not None,
+        allow_nan=False,
+        allow_infinity=False,
+    )
 
 
 def _object(schema: dict[str, Any], doc: dict[str, Any], depth: int) -> st.SearchStrategy[Any]:
@@ -74,6 +80,11 @@ def _anything() -> st.SearchStrategy[Any]:
 
 
 _MAKERS = {
-    "string": _string, "integer": _integer, "number": _number, "boolean": lambda *_: st.booleans(),
-    "null": lambda *_: st.none(), "object": _object, "array": _array,
+    "string": _string,
+    "integer": _integer,
+    "number": _number,
+    "boolean": lambda *_: st.booleans(),
+    "null": lambda *_: st.none(),
+    "object": _object,
+    "array": _array,
 }

@@ -10,9 +10,9 @@ import sqlalchemy as sa
 from fastapi.testclient import TestClient
 
 from autonumber.db.tables import counter_table, system_field
-from autonumber.runtime import Platform
 from autonumber.rules import verify
 from autonumber.rules.store import RuleSpec, store_rule
+from autonumber.runtime import Platform
 
 SG_RT = "rt_Contract_Services_Agreement"
 
@@ -48,9 +48,11 @@ def test_create_account_returns_201_with_its_number(client: TestClient) -> None:
 
 def same_instant(a: str, b: str) -> bool:
     """Compare timestamps, a naive one read as UTC (SQLite returns them naive)."""
+
     def parse(s: str) -> datetime:
         d = datetime.fromisoformat(s)
         return d if d.tzinfo else d.replace(tzinfo=UTC)
+
     return parse(a) == parse(b)
 
 
@@ -92,6 +94,7 @@ def test_bad_json_and_wrong_types_are_422(client: TestClient) -> None:
     assert "JSON" in error(bad, 422)["error"]
     error(client.post("/api/records/Account", json=["Name"]), 422)
     error(client.post("/api/records/Account", json={"Name": {"nested": 1}}), 422)
+
     def refused(data: dict[str, Any]) -> str:
         return str(error(client.post("/api/records/Account", json=data), 422)["error"])
 
@@ -144,8 +147,11 @@ def test_fields_show_rules_counters_and_status(client: TestClient) -> None:
 
 def test_quarantined_rule_is_listed_and_inserts_are_409(client: TestClient, platform: Platform) -> None:
     with platform.begin() as conn:
-        conn.execute(sa.update(system_field).where(system_field.c.Id == "Case.CaseNumber")
-                     .values(auto_number_format="{0000}-{0000}"))
+        conn.execute(
+            sa.update(system_field)
+            .where(system_field.c.Id == "Case.CaseNumber")
+            .values(auto_number_format="{0000}-{0000}")
+        )
     platform.catalog.refresh()  # what the 1 s poll does in a running server
     fields = {f["field_id"]: f for f in client.get("/api/autonumber/fields").json()}
     assert fields["Case.CaseNumber"]["status"] == "quarantined"
@@ -155,8 +161,14 @@ def test_quarantined_rule_is_listed_and_inserts_are_409(client: TestClient, plat
 
 
 def test_preview_renders_without_consuming_a_number(client: TestClient) -> None:
-    req = {"format": "{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00}", "counter": 7, "date": "2026-04-17",
-           "values": {"Account.BillingCountryCode": "SG"}, "object": "Contract", "scope": "per_prefix"}
+    req = {
+        "format": "{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00}",
+        "counter": 7,
+        "date": "2026-04-17",
+        "values": {"Account.BillingCountryCode": "SG"},
+        "object": "Contract",
+        "scope": "per_prefix",
+    }
     r = client.post("/api/autonumber/preview", json=req)
     assert r.status_code == 200, r.text
     assert r.json()["value"] == "SG-CSA-260417-07" and r.json()["scope_key"] == "SG-CSA-260417-"
@@ -182,8 +194,11 @@ def test_preview_errors_name_the_rule(client: TestClient) -> None:
 def test_admin_change_needs_the_token(client: TestClient) -> None:
     r = client.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "CS-{00000000}"})
     assert "Bearer" in error(r, 401)["error"]
-    r = client.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "CS-{00000000}"},
-                   headers={"Authorization": "Bearer wrong"})
+    r = client.put(
+        "/api/autonumber/fields/Case.CaseNumber",
+        json={"format": "CS-{00000000}"},
+        headers={"Authorization": "Bearer wrong"},
+    )
     error(r, 401)
 
 
@@ -191,8 +206,11 @@ def test_admin_change_is_refused_when_no_token_is_configured(platform: Platform)
     from autonumber.web import create_app
 
     with TestClient(create_app(platform)) as c:
-        r = c.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "CS-{00000000}"},
-                  headers={"Authorization": "Bearer anything"})
+        r = c.put(
+            "/api/autonumber/fields/Case.CaseNumber",
+            json={"format": "CS-{00000000}"},
+            headers={"Authorization": "Bearer anything"},
+        )
         assert "AUTONUMBER_ADMIN_TOKEN" in error(r, 403)["error"]
 
 
@@ -217,8 +235,10 @@ def test_admin_change_keeps_the_stored_values_valid(admin: TestClient, platform:
 
 
 def test_admin_change_keeps_cross_record_chains(admin: TestClient) -> None:
-    r = admin.put("/api/autonumber/fields/Quote.Quote_No__c",
-                  json={"format": "{Account.BillingCountryCode}-Q-{YY}{MM}{DD}-{000}"})
+    r = admin.put(
+        "/api/autonumber/fields/Quote.Quote_No__c",
+        json={"format": "{Account.BillingCountryCode}-Q-{YY}{MM}{DD}-{000}"},
+    )
     assert r.status_code == 200, r.text
     acc = sg_account(admin)
     opp = post(admin, "Opportunity", {"Name": "Deal", "AccountId": acc["Id"]})
@@ -227,8 +247,11 @@ def test_admin_change_keeps_cross_record_chains(admin: TestClient) -> None:
 
 def test_admin_change_refuses_a_width_the_counter_overflows(admin: TestClient, platform: Platform) -> None:
     with platform.begin() as conn:
-        conn.execute(sa.update(counter_table).where(counter_table.c.field_id == "Case.CaseNumber")
-                     .values(next_value=1000))
+        conn.execute(
+            sa.update(counter_table)
+            .where(counter_table.c.field_id == "Case.CaseNumber")
+            .values(next_value=1000)
+        )
     body = error(admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "C-{00}"}), 409)
     assert "cannot hold the next value 1000" in body["error"]
     fields = {f["field_id"]: f for f in admin.get("/api/autonumber/fields").json()}
@@ -241,8 +264,9 @@ def test_admin_change_raises_a_counter_behind_the_stored_values(
     post(admin, "Case", {"Subject": "one"})
     post(admin, "Case", {"Subject": "two"})
     with platform.begin() as conn:  # a counter behind the live data (a bad restore, say)
-        conn.execute(sa.update(counter_table).where(counter_table.c.field_id == "Case.CaseNumber")
-                     .values(next_value=2))
+        conn.execute(
+            sa.update(counter_table).where(counter_table.c.field_id == "Case.CaseNumber").values(next_value=2)
+        )
     r = admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "C-{00000000}"})
     assert r.status_code == 200, r.text
     assert r.json()["counters"] == [{"scope_key": "", "next_value": 2}]  # C-… cannot render 00000002
@@ -260,8 +284,16 @@ def test_health_metrics_and_openapi(client: TestClient) -> None:
     assert metrics.status_code == 200 and "autonumber_reservation_seconds" in metrics.text
     assert metrics.headers["content-type"].startswith("text/plain")
     spec = client.get("/openapi.json").json()
-    for path in ("/api/records/Account", "/api/records/Account/{record_id}", "/api/records/Case/bulk",
-                 "/api/autonumber/fields", "/api/autonumber/preview", "/healthz", "/readyz", "/metrics"):
+    for path in (
+        "/api/records/Account",
+        "/api/records/Account/{record_id}",
+        "/api/records/Case/bulk",
+        "/api/autonumber/fields",
+        "/api/autonumber/preview",
+        "/healthz",
+        "/readyz",
+        "/metrics",
+    ):
         assert path in spec["paths"]
     assert client.get("/docs").status_code == 200
 

@@ -16,8 +16,9 @@ from autonumber.runtime import Platform
 def counters(platform: Platform) -> dict[tuple[str, str], int]:
     """Every counter row: a number consumed shows up here even when the insert failed."""
     with platform.db.connect() as conn:
-        rows = conn.execute(sa.select(counter_table.c.field_id, counter_table.c.scope_key,
-                                      counter_table.c.next_value))
+        rows = conn.execute(
+            sa.select(counter_table.c.field_id, counter_table.c.scope_key, counter_table.c.next_value)
+        )
         return {(r.field_id, r.scope_key): int(r.next_value) for r in rows}
 
 
@@ -35,12 +36,15 @@ def nothing_written(platform: Platform, before: dict[tuple[str, str], int], obj:
     assert records(platform, obj) == 0
 
 
-@pytest.mark.parametrize("body", [
-    '{"Name": "\\ud800"}',
-    '{"Name": "ok\\udfff"}',
-    '{"Name": "ab\\u0000cd"}',
-    '{"Name": "Acme", "BillingCountryCode": "S\\u0000"}',
-])
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"Name": "\\ud800"}',
+        '{"Name": "ok\\udfff"}',
+        '{"Name": "ab\\u0000cd"}',
+        '{"Name": "Acme", "BillingCountryCode": "S\\u0000"}',
+    ],
+)
 def test_bad_text_is_422_before_any_number_is_reserved(
     client: TestClient, platform: Platform, body: str
 ) -> None:
@@ -66,8 +70,9 @@ def test_record_id_with_nul_is_404(client: TestClient, path: str) -> None:
     assert r.status_code == 404 and r.json()["error"]
 
 
-@pytest.mark.parametrize("query", ["offset=99999999999999999999999", "offset=-1", "limit=0",
-                                   "limit=99999999999999999999"])
+@pytest.mark.parametrize(
+    "query", ["offset=99999999999999999999999", "offset=-1", "limit=0", "limit=99999999999999999999"]
+)
 def test_paging_out_of_range_is_422(client: TestClient, query: str) -> None:
     r = client.get(f"/api/records/Account?{query}")
     assert r.status_code == 422 and r.json()["error"].startswith("invalid request")
@@ -81,10 +86,17 @@ def test_console_page_number_out_of_range_is_422(platform: Platform) -> None:
         assert r.status_code == 422 and "<html" in r.text
 
 
-@pytest.mark.parametrize("cookie", [
-    "autonumber_admin=é", "autonumber_session=é", "autonumber_session=a.b.c.d",
-    "autonumber_csrf=\x7f\x01", "autonumber_flash=%ff%fe", "autonumber_session=\udcff",
-])
+@pytest.mark.parametrize(
+    "cookie",
+    [
+        "autonumber_admin=é",
+        "autonumber_session=é",
+        "autonumber_session=a.b.c.d",
+        "autonumber_csrf=\x7f\x01",
+        "autonumber_flash=%ff%fe",
+        "autonumber_session=\udcff",
+    ],
+)
 def test_cookies_of_any_bytes_are_ignored(platform: Platform, cookie: str) -> None:
     from autonumber.web import create_app
 
@@ -99,8 +111,15 @@ def test_cookies_of_any_bytes_are_ignored(platform: Platform, cookie: str) -> No
 def test_wrong_types_and_huge_numbers_are_422(client: TestClient, platform: Platform) -> None:
     before = counters(platform)
     long_name = '{"Name": "x' + "y" * 300 + '"}'
-    for body in ('{"Name": 5}', '{"Name": "x", "Nope": 1}', '{"Name": ["a"]}', long_name,
-                 '[1, 2]', '{"Name": NaN}', "not json"):
+    for body in (
+        '{"Name": 5}',
+        '{"Name": "x", "Nope": 1}',
+        '{"Name": ["a"]}',
+        long_name,
+        "[1, 2]",
+        '{"Name": NaN}',
+        "not json",
+    ):
         r = raw_json(client, "POST", "/api/records/Account", body)
         assert r.status_code == 422, (body, r.text)
     nothing_written(platform, before)

@@ -76,23 +76,30 @@ def check_response(op: dict[str, Any], doc: dict[str, Any], where: str, response
     schema = documented.get("content", {}).get("application/json", {}).get("schema")
     if schema is None or not response.headers.get("content-type", "").startswith("application/json"):
         return
-    errors = sorted(Draft202012Validator(with_components(schema, doc)).iter_errors(response.json()),
-                    key=str)
+    errors = sorted(Draft202012Validator(with_components(schema, doc)).iter_errors(response.json()), key=str)
     assert not errors, f"{where} → {response.status_code} does not match its schema: {errors[0].message}"
 
 
-def request_check(api: TestClient, doc: dict[str, Any], path: str, method: str,
-                  op: dict[str, Any]) -> Callable[[], None]:
+def request_check(
+    api: TestClient, doc: dict[str, Any], path: str, method: str, op: dict[str, Any]
+) -> Callable[[], None]:
     """A Hypothesis test of one operation: generated parameters and body, checked answer."""
     params = op.get("parameters", [])
     kinds = {p["name"]: p["in"] for p in params}
 
-    @settings(max_examples=EXAMPLES, deadline=None, database=None,
-              suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much])
-    @given(values=st.fixed_dictionaries(
-        {p["name"]: parameter(p, doc) for p in params if p.get("required")},
-        optional={p["name"]: parameter(p, doc) for p in params if not p.get("required")},
-    ), payload=body(op, doc))
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        database=None,
+        suppress_health_check=[HealthCheck.too_slow, HealthCheck.filter_too_much],
+    )
+    @given(
+        values=st.fixed_dictionaries(
+            {p["name"]: parameter(p, doc) for p in params if p.get("required")},
+            optional={p["name"]: parameter(p, doc) for p in params if not p.get("required")},
+        ),
+        payload=body(op, doc),
+    )
     def check(values: dict[str, Any], payload: Any) -> None:
         url = path
         query: dict[str, str] = {}

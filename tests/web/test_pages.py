@@ -19,8 +19,9 @@ def test_home_lists_objects_with_counts(pages: TestClient, sqlite_platform: Plat
     assert '<span class="count" data-object="Account">0</span>' in html
 
 
-def test_create_form_has_no_autonumber_inputs_and_offers_pickers(pages: TestClient,
-                                                                 sqlite_platform: Platform) -> None:
+def test_create_form_has_no_autonumber_inputs_and_offers_pickers(
+    pages: TestClient, sqlite_platform: Platform
+) -> None:
     sqlite_platform.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})
     html = pages.get("/o/Contract/new").text
     assert 'name="Contract_Number__c"' not in html and "Assigned on save" in html
@@ -44,13 +45,15 @@ def test_create_error_shows_the_form_again(pages: TestClient) -> None:
     assert 'id="record-form"' in r.text
 
 
-def test_edit_shows_numbers_read_only_and_refuses_a_tampered_one(pages: TestClient,
-                                                               sqlite_platform: Platform) -> None:
+def test_edit_shows_numbers_read_only_and_refuses_a_tampered_one(
+    pages: TestClient, sqlite_platform: Platform
+) -> None:
     acc = sqlite_platform.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})
     html = pages.get(f"/o/Account/{acc['Id']}/edit").text
     assert re.search(rf'name="Account_ID__c" value="{acc["Account_ID__c"]}" readonly', html)
-    ok = pages.post(f"/o/Account/{acc['Id']}/edit",
-                    data={"Name": "Acme Ltd", "Account_ID__c": acc["Account_ID__c"]})
+    ok = pages.post(
+        f"/o/Account/{acc['Id']}/edit", data={"Name": "Acme Ltd", "Account_ID__c": acc["Account_ID__c"]}
+    )
     assert ok.status_code == 303
     bad = pages.post(f"/o/Account/{acc['Id']}/edit", data={"Name": "Acme", "Account_ID__c": "IBG-X"})
     assert bad.status_code == 422 and "read-only afterwards" in bad.text
@@ -85,8 +88,9 @@ def test_rules_save_goes_through_validation(pages: TestClient, admin_token: str)
 def test_rules_page_without_a_token_is_read_only(sqlite_platform: Platform) -> None:
     from autonumber.web import create_app
 
-    with FormClient(create_app(sqlite_platform), headers={"Accept": "text/html"},
-                    follow_redirects=False) as c:
+    with FormClient(
+        create_app(sqlite_platform), headers={"Accept": "text/html"}, follow_redirects=False
+    ) as c:
         html = c.get("/rules").text
         assert 'id="admin-disabled"' in html and "AUTONUMBER_ADMIN_TOKEN=" in html
         assert "data-admin" not in html

@@ -23,8 +23,10 @@ def fields(client: TestClient) -> dict[str, dict[str, Any]]:
 def test_fields_show_policy_and_zone_and_admin_sets_them(admin: TestClient) -> None:
     case = fields(admin)["Case.CaseNumber"]
     assert (case["numbering"], case["time_zone"]) == ("standard", "UTC")
-    r = admin.put("/api/autonumber/fields/Case.CaseNumber",
-                  json={"format": "INV-{YYYY}-{00000}", "numbering": "gapless", "time_zone": "Asia/Tokyo"})
+    r = admin.put(
+        "/api/autonumber/fields/Case.CaseNumber",
+        json={"format": "INV-{YYYY}-{00000}", "numbering": "gapless", "time_zone": "Asia/Tokyo"},
+    )
     assert r.status_code == 200, r.text
     assert (r.json()["numbering"], r.json()["time_zone"]) == ("gapless", "Asia/Tokyo")
     case = fields(admin)["Case.CaseNumber"]
@@ -33,8 +35,9 @@ def test_fields_show_policy_and_zone_and_admin_sets_them(admin: TestClient) -> N
     # a later format-only change keeps the policy and the zone
     r = admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "INV-{YYYY}-{000000}"})
     assert (r.json()["numbering"], r.json()["time_zone"]) == ("gapless", "Asia/Tokyo")
-    bad = admin.put("/api/autonumber/fields/Case.CaseNumber",
-                    json={"format": "X-{0}", "time_zone": "Mars/Base"})
+    bad = admin.put(
+        "/api/autonumber/fields/Case.CaseNumber", json={"format": "X-{0}", "time_zone": "Mars/Base"}
+    )
     assert bad.status_code in (400, 422) and "Mars/Base" in bad.json()["error"]
     bad = admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "X-{0}", "numbering": "fast"})
     assert bad.status_code == 422
@@ -69,8 +72,9 @@ def test_gaps_api(client: TestClient, platform: Platform) -> None:
 
 
 def test_rules_page_shows_policy_and_links_the_gap_page(sqlite_platform: Platform) -> None:
-    with TestClient(create_app(sqlite_platform), headers={"Accept": "text/html"},
-                    follow_redirects=False) as c:
+    with TestClient(
+        create_app(sqlite_platform), headers={"Accept": "text/html"}, follow_redirects=False
+    ) as c:
         html = c.get("/rules").text
         assert 'class="tag numbering"' in html and 'href="/rules/Case.CaseNumber/gaps"' in html
         assert 'name="numbering"' in html and 'name="time_zone"' in html

@@ -46,16 +46,22 @@ def test_cross_origin_rule_change_with_a_valid_admin_session_is_refused(
     login(browser)
     before = case_format(platform)
     token = csrf_token(browser)
-    for headers in ({"Origin": "http://testserver:8001"}, {"Origin": "http://evil.example"},
-                    {"Referer": "http://sub.testserver/page"}, {"Origin": "null"}):
-        r = browser.post(f"/rules/{CASE_RULE}", data={"format": "X-{00000000}", "csrf_token": token},
-                         headers=headers)
+    for headers in (
+        {"Origin": "http://testserver:8001"},
+        {"Origin": "http://evil.example"},
+        {"Referer": "http://sub.testserver/page"},
+        {"Origin": "null"},
+    ):
+        r = browser.post(
+            f"/rules/{CASE_RULE}", data={"format": "X-{00000000}", "csrf_token": token}, headers=headers
+        )
         assert r.status_code == 403, (headers, r.status_code)
         assert "cross-origin" in r.text
     assert case_format(platform) == before
     # the same request from the console's own origin goes through
-    r = browser.post(f"/rules/{CASE_RULE}", data={"format": "X-{00000000}", "csrf_token": token},
-                     headers={"Origin": HOST})
+    r = browser.post(
+        f"/rules/{CASE_RULE}", data={"format": "X-{00000000}", "csrf_token": token}, headers={"Origin": HOST}
+    )
     assert r.status_code == 303 and case_format(platform) == "X-{00000000}"
 
 
@@ -92,9 +98,7 @@ def test_logout_ends_the_session_on_the_server(browser: FormClient, platform: Pl
     assert case_format(platform) != "Z-{00000000}"
 
 
-def test_sessions_expire_and_cannot_be_forged(
-    browser: FormClient, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_sessions_expire_and_cannot_be_forged(browser: FormClient, monkeypatch: pytest.MonkeyPatch) -> None:
     login(browser, API)  # a writer session
     cookie = browser.cookies.get(web_auth.COOKIE)
     assert cookie is not None
@@ -132,8 +136,12 @@ def test_api_token_is_required_for_every_write(browser: FormClient, platform: Pl
     assert api.patch(f"/api/records/Case/{rec['Id']}", json={"Subject": "y"}).status_code == 401
     assert api.get(f"/api/records/Case/{rec['Id']}").status_code == 200  # reads stay open
     writer = {"Authorization": f"Bearer {API}"}
-    assert api.put(f"/api/autonumber/fields/{CASE_RULE}", json={"format": "W-{00000000}"},
-                   headers=writer).status_code == 401  # the API token is not an admin token
+    assert (
+        api.put(
+            f"/api/autonumber/fields/{CASE_RULE}", json={"format": "W-{00000000}"}, headers=writer
+        ).status_code
+        == 401
+    )  # the API token is not an admin token
     # the console: no login, no create form; a post is refused
     assert browser.get("/o/Case/new").headers["location"] == "/login?next=/o/Case/new"
     assert browser.post("/o/Case/new", data={"Subject": "z"}).status_code == 401

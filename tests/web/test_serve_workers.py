@@ -45,7 +45,10 @@ def serve(
     environ = {k: v for k, v in os.environ.items() if not k.startswith(("AUTONUMBER_", "PROMETHEUS_"))}
     proc = subprocess.Popen(
         [AUTONUMBER, "serve", "--port", str(port), "--workers", str(workers), "--db", url],
-        stdout=log, stderr=subprocess.STDOUT, env={**environ, **env}, start_new_session=True,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        env={**environ, **env},
+        start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}"
     try:
@@ -136,9 +139,7 @@ def test_readyz_reports_the_database(sqlite_url: str, tmp_path: Path) -> None:
         assert body["status"] == "ready" and body["objects"] > 0
 
 
-def test_sigterm_finishes_in_flight_requests_and_writes_nothing_half(
-    prepared: str, tmp_path: Path
-) -> None:
+def test_sigterm_finishes_in_flight_requests_and_writes_nothing_half(prepared: str, tmp_path: Path) -> None:
     batch = {"records": [{"Subject": f"b{i}"} for i in range(300)]}
     outcomes: list[tuple[int | None, float]] = []
     with serve(prepared, 2, tmp_path) as (base, proc):

@@ -15,20 +15,25 @@ if TYPE_CHECKING:
 
 from .common import DEFAULT_URL, DbOption
 
-app = typer.Typer(help="Audit the numbers a counter moved past; prune the reservation journal.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Audit the numbers a counter moved past; prune the reservation journal.", no_args_is_help=True
+)
 
 
 @app.command("gaps")
 def gaps_cmd(
-    field: Annotated[str, typer.Argument(metavar="FIELD", help="Object.Field or the field's id.",
-                                         show_default=False)],
-    scope_key: Annotated[str | None, typer.Option("--scope-key", help="Only this counter scope.",
-                                                  show_default=False)] = None,
-    lo: Annotated[int | None, typer.Option("--from", min=0, help="Lowest value checked.",
-                                           show_default=False)] = None,
-    hi: Annotated[int | None, typer.Option("--to", min=0, help="Highest value checked.",
-                                           show_default=False)] = None,
+    field: Annotated[
+        str, typer.Argument(metavar="FIELD", help="Object.Field or the field's id.", show_default=False)
+    ],
+    scope_key: Annotated[
+        str | None, typer.Option("--scope-key", help="Only this counter scope.", show_default=False)
+    ] = None,
+    lo: Annotated[
+        int | None, typer.Option("--from", min=0, help="Lowest value checked.", show_default=False)
+    ] = None,
+    hi: Annotated[
+        int | None, typer.Option("--to", min=0, help="Highest value checked.", show_default=False)
+    ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
@@ -66,8 +71,10 @@ def _print(report: GapReport) -> None:
 
 @app.command("prune")
 def prune_cmd(
-    older_than: Annotated[str, typer.Option("--older-than", help="Age of the lines to delete: 90d, 12h, 30m.",
-                                            show_default=False)],
+    older_than: Annotated[
+        str,
+        typer.Option("--older-than", help="Age of the lines to delete: 90d, 12h, 30m.", show_default=False),
+    ],
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Delete reservation-journal lines older than the given age (gaps they explained become "unknown").

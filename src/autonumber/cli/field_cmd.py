@@ -15,30 +15,48 @@ from .common import DEFAULT_URL, DbOption
 if TYPE_CHECKING:
     from autonumber.rules import FieldChange, RuleSpec
 
-app = typer.Typer(help="Add autonumber fields and change their rules (validated, seeded, verified).",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Add autonumber fields and change their rules (validated, seeded, verified).", no_args_is_help=True
+)
 
-ObjectArg = Annotated[str, typer.Argument(metavar="OBJECT", help="Object API name, e.g. Account.",
-                                          show_default=False)]
-FieldArg = Annotated[str, typer.Argument(metavar="FIELD", help="Field API name, e.g. Member_No__c.",
-                                         show_default=False)]
-FormatOption = Annotated[str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.",
-                                           show_default=False)]
-NumberingOption = Annotated[str | None, typer.Option(
-    "--numbering", help="standard (reserved off the caller's transaction; a rollback leaves a gap) or "
-    "gapless (taken inside it, the counter row locked until it ends). Default: standard, or the "
-    "stored policy for `set`.", show_default=False)]
-TimeZoneOption = Annotated[str | None, typer.Option(
-    "--time-zone", help="IANA zone whose calendar dates the numbers and bounds per_day/per_prefix "
-    "counters, e.g. Asia/Tokyo. Default: UTC, or the stored zone for `set`.", show_default=False)]
+ObjectArg = Annotated[
+    str, typer.Argument(metavar="OBJECT", help="Object API name, e.g. Account.", show_default=False)
+]
+FieldArg = Annotated[
+    str, typer.Argument(metavar="FIELD", help="Field API name, e.g. Member_No__c.", show_default=False)
+]
+FormatOption = Annotated[
+    str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.", show_default=False)
+]
+NumberingOption = Annotated[
+    str | None,
+    typer.Option(
+        "--numbering",
+        help="standard (reserved off the caller's transaction; a rollback leaves a gap) or "
+        "gapless (taken inside it, the counter row locked until it ends). Default: standard, or the "
+        "stored policy for `set`.",
+        show_default=False,
+    ),
+]
+TimeZoneOption = Annotated[
+    str | None,
+    typer.Option(
+        "--time-zone",
+        help="IANA zone whose calendar dates the numbers and bounds per_day/per_prefix "
+        "counters, e.g. Asia/Tokyo. Default: UTC, or the stored zone for `set`.",
+        show_default=False,
+    ),
+]
 
 
 def _report(rule: RuleSpec, done: FieldChange) -> None:
     for line in done.changes:
         typer.echo(f"  {line}")
     extra = "".join(f", {v}" for v in (rule.numbering, rule.time_zone) if v not in ("standard", "UTC"))
-    typer.echo(f"{rule.name} ({done.field_id}): {rule.format} ({rule.scope}, start {rule.start}{extra}); "
-               "verify passed")
+    typer.echo(
+        f"{rule.name} ({done.field_id}): {rule.format} ({rule.scope}, start {rule.start}{extra}); "
+        "verify passed"
+    )
 
 
 @app.command("add")
@@ -48,8 +66,9 @@ def add_cmd(
     fmt: FormatOption,
     scope: Annotated[str, typer.Option("--scope", help="global, per_day or per_prefix.")] = "global",
     start: Annotated[int, typer.Option("--start", min=0, help="First number when no value exists.")] = 1,
-    length: Annotated[int | None, typer.Option("--length", min=1, max=255,
-                                               help="Column length (default 30).")] = None,
+    length: Annotated[
+        int | None, typer.Option("--length", min=1, max=255, help="Column length (default 30).")
+    ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
     db: DbOption = DEFAULT_URL,
@@ -61,8 +80,16 @@ def add_cmd(
     from autonumber.commands import fields
     from autonumber.rules import RuleSpec
 
-    rule = RuleSpec(object_name, field, fmt, scope=scope, start=start, length=length,
-                    numbering=numbering or "standard", time_zone=time_zone or "UTC")
+    rule = RuleSpec(
+        object_name,
+        field,
+        fmt,
+        scope=scope,
+        start=start,
+        length=length,
+        numbering=numbering or "standard",
+        time_zone=time_zone or "UTC",
+    )
     done = fields.create_field(db, rule)
     _report(rule, done)
 
@@ -72,10 +99,12 @@ def set_cmd(
     object_name: ObjectArg,
     field: FieldArg,
     fmt: FormatOption,
-    scope: Annotated[str | None, typer.Option("--scope", help="Default: the stored scope.",
-                                              show_default=False)] = None,
-    start: Annotated[int | None, typer.Option("--start", min=0, help="Default: the stored start.",
-                                              show_default=False)] = None,
+    scope: Annotated[
+        str | None, typer.Option("--scope", help="Default: the stored scope.", show_default=False)
+    ] = None,
+    start: Annotated[
+        int | None, typer.Option("--start", min=0, help="Default: the stored start.", show_default=False)
+    ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
     db: DbOption = DEFAULT_URL,
@@ -87,6 +116,7 @@ def set_cmd(
     """
     from autonumber.commands import fields
 
-    rule, done = fields.set_field(db, object_name, field, fmt, scope=scope, start=start,
-                                  numbering=numbering, time_zone=time_zone)
+    rule, done = fields.set_field(
+        db, object_name, field, fmt, scope=scope, start=start, numbering=numbering, time_zone=time_zone
+    )
     _report(rule, done)

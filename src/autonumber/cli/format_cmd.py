@@ -76,9 +76,7 @@ def check(
     snapshot = catalog.snapshot(db)
     snapshot.require_object(object_name)
     print_report(
-        check_format(
-            fmt, scope=scope, catalog=snapshot, source_object=object_name, target_field=field
-        )
+        check_format(fmt, scope=scope, catalog=snapshot, source_object=object_name, target_field=field)
     )
 
 
@@ -119,9 +117,7 @@ def parse_sets(values: list[str] | None, needed: list[str]) -> dict[str, str]:
         out[m.group(1)] = m.group(2)
     missing = [k for k in needed if k not in out]
     if missing:
-        raise ConfigError(
-            "the format needs a value for " + ", ".join(f"--set {k}=VALUE" for k in missing)
-        )
+        raise ConfigError("the format needs a value for " + ", ".join(f"--set {k}=VALUE" for k in missing))
     return out
 
 
@@ -131,18 +127,24 @@ def preview(
     counter: Annotated[int, typer.Option("--counter", help="Counter value to render.")] = 1,
     at: Annotated[
         str | None,
-        typer.Option("--at", help="Assigned-at moment: YYYY-MM-DD (that day in --time-zone) or an ISO "
-                     "datetime with offset, e.g. 2026-04-17T20:00:00+00:00; default now.",
-                     show_default=False),
+        typer.Option(
+            "--at",
+            help="Assigned-at moment: YYYY-MM-DD (that day in --time-zone) or an ISO "
+            "datetime with offset, e.g. 2026-04-17T20:00:00+00:00; default now.",
+            show_default=False,
+        ),
     ] = None,
     time_zone: Annotated[
         str, typer.Option("--time-zone", help="IANA zone whose calendar dates the value, e.g. Asia/Tokyo.")
     ] = "UTC",
     sets: Annotated[
         list[str] | None,
-        typer.Option("--set", metavar="Object.Field=VALUE",
-                     help="Value of a cross-record token; repeat for each token.",
-                     show_default=False),
+        typer.Option(
+            "--set",
+            metavar="Object.Field=VALUE",
+            help="Value of a cross-record token; repeat for each token.",
+            show_default=False,
+        ),
     ] = None,
 ) -> None:
     """Print the value FORMAT renders; consumes no number and touches no database.

@@ -10,16 +10,23 @@ from .common import DEFAULT_URL, DbOption
 
 app = typer.Typer(help="Custom objects and adopted application tables.", no_args_is_help=True)
 
-ObjectArg = Annotated[str, typer.Argument(metavar="OBJECT", help="Object API name, e.g. Shipment__c.",
-                                          show_default=False)]
+ObjectArg = Annotated[
+    str, typer.Argument(metavar="OBJECT", help="Object API name, e.g. Shipment__c.", show_default=False)
+]
 
 
 @app.command("add")
 def add_cmd(
     object_name: ObjectArg,
-    fields: Annotated[list[str], typer.Option(
-        "--field", help="NAME:TYPE, TYPE one of text(N), number, integer, boolean, date, datetime, "
-        "ref(Object); repeat for each field.", show_default=False)],
+    fields: Annotated[
+        list[str],
+        typer.Option(
+            "--field",
+            help="NAME:TYPE, TYPE one of text(N), number, integer, boolean, date, datetime, "
+            "ref(Object); repeat for each field.",
+            show_default=False,
+        ),
+    ],
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Create a custom object: its table (Id, CreatedDate and the fields) and its metadata.
@@ -37,8 +44,9 @@ def add_cmd(
 @app.command("adopt")
 def adopt_cmd(
     object_name: ObjectArg,
-    table: Annotated[str, typer.Option("--table", help="The existing table to register.",
-                                       show_default=False)],
+    table: Annotated[
+        str, typer.Option("--table", help="The existing table to register.", show_default=False)
+    ],
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Register an existing table as an object (its key and columns as they are; nothing altered).

@@ -71,8 +71,9 @@ def insert_many(
 
     from autonumber.commands import records
 
-    rows = [(f"{file}:{n}", _parse_object(line, f"{file}:{n}"))
-            for n, line in enumerate(lines, 1) if line.strip()]
+    rows = [
+        (f"{file}:{n}", _parse_object(line, f"{file}:{n}")) for n, line in enumerate(lines, 1) if line.strip()
+    ]
     with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
         task = bar.add_task(f"inserting {object_name}", total=len(rows))
         stored = records.insert_many(db, object_name, rows, lambda done: bar.advance(task, done))

@@ -28,8 +28,13 @@ WorkersOption = Annotated[
 ]
 MaxConnectionsOption = Annotated[
     int | None,
-    typer.Option("--max-connections", min=3, envvar=MAX_CONNECTIONS_ENV, show_default=False,
-                 help="Database connections per worker, all pools together (default 10)."),
+    typer.Option(
+        "--max-connections",
+        min=3,
+        envvar=MAX_CONNECTIONS_ENV,
+        show_default=False,
+        help="Database connections per worker, all pools together (default 10).",
+    ),
 ]
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 GRACEFUL_SECONDS = 30
@@ -74,17 +79,27 @@ def start_server(
     _warn_if_exposed(host)
     token = os.environ.get(ENV)
     shown = f"[{host}]" if ":" in host else host
-    typer.echo(f"autonumber console on http://{shown}:{port}/  (API docs: /docs; {workers} worker(s) × "
-               f"{budget} database connections; admin "
-               f"{'enabled' if token else f'disabled, set {ENV} to enable'}; writes "
-               f"{'need ' + API_ENV if os.environ.get(API_ENV) else 'open to anyone who can reach it'})")
+    typer.echo(
+        f"autonumber console on http://{shown}:{port}/  (API docs: /docs; {workers} worker(s) × "
+        f"{budget} database connections; admin "
+        f"{'enabled' if token else f'disabled, set {ENV} to enable'}; writes "
+        f"{'need ' + API_ENV if os.environ.get(API_ENV) else 'open to anyone who can reach it'})"
+    )
     try:
         if app is not None:
-            uvicorn.run(app, host=host, port=port, log_level="warning",
-                        timeout_graceful_shutdown=GRACEFUL_SECONDS)
+            uvicorn.run(
+                app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SECONDS
+            )
         else:
-            uvicorn.run("autonumber.web.server:app_from_env", factory=True, host=host, port=port,
-                        workers=workers, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SECONDS)
+            uvicorn.run(
+                "autonumber.web.server:app_from_env",
+                factory=True,
+                host=host,
+                port=port,
+                workers=workers,
+                log_level="warning",
+                timeout_graceful_shutdown=GRACEFUL_SECONDS,
+            )
     finally:
         if metrics_dir is not None and os.environ.get(MULTIPROC_ENV) == str(metrics_dir):
             shutil.rmtree(metrics_dir, ignore_errors=True)
@@ -123,7 +138,9 @@ def _warn_if_exposed(host: str) -> None:
     typer.secho(
         f"WARNING: serving on {host} without {API_ENV}: anyone who can reach this port can create "
         f"and edit records. Set {API_ENV}=<a secret> (and put a TLS reverse proxy in front).",
-        err=True, fg=typer.colors.RED, bold=True,
+        err=True,
+        fg=typer.colors.RED,
+        bold=True,
     )
 
 

@@ -13,8 +13,7 @@ app = typer.Typer(help="Bootstrap and cut over a database; verify its invariants
 
 SpecOption = Annotated[
     Path | None,
-    typer.Option("--spec", help="A data-spec file (default: the generated seed module).",
-                 show_default=False),
+    typer.Option("--spec", help="A data-spec file (default: the generated seed module).", show_default=False),
 ]
 
 
@@ -44,9 +43,13 @@ def apply_cmd(
     ] = False,
     quiet: Annotated[bool, typer.Option("--quiet", "-q", help="Print only the summary line.")] = False,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print every change.")] = False,
-    with_guard_trigger: Annotated[bool, typer.Option(
-        "--with-guard-trigger",
-        help="Then install the trigger refusing rule edits outside the applier (MariaDB/MySQL, PostgreSQL)."),
+    with_guard_trigger: Annotated[
+        bool,
+        typer.Option(
+            "--with-guard-trigger",
+            help="Then install the trigger refusing rule edits outside the applier "
+            "(MariaDB/MySQL, PostgreSQL).",
+        ),
     ] = False,
 ) -> None:
     """Run the cut-over phases under the bootstrap lock; exit non-zero if any phase or verify fails.
@@ -64,8 +67,10 @@ def apply_cmd(
     done = setup.apply_setup(db, reporter, spec=spec, reseed=reseed, with_guard_trigger=with_guard_trigger)
     if done.guard_trigger is not None:
         console().print(done.guard_trigger)
-    console().print(f"setup apply: {done.spec_id} on {mask(db)} (env {env}): {len(done.results)} phase(s), "
-                  f"{done.changes} change(s), {done.seconds:.2f} s; verify passed")
+    console().print(
+        f"setup apply: {done.spec_id} on {mask(db)} (env {env}): {len(done.results)} phase(s), "
+        f"{done.changes} change(s), {done.seconds:.2f} s; verify passed"
+    )
 
 
 @app.command("plan")

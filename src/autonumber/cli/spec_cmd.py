@@ -11,8 +11,10 @@ from autonumber.setup.paths import MODULE_PATH, SPEC_PATH
 
 from .common import DEFAULT_URL, DbOption
 
-app = typer.Typer(help="Generate/check the seed module from the canonical data-spec; apply data-specs.",
-                  no_args_is_help=True)
+app = typer.Typer(
+    help="Generate/check the seed module from the canonical data-spec; apply data-specs.",
+    no_args_is_help=True,
+)
 
 SpecOption = Annotated[
     Path | None,
@@ -48,8 +50,10 @@ def check_cmd(spec: SpecOption = None, out: OutOption = None) -> None:
     spec_path, out_path = spec or repo_file(SPEC_PATH), out or repo_file(MODULE_PATH)
     diff = drift(spec_path, out_path)
     if diff:
-        typer.echo(f"{out_path} is stale against {spec_path}; run `autonumber spec generate` and "
-                   "commit the result:", err=True)
+        typer.echo(
+            f"{out_path} is stale against {spec_path}; run `autonumber spec generate` and commit the result:",
+            err=True,
+        )
         typer.echo(diff, err=True)
         raise typer.Exit(1)
     typer.echo(f"{out_path} is up to date with {spec_path}")
@@ -60,15 +64,23 @@ def apply_cmd(
     path: Annotated[Path, typer.Argument(metavar="PATH", help="The data-spec to apply.", show_default=False)],
     env: Annotated[
         str | None,
-        typer.Option("--env", envvar="AUTONUMBER_ENV", help="staging or production (or AUTONUMBER_ENV).",
-                     show_default=False),
+        typer.Option(
+            "--env",
+            envvar="AUTONUMBER_ENV",
+            help="staging or production (or AUTONUMBER_ENV).",
+            show_default=False,
+        ),
     ] = None,
     db: DbOption = DEFAULT_URL,
     staging_db: Annotated[
         str | None,
-        typer.Option("--staging-db", envvar="AUTONUMBER_STAGING_DATABASE_URL", show_default=False,
-                     help="Where staging's apply log lives, for the pending-prod same-day check "
-                          "(default: the --db database)."),
+        typer.Option(
+            "--staging-db",
+            envvar="AUTONUMBER_STAGING_DATABASE_URL",
+            show_default=False,
+            help="Where staging's apply log lives, for the pending-prod same-day check "
+            "(default: the --db database).",
+        ),
     ] = None,
     verbose: Annotated[bool, typer.Option("--verbose", "-v", help="Print every planned change.")] = False,
 ) -> None:
@@ -86,5 +98,8 @@ def apply_cmd(
     result = spec.apply(db, path, env, RichReporter(verbose=verbose), staging_url=staging_db)
     for line in result.changes:
         typer.echo(f"  {line}")
-    typer.echo(f"{result.message} ({mask(db)}, {len(result.changes)} change(s))"
-               if result.outcome == "applied" else result.message)
+    typer.echo(
+        f"{result.message} ({mask(db)}, {len(result.changes)} change(s))"
+        if result.outcome == "applied"
+        else result.message
+    )

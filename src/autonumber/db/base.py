@@ -61,9 +61,7 @@ class Dialect:
         """Sample the database clock once, as an aware UTC datetime."""
         return to_utc(conn.execute(sa.select(self.utc_now_expr())).scalar_one())
 
-    def named_lock(
-        self, engine: Engine, name: str, timeout: float
-    ) -> AbstractContextManager[None]:
+    def named_lock(self, engine: Engine, name: str, timeout: float) -> AbstractContextManager[None]:
         """An exclusive lock across processes, held until the context exits; LockTimeout if not taken."""
         raise NotImplementedError
 
@@ -122,9 +120,7 @@ class Dialect:
         """The SET of an upsert: `column` never lowered, the other non-key columns replaced by `new`
         (the proposed row: `excluded` / `inserted`), `created_date` kept."""
         on_update: dict[str, Any] = {column: self.greatest(table.c[column], new[column])}
-        on_update.update(
-            {k: new[k] for k in columns if k not in keys and k not in (column, "created_date")}
-        )
+        on_update.update({k: new[k] for k in columns if k not in keys and k not in (column, "created_date")})
         return on_update
 
     def for_update(self, stmt: sa.Select[Any]) -> sa.Select[Any]:

@@ -54,16 +54,12 @@ def _try_take(dialect: Dialect, engine: Engine, name: str, holder: str, lease: f
     with engine.begin() as conn:
         now = dialect.utc_now(conn)
         row = conn.execute(
-            dialect.for_update(
-                sa.select(table.c.holder, table.c.expires_at).where(table.c.name == name)
-            )
+            dialect.for_update(sa.select(table.c.holder, table.c.expires_at).where(table.c.name == name))
         ).first()
         expires = now + timedelta(seconds=lease)
         if row is None:
             conn.execute(
-                sa.insert(table).values(
-                    name=name, holder=holder, acquired_at=now, expires_at=expires
-                )
+                sa.insert(table).values(name=name, holder=holder, acquired_at=now, expires_at=expires)
             )
             return True
         stale = to_utc(row.expires_at) <= now or _holder_is_dead(row.holder)
@@ -75,8 +71,6 @@ def _try_take(dialect: Dialect, engine: Engine, name: str, holder: str, lease: f
             .values(holder=holder, acquired_at=now, expires_at=expires)
         )
         return True
-
-
 
 
 @contextmanager
@@ -108,9 +102,7 @@ def _release(dialect: Dialect, engine: Engine, name: str, holder: str) -> None:
         try:
             with engine.begin() as conn:
                 conn.execute(
-                    sa.delete(lock_table).where(
-                        lock_table.c.name == name, lock_table.c.holder == holder
-                    )
+                    sa.delete(lock_table).where(lock_table.c.name == name, lock_table.c.holder == holder)
                 )
             return
         except sa.exc.DBAPIError as exc:

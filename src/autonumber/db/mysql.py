@@ -50,9 +50,7 @@ class MySQLDialect(Dialect):
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         return sa.func.utc_timestamp(sa.literal_column("6"))
 
-    def named_lock(
-        self, engine: Engine, name: str, timeout: float
-    ) -> AbstractContextManager[None]:
+    def named_lock(self, engine: Engine, name: str, timeout: float) -> AbstractContextManager[None]:
         if is_galera(engine):
             return lease_lock(self, engine, name, timeout)
         return self._get_lock(engine, name, timeout)
@@ -129,9 +127,7 @@ class MySQLDialect(Dialect):
         )
         if conn.execute(stmt).rowcount == 0:
             return None
-        row = conn.execute(
-            sa.select(sa.func.last_insert_id(), table.c[clock_column]).where(where)
-        ).one()
+        row = conn.execute(sa.select(sa.func.last_insert_id(), table.c[clock_column]).where(where)).one()
         return int(row[0]), to_utc(row[1])
 
     def guard_install_sql(self) -> list[str]:

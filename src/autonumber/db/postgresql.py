@@ -45,9 +45,7 @@ class PostgreSQLDialect(Dialect):
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         return sa.func.timezone("UTC", sa.func.clock_timestamp())
 
-    def named_lock(
-        self, engine: Engine, name: str, timeout: float
-    ) -> AbstractContextManager[None]:
+    def named_lock(self, engine: Engine, name: str, timeout: float) -> AbstractContextManager[None]:
         if is_cockroach(engine):
             return lease_lock(self, engine, name, timeout)
         return self._advisory_lock(engine, name, timeout)
@@ -68,9 +66,7 @@ class PostgreSQLDialect(Dialect):
                 conn.execute(sa.select(sa.func.pg_advisory_unlock(key)))
 
     def guard_install_sql(self) -> list[str]:
-        changed = " OR ".join(
-            f"OLD.{c}::text IS DISTINCT FROM NEW.{c}::text" for c in AUTONUMBER_COLUMNS
-        )
+        changed = " OR ".join(f"OLD.{c}::text IS DISTINCT FROM NEW.{c}::text" for c in AUTONUMBER_COLUMNS)
         return [
             f"CREATE OR REPLACE FUNCTION {TRIGGER}() RETURNS trigger AS $$ BEGIN "
             f"IF ({changed}) AND coalesce(current_setting('{PG_SETTING}', true), '') <> '1' "

@@ -54,9 +54,7 @@ class SQLiteDialect(Dialect):
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         return sa.func.strftime("%Y-%m-%d %H:%M:%f", "now")
 
-    def named_lock(
-        self, engine: Engine, name: str, timeout: float
-    ) -> AbstractContextManager[None]:
+    def named_lock(self, engine: Engine, name: str, timeout: float) -> AbstractContextManager[None]:
         return lease_lock(self, engine, name, timeout)
 
     def is_retryable(self, exc: BaseException) -> bool:

@@ -94,12 +94,8 @@ system_field = sa.Table(
     sa.Column("auto_number_format", sa.String(255), nullable=True),
     sa.Column("auto_number_start", sa.BigInteger, nullable=False, server_default="1"),
     sa.Column("auto_number_scope", sa.String(16), nullable=False, server_default="global"),
-    sa.Column(
-        "auto_number_date_src", sa.String(16), nullable=False, server_default="assigned_at"
-    ),
-    sa.Column(
-        "auto_number_on_change", sa.String(16), nullable=False, server_default="keep_existing"
-    ),
+    sa.Column("auto_number_date_src", sa.String(16), nullable=False, server_default="assigned_at"),
+    sa.Column("auto_number_on_change", sa.String(16), nullable=False, server_default="keep_existing"),
     sa.Column("auto_number_token_refs", CanonicalJSON, nullable=True),
     sa.Column("auto_number_numbering", sa.String(16), nullable=False, server_default="standard"),
     sa.Column("auto_number_time_zone", sa.String(64), nullable=False, server_default="UTC"),
@@ -159,8 +155,9 @@ spec_apply_log = sa.Table(
 reservation_journal = sa.Table(
     "_System_AutoNumberJournal",
     metadata,
-    sa.Column("Id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True,
-              autoincrement=True),
+    sa.Column(
+        "Id", sa.BigInteger().with_variant(sa.Integer(), "sqlite"), primary_key=True, autoincrement=True
+    ),
     sa.Column("field_id", sa.String(255), nullable=False),
     sa.Column("scope_key", sa.String(64), nullable=False, server_default=""),
     sa.Column("first_value", sa.BigInteger, nullable=False),
@@ -188,8 +185,14 @@ field_format_history = sa.Table(
 `effective_from` is when the format last became current (NULL: before history was kept)."""
 
 SYSTEM_TABLES: tuple[sa.Table, ...] = (
-    system_object, system_field, system_record_type, counter_table, lock_table, spec_apply_log,
-    reservation_journal, field_format_history,
+    system_object,
+    system_field,
+    system_record_type,
+    counter_table,
+    lock_table,
+    spec_apply_log,
+    reservation_journal,
+    field_format_history,
 )
 
 

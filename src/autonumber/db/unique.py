@@ -47,8 +47,10 @@ class Duplicate:
 
     def describe(self) -> str:
         more = f" and {self.count - len(self.ids)} more" if self.count > len(self.ids) else ""
-        return (f"{self.field} value {self.value!r} is stored {self.count} times (row Ids "
-                f"{', '.join(self.ids)}{more})")
+        return (
+            f"{self.field} value {self.value!r} is stored {self.count} times (row Ids "
+            f"{', '.join(self.ids)}{more})"
+        )
 
 
 def catalog_targets(conn: Connection) -> list[Target]:
@@ -61,8 +63,12 @@ def catalog_targets(conn: Connection) -> list[Target]:
     autonumber = f.c.Type == "autonumber"
     if "auto_number_format" in {c["name"] for c in inspector.get_columns(f.name)}:
         autonumber = sa.or_(autonumber, f.c.auto_number_format.is_not(None))
-    stmt = (sa.select(o.c.ApiName, o.c.TableName, f.c.ApiName).join(o, o.c.Id == f.c.ObjectId)
-            .where(autonumber).order_by(o.c.ApiName, f.c.ApiName))
+    stmt = (
+        sa.select(o.c.ApiName, o.c.TableName, f.c.ApiName)
+        .join(o, o.c.Id == f.c.ObjectId)
+        .where(autonumber)
+        .order_by(o.c.ApiName, f.c.ApiName)
+    )
     return [Target(f"{obj}.{name}", table, name) for obj, table, name in conn.execute(stmt)]
 
 
@@ -72,7 +78,7 @@ def index_name(table: str, column: str) -> str:
     if len(name) <= INDEX_NAME_LIMIT:
         return name
     digest = hashlib.blake2b(f"{table}.{column}".encode(), digest_size=8).hexdigest()
-    return f"ux_{table[:INDEX_NAME_LIMIT - 20]}_{digest}"
+    return f"ux_{table[: INDEX_NAME_LIMIT - 20]}_{digest}"
 
 
 class _Columns:
@@ -95,8 +101,10 @@ class _Columns:
         for index in self.inspector.get_indexes(target.table):
             if index.get("unique") and list(index["column_names"]) == [target.column]:
                 return True
-        return any(list(uc["column_names"]) == [target.column]
-                   for uc in self.inspector.get_unique_constraints(target.table))
+        return any(
+            list(uc["column_names"]) == [target.column]
+            for uc in self.inspector.get_unique_constraints(target.table)
+        )
 
     def table(self, target: Target) -> sa.Table:
         """A Core table with just `Id` and the target column (names validated first)."""
@@ -106,22 +114,32 @@ class _Columns:
         pk = self.inspector.get_pk_constraint(target.table).get("constrained_columns") or ["Id"]
         key = pk[0] if len(pk) == 1 else "Id"
         check_api_name(key, "key column")
-        return sa.Table(target.table, sa.MetaData(), sa.Column(key, sa.String(64), primary_key=True),
-                        sa.Column(target.column, kind))
+        return sa.Table(
+            target.table,
+            sa.MetaData(),
+            sa.Column(key, sa.String(64), primary_key=True),
+            sa.Column(target.column, kind),
+        )
 
 
-def find_duplicates(conn: Connection, table: sa.Table, column: str, field: str,
-                    limit: int = 10) -> list[Duplicate]:
+def find_duplicates(
+    conn: Connection, table: sa.Table, column: str, field: str, limit: int = 10
+) -> list[Duplicate]:
     """Values of `column` stored more than once (the first `limit`, smallest first)."""
     col = table.c[column]
     count = sa.func.count().label("n")
-    stmt = (sa.select(col, count).where(col.is_not(None)).group_by(col)
-            .having(sa.func.count() > 1).order_by(col).limit(limit))
+    stmt = (
+        sa.select(col, count)
+        .where(col.is_not(None))
+        .group_by(col)
+        .having(sa.func.count() > 1)
+        .order_by(col)
+        .limit(limit)
+    )
     out = []
     for value, n in conn.execute(stmt).all():
         key = key_column(table)
-        ids = conn.execute(sa.select(key).where(col == value).order_by(key)
-                           .limit(SHOWN_IDS)).scalars().all()
+        ids = conn.execute(sa.select(key).where(col == value).order_by(key).limit(SHOWN_IDS)).scalars().all()
         out.append(Duplicate(field, str(value), int(n), tuple(str(i) for i in ids)))
     return out
 
@@ -167,4 +185,5 @@ def _check_indexable(conn: Connection, target: Target, table: sa.Table) -> None:
         raise SetupError(
             f"{target.field}: column {target.table}.{target.column} holds "
             f"{length or 'unbounded'} characters; a UNIQUE index on MariaDB/MySQL covers at most "
-            f"{MYSQL_INDEX_CHARS}: make the autonumber column at most {MYSQL_INDEX_CHARS} long")
+            f"{MYSQL_INDEX_CHARS}: make the autonumber column at most {MYSQL_INDEX_CHARS} long"
+        )

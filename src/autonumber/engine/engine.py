@@ -174,7 +174,4 @@ class Engine:
         if self.strategy != "combining" or self._on_caller(conn) is not None:
             return self._reserve(rule, 1, cross, conn), 0
         key = (rule.field_id, tuple(sorted(cross.items())))
-        return self.combiner.reserve_one(
-            key, lambda n: self.reserver.reserve_atomic(rule, n, cross)
-        )
-
+        return self.combiner.reserve_one(key, lambda n: self.reserver.reserve_atomic(rule, n, cross))

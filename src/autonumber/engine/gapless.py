@@ -54,13 +54,18 @@ def reserve_gapless(
     while True:
         if rule.scope == "global" and at is None and reserver.hooks.clock is None:
             # the key does not depend on the clock: the sample rides on the UPDATE (one round trip)
-            clocked = dialect.atomic_increment_clocked(conn, T, _where(rule, ""), "next_value", n,
-                                                       "last_modified_date")
+            clocked = dialect.atomic_increment_clocked(
+                conn, T, _where(rule, ""), "next_value", n, "last_modified_date"
+            )
             now, key = (clocked[1], "") if clocked is not None else (dialect.utc_now(conn), "")
             after = None if clocked is None else clocked[0]
         else:
-            now = at if at is not None else (
-                reserver.hooks.clock(conn) if reserver.hooks.clock is not None else dialect.utc_now(conn)
+            now = (
+                at
+                if at is not None
+                else (
+                    reserver.hooks.clock(conn) if reserver.hooks.clock is not None else dialect.utc_now(conn)
+                )
             )
             key = rule.scope_key(now, cross)
             if lazy == 0 and not dialect.reserve_on_caller_when_written and not _exists(conn, rule, key):
@@ -68,8 +73,9 @@ def reserve_gapless(
                 # gap lock under REPEATABLE READ (an application's own MariaDB session), which would
                 # block the creation below on our own transaction
                 lazy = reserver._after_missing(rule, _Missing(now, key), cross, None, lazy)
-            after = dialect.atomic_increment(conn, T, _where(rule, key), "next_value", n,
-                                             {"last_modified_date": now})
+            after = dialect.atomic_increment(
+                conn, T, _where(rule, key), "next_value", n, {"last_modified_date": now}
+            )
         if after is not None:
             res = Reservation(now, key, after - n, n)
             if reserver.hooks.reserved is not None:

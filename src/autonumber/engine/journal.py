@@ -95,10 +95,17 @@ class Journal:
         """Append the `reserved` line inside the reservation's own transaction."""
         if not self.enabled:
             return
-        conn.execute(sa.insert(J).values(
-            field_id=rng.field_id, scope_key=rng.scope_key, first_value=rng.first, count=rng.count,
-            state=RESERVED, owner=self.owner, logged_at=at,
-        ))
+        conn.execute(
+            sa.insert(J).values(
+                field_id=rng.field_id,
+                scope_key=rng.scope_key,
+                first_value=rng.first,
+                count=rng.count,
+                state=RESERVED,
+                owner=self.owner,
+                logged_at=at,
+            )
+        )
 
     def outcome(self, db: Engine, ranges: Sequence[tuple[Range, str, str]]) -> None:
         """Append `rolled_back` / `failed` lines on a connection of their own.
@@ -110,8 +117,15 @@ class Journal:
         if not self.enabled or not ranges:
             return
         rows = [
-            {"field_id": r.field_id, "scope_key": r.scope_key, "first_value": r.first,
-             "count": r.count, "state": state, "owner": self.owner, "detail": detail[:MAX_DETAIL]}
+            {
+                "field_id": r.field_id,
+                "scope_key": r.scope_key,
+                "first_value": r.first,
+                "count": r.count,
+                "state": state,
+                "owner": self.owner,
+                "detail": detail[:MAX_DETAIL],
+            }
             for r, state, detail in ranges
         ]
         try:
@@ -134,9 +148,7 @@ def parse_age(text: str) -> timedelta:
     return timedelta(**{units[text[-1]]: int(text[:-1])})
 
 
-def lines_for(
-    conn: Connection, field_id: str, scope_keys: Iterable[str] | None = None
-) -> list[sa.Row[Any]]:
+def lines_for(conn: Connection, field_id: str, scope_keys: Iterable[str] | None = None) -> list[sa.Row[Any]]:
     """Every journal line of a field (optionally only some scopes), oldest first."""
     stmt = sa.select(J).where(J.c.field_id == field_id).order_by(J.c.Id)
     if scope_keys is not None:

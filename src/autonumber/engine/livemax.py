@@ -14,9 +14,9 @@ from autonumber.format.value_patterns import LIKE_ESCAPE, like_pattern
 PAGE = 10_000
 
 
-def live_max_reader(db: Engine, snapshot: Callable[[], CatalogSnapshot]) -> Callable[
-    [Rule, str, datetime, Mapping[str, str]], int
-]:
+def live_max_reader(
+    db: Engine, snapshot: Callable[[], CatalogSnapshot]
+) -> Callable[[Rule, str, datetime, Mapping[str, str]], int]:
     """Build the engine's live-max function over the fresh-read pool."""
 
     def live_max(rule: Rule, scope_key: str, at: datetime, cross: Mapping[str, str]) -> int:

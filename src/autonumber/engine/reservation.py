@@ -412,4 +412,3 @@ class Reserver:
         if self.hooks.reserved is not None:
             self.hooks.reserved(res)
         return res
-

@@ -39,10 +39,7 @@ def _hint(body: str) -> str:
         return "; remove the spaces inside the braces"
     m = _PREFIXED_COUNTER.fullmatch(body)
     if m and (m.group(1) or m.group(3)) and "." not in body:
-        return (
-            f"; keep literal text outside the braces, e.g. "
-            f"{m.group(1)}{{{m.group(2)}}}{m.group(3)}"
-        )
+        return f"; keep literal text outside the braces, e.g. {m.group(1)}{{{m.group(2)}}}{m.group(3)}"
     return ""
 
 
@@ -52,7 +49,10 @@ def _token(fmt: str, body: str, pos: int) -> Token:
     if body and body.strip("0") == "":
         if len(body) > MAX_WIDTH:
             raise _fail(
-                2, fmt, pos, f"counter token is {len(body)} digits wide; the width must be "
+                2,
+                fmt,
+                pos,
+                f"counter token is {len(body)} digits wide; the width must be "
                 f"1..{MAX_WIDTH} (BIGINT headroom), e.g. {{{'0' * MAX_WIDTH}}}",
             )
         return Token(TokenKind.COUNTER, text, pos, width=len(body))
@@ -62,7 +62,10 @@ def _token(fmt: str, body: str, pos: int) -> Token:
         parts = body.split(".")
         if len(parts) > 2:
             raise _fail(
-                8, fmt, pos, f"token {text} walks {len(parts) - 1} hops; a token names one "
+                8,
+                fmt,
+                pos,
+                f"token {text} walks {len(parts) - 1} hops; a token names one "
                 "{Object.Field}; declare a depth-2 path as an fkChains override instead",
             )
         ref = CrossRef(text, parts[0], parts[1], taxonomy=parts[0] == TAXONOMY_OBJECT)
@@ -79,8 +82,13 @@ def _stray(fmt: str, brace: str, pos: int) -> FormatError:
     close = fmt.find("}", pos + 1)
     if close == -1 or (nxt != -1 and nxt < close):
         if nxt != -1 and close != -1:
-            return _fail(0, fmt, pos, f"'{{' is not closed before the '{{' at position {nxt}; "
-                         "tokens cannot nest and literal braces are not allowed")
+            return _fail(
+                0,
+                fmt,
+                pos,
+                f"'{{' is not closed before the '{{' at position {nxt}; "
+                "tokens cannot nest and literal braces are not allowed",
+            )
         return _fail(0, fmt, pos, "'{' is never closed; add the '}' or remove the '{'")
     return _fail(0, fmt, pos, "stray '{'")  # pragma: no cover - the scanner never gets here
 
@@ -104,7 +112,9 @@ def _check_counter(fmt: str, tokens: list[Token]) -> int:
         raise _fail(1, fmt, None, "has no counter token; add one such as {0000}")
     if len(counters) > 1:
         raise _fail(
-            1, fmt, counters[1].position,
+            1,
+            fmt,
+            counters[1].position,
             f"second counter token {counters[1].text}; a format has exactly one counter "
             f"({len(counters)} found)",
         )

@@ -61,8 +61,12 @@ def check_format(
         length = parsed.fixed_length if not parsed.cross_refs else None
         return FormatReport(parsed, scope, length)
     refs = validate_format(
-        parsed, source_object=source_object, catalog=catalog, target_field=target_field,
-        scope=scope, overrides=overrides,
+        parsed,
+        source_object=source_object,
+        catalog=catalog,
+        target_field=target_field,
+        scope=scope,
+        overrides=overrides,
     )
     try:
         length = parsed.max_length(cross_max_lengths(parsed, refs, source_object, catalog, 5))

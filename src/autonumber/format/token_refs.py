@@ -84,9 +84,7 @@ def canonicalize_token_refs(value: Any) -> str:
     if isinstance(value, (bytes, bytearray)):
         value = value.decode("utf-8")
     data = json.loads(value) if isinstance(value, str) else _plain(value)
-    return json.dumps(
-        data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    )
+    return json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def load_token_refs(value: str | bytes | Sequence[Any]) -> list[TokenRef]:

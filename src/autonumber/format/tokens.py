@@ -25,9 +25,7 @@ TAXONOMY_OBJECT = "RecordType"
 
 RECORD_TYPE_FK = "RecordTypeId"
 
-VALID_TOKENS = (
-    "{0…0} (counter, 1-18 zeros), {YYYY}, {YY}, {MM}, {DD}, {Object.Field}, {RecordType.Field}"
-)
+VALID_TOKENS = "{0…0} (counter, 1-18 zeros), {YYYY}, {YY}, {MM}, {DD}, {Object.Field}, {RecordType.Field}"
 
 
 class TokenKind(enum.Enum):

@@ -21,8 +21,7 @@ MAX_CHAIN_DEPTH = 2
 RECORD_TYPE_DEFAULT_LENGTHS = {"RecordTypeCode": 16}
 """Used when the catalog gives no MaxLength for a RecordType column (VARCHAR(16))."""
 
-_OVERRIDE_KEYS = {"tokenLiteral", "targetObject", "targetField", "fkChains", "readStrategy",
-                  "directField"}
+_OVERRIDE_KEYS = {"tokenLiteral", "targetObject", "targetField", "fkChains", "readStrategy", "directField"}
 
 
 def _err(rule: int, fmt: Format, what: str) -> FormatError:
@@ -38,7 +37,9 @@ def validate_scope(fmt: Format, scope: str) -> None:
     check_scope_name(scope, fmt.source)
     if fmt.counter_position_varies:
         raise _err(
-            9, fmt, "cross-record tokens on both sides of the counter make the counter's place in "
+            9,
+            fmt,
+            "cross-record tokens on both sides of the counter make the counter's place in "
             "a value depend on the data ({A}-{00}-{B} renders 'X-12-3-45-6' for X/12/3-45-6 and "
             "X-12-3/45/6), so two records could get the same text; keep every cross-record token "
             "on one side of the counter",
@@ -46,7 +47,9 @@ def validate_scope(fmt: Format, scope: str) -> None:
     if scope == "per_day" and not fmt.key_plan.full_date:
         shown = " ".join("{" + k + "}" for k in fmt.date_kinds) or "no date token"
         raise _err(
-            9, fmt, f"scope per_day needs the full date in the value ({{YYYY}} or {{YY}}, {{MM}} "
+            9,
+            fmt,
+            f"scope per_day needs the full date in the value ({{YYYY}} or {{YY}}, {{MM}} "
             f"and {{DD}}) but the format shows {shown}; add them or use scope global/per_prefix",
         )
 
@@ -59,8 +62,12 @@ def check_seeded_taxonomy(fmt: Format) -> None:
     through `{RecordType.RecordTypeCode}` (the one column the seed fills, docs/setup.md)."""
     for ref in fmt.cross_refs:
         if ref.taxonomy and ref.field != SEEDED_TAXONOMY_FIELD:
-            raise _err(10, fmt, f"token {ref.literal}: seeded formats may use only "
-                       f"{{RecordType.{SEEDED_TAXONOMY_FIELD}}} as record-type token")
+            raise _err(
+                10,
+                fmt,
+                f"token {ref.literal}: seeded formats may use only "
+                f"{{RecordType.{SEEDED_TAXONOMY_FIELD}}} as record-type token",
+            )
 
 
 def _overrides(fmt: Format, overrides: Sequence[Mapping[str, Any]] | None) -> dict[str, dict[str, Any]]:
@@ -70,12 +77,20 @@ def _overrides(fmt: Format, overrides: Sequence[Mapping[str, Any]] | None) -> di
     for ov in overrides or ():
         lit = ov.get("tokenLiteral")
         if lit not in literals:
-            raise _err(4, fmt, f"token-ref override names {lit!r}, which is not a cross-record "
-                       f"token of this format (tokens: {', '.join(sorted(literals)) or 'none'})")
+            raise _err(
+                4,
+                fmt,
+                f"token-ref override names {lit!r}, which is not a cross-record "
+                f"token of this format (tokens: {', '.join(sorted(literals)) or 'none'})",
+            )
         unknown = set(ov) - _OVERRIDE_KEYS
         if unknown:
-            raise _err(4, fmt, f"token-ref override for {lit} has unknown keys "
-                       f"{sorted(unknown)}; allowed: {sorted(_OVERRIDE_KEYS)}")
+            raise _err(
+                4,
+                fmt,
+                f"token-ref override for {lit} has unknown keys "
+                f"{sorted(unknown)}; allowed: {sorted(_OVERRIDE_KEYS)}",
+            )
         out[str(lit)] = dict(ov)
     return out
 
@@ -86,50 +101,74 @@ def _base_chains(
     """The default chain for a token: RecordTypeId for taxonomy, else the one FK to its object."""
     if ref.taxonomy:
         if catalog.get_field(source, RECORD_TYPE_FK) is None:
-            raise _err(7, fmt, f"token {ref.literal} needs a {RECORD_TYPE_FK} field, and {source} "
-                       "has none; remove the token or add record types to the object")
+            raise _err(
+                7,
+                fmt,
+                f"token {ref.literal} needs a {RECORD_TYPE_FK} field, and {source} "
+                "has none; remove the token or add record types to the object",
+            )
         step = {"fk": RECORD_TYPE_FK, "targetObject": TAXONOMY_OBJECT, "targetField": ref.field}
         return [[step]]
     if ref.object == source:
-        raise _err(8, fmt, f"token {ref.literal} reads the source object {source} itself; "
-                   "cross-record tokens must name another object (self-reference)")
+        raise _err(
+            8,
+            fmt,
+            f"token {ref.literal} reads the source object {source} itself; "
+            "cross-record tokens must name another object (self-reference)",
+        )
     if catalog.get_object(ref.object) is None:
         raise _err(4, fmt, f"token {ref.literal}: object {ref.object} is not in _System_Object")
     if catalog.get_field(ref.object, ref.field) is None:
-        raise _err(4, fmt, f"token {ref.literal}: field {ref.field} is not a field of "
-                   f"{ref.object} in _System_Field")
+        raise _err(
+            4, fmt, f"token {ref.literal}: field {ref.field} is not a field of {ref.object} in _System_Field"
+        )
     fks = [f.name for f in catalog.fields_of(source) if f.reference_to == ref.object]
     if explicit:
         return []
     if not fks:
-        raise _err(4, fmt, f"token {ref.literal}: {source} has no lookup field to {ref.object}, "
-                   "so there is no FK path; add one or declare fkChains in a token-ref override")
+        raise _err(
+            4,
+            fmt,
+            f"token {ref.literal}: {source} has no lookup field to {ref.object}, "
+            "so there is no FK path; add one or declare fkChains in a token-ref override",
+        )
     if len(fks) > 1:
-        raise _err(4, fmt, f"token {ref.literal}: {source} has {len(fks)} lookups to {ref.object} "
-                   f"({', '.join(fks)}); declare which to follow with an explicit fkChains "
-                   "override")
+        raise _err(
+            4,
+            fmt,
+            f"token {ref.literal}: {source} has {len(fks)} lookups to {ref.object} "
+            f"({', '.join(fks)}); declare which to follow with an explicit fkChains "
+            "override",
+        )
     return [[{"fk": fks[0], "targetObject": ref.object, "targetField": ref.field}]]
 
 
-def _terminal(
-    fmt: Format, obj: str, name: str, catalog: CatalogView, chain: str, what: str
-) -> None:
+def _terminal(fmt: Format, obj: str, name: str, catalog: CatalogView, chain: str, what: str) -> None:
     """Rules 4/6/8/10: the field a chain (or directField) ends on is a stored scalar column."""
     if obj == TAXONOMY_OBJECT:
         if name not in catalog.record_type_columns():
-            raise _err(10, fmt, f"{what} reads RecordType.{name} ({chain}), but _System_RecordType "
-                       f"has no column {name}; columns: "
-                       f"{', '.join(sorted(catalog.record_type_columns()))}")
+            raise _err(
+                10,
+                fmt,
+                f"{what} reads RecordType.{name} ({chain}), but _System_RecordType "
+                f"has no column {name}; columns: "
+                f"{', '.join(sorted(catalog.record_type_columns()))}",
+            )
         return
     fld = catalog.get_field(obj, name)
     if fld is None:
         raise _err(4, fmt, f"{what} ({chain}): {obj} has no field {name}")
     if fld.is_formula:
-        raise _err(6, fmt, f"{what} ({chain}): {obj}.{name} is a formula field; tokens must read "
-                   "stored columns")
+        raise _err(
+            6, fmt, f"{what} ({chain}): {obj}.{name} is a formula field; tokens must read stored columns"
+        )
     if fld.is_reference:
-        raise _err(8, fmt, f"{what} ({chain}): {obj}.{name} is a lookup, not a scalar; the last "
-                   "step must read a stored non-FK column")
+        raise _err(
+            8,
+            fmt,
+            f"{what} ({chain}): {obj}.{name} is a lookup, not a scalar; the last "
+            "step must read a stored non-FK column",
+        )
 
 
 def _check_chain(
@@ -138,31 +177,50 @@ def _check_chain(
     """Rules 4, 8 (depth, cycles, broken links, non-scalar ends) for one fkChains entry."""
     desc = f"chain [{describe_chain(chain)}]"
     if not chain or len(chain) > MAX_CHAIN_DEPTH:
-        raise _err(8, fmt, f"token {ref.tokenLiteral}: {desc} has depth {len(chain)}; "
-                   f"chains have 1..{MAX_CHAIN_DEPTH} steps")
+        raise _err(
+            8,
+            fmt,
+            f"token {ref.tokenLiteral}: {desc} has depth {len(chain)}; "
+            f"chains have 1..{MAX_CHAIN_DEPTH} steps",
+        )
     objects = [source, *(s.targetObject for s in chain)]
     if len(set(objects)) != len(objects):
-        raise _err(8, fmt, f"token {ref.tokenLiteral}: {desc} visits an object twice "
-                   f"({' -> '.join(objects)}): self-reference or cycle")
+        raise _err(
+            8,
+            fmt,
+            f"token {ref.tokenLiteral}: {desc} visits an object twice "
+            f"({' -> '.join(objects)}): self-reference or cycle",
+        )
     current = source
     for i, step in enumerate(chain):
         fk = catalog.get_field(current, step.fk)
         if fk is None or not fk.is_reference:
-            raise _err(4, fmt, f"token {ref.tokenLiteral}: {desc}: {current}.{step.fk} is not a "
-                       "lookup field")
+            raise _err(4, fmt, f"token {ref.tokenLiteral}: {desc}: {current}.{step.fk} is not a lookup field")
         if step.targetObject != TAXONOMY_OBJECT and (
             fk.reference_to != step.targetObject or catalog.get_object(step.targetObject) is None
         ):
-            raise _err(4, fmt, f"token {ref.tokenLiteral}: {desc}: {current}.{step.fk} points to "
-                       f"{fk.reference_to}, not to a known object {step.targetObject}")
+            raise _err(
+                4,
+                fmt,
+                f"token {ref.tokenLiteral}: {desc}: {current}.{step.fk} points to "
+                f"{fk.reference_to}, not to a known object {step.targetObject}",
+            )
         if i + 1 < len(chain) and chain[i + 1].fk != step.targetField:
-            raise _err(8, fmt, f"token {ref.tokenLiteral}: {desc}: step {i + 1} reads "
-                       f"{step.targetField} but step {i + 2} follows {chain[i + 1].fk}")
+            raise _err(
+                8,
+                fmt,
+                f"token {ref.tokenLiteral}: {desc}: step {i + 1} reads "
+                f"{step.targetField} but step {i + 2} follows {chain[i + 1].fk}",
+            )
         current = step.targetObject
     last = chain[-1]
     if (last.targetObject, last.targetField) != (ref.targetObject, ref.targetField):
-        raise _err(4, fmt, f"token {ref.tokenLiteral}: {desc} ends at "
-                   f"{last.targetObject}.{last.targetField}, not at the token's field")
+        raise _err(
+            4,
+            fmt,
+            f"token {ref.tokenLiteral}: {desc} ends at "
+            f"{last.targetObject}.{last.targetField}, not at the token's field",
+        )
     _terminal(fmt, last.targetObject, last.targetField, catalog, desc, f"token {ref.tokenLiteral}")
 
 
@@ -172,8 +230,14 @@ def _check_ref(fmt: Format, ref: TokenRef, source: str, catalog: CatalogView) ->
     for chain in ref.fkChains:
         _check_chain(fmt, ref, source, chain, catalog)
     if ref.directField is not None:
-        _terminal(fmt, source, ref.directField, catalog, f"directField {ref.directField}",
-                  f"token {ref.tokenLiteral}")
+        _terminal(
+            fmt,
+            source,
+            ref.directField,
+            catalog,
+            f"directField {ref.directField}",
+            f"token {ref.tokenLiteral}",
+        )
 
 
 def derive_token_refs(
@@ -194,20 +258,24 @@ def derive_token_refs(
     for ref in fmt.cross_refs:
         ov = by_literal.get(ref.literal, {})
         data: dict[str, Any] = {
-            "tokenLiteral": ref.literal, "targetObject": ref.object, "targetField": ref.field,
+            "tokenLiteral": ref.literal,
+            "targetObject": ref.object,
+            "targetField": ref.field,
             "fkChains": _base_chains(fmt, ref, source_object, catalog, "fkChains" in ov),
         }
         for key in ("targetObject", "targetField"):
             if key in ov and ov[key] != data[key]:
-                raise _err(4, fmt, f"override for {ref.literal} says {key}={ov[key]!r}, but the "
-                           f"token names {data[key]!r}")
+                raise _err(
+                    4,
+                    fmt,
+                    f"override for {ref.literal} says {key}={ov[key]!r}, but the token names {data[key]!r}",
+                )
         try:
             token_ref = TokenRef.model_validate({**data, **ov})
         except ValidationError as exc:
             first = exc.errors()[0]
             where = ".".join(str(p) for p in first["loc"])
-            raise _err(4, fmt, f"override for {ref.literal} is invalid at {where}: "
-                       f"{first['msg']}") from None
+            raise _err(4, fmt, f"override for {ref.literal} is invalid at {where}: {first['msg']}") from None
         _check_ref(fmt, token_ref, source_object, catalog)
         refs.append(token_ref)
     return refs
@@ -234,8 +302,12 @@ def cross_max_lengths(
     for ref in refs:
         n = _value_length(ref, source, catalog)
         if n is None:
-            raise _err(rule, fmt, f"cannot bound the length of {ref.tokenLiteral}: "
-                       f"{ref.key} (or its directField) has no MaxLength in _System_Field")
+            raise _err(
+                rule,
+                fmt,
+                f"cannot bound the length of {ref.tokenLiteral}: "
+                f"{ref.key} (or its directField) has no MaxLength in _System_Field",
+            )
         out[ref.key] = n
     return out
 
@@ -248,10 +320,14 @@ def _check_length(
         return
     longest = fmt.max_length(cross_max_lengths(fmt, refs, source, catalog, 5))
     if longest > target.max_length:
-        raise _err(5, fmt, f"values can be {longest} characters long (counter "
-                   f"{'9' * fmt.counter_width}, cross values at their MaxLength) but "
-                   f"{source}.{target.name} holds {target.max_length}; widen the column or "
-                   "shorten the format")
+        raise _err(
+            5,
+            fmt,
+            f"values can be {longest} characters long (counter "
+            f"{'9' * fmt.counter_width}, cross values at their MaxLength) but "
+            f"{source}.{target.name} holds {target.max_length}; widen the column or "
+            "shorten the format",
+        )
 
 
 def validate_format(
@@ -270,7 +346,6 @@ def validate_format(
     if target_field is not None:
         target = catalog.get_field(source_object, target_field)
         if target is None:
-            raise _err(4, parsed, f"target field {source_object}.{target_field} is not in "
-                       "_System_Field")
+            raise _err(4, parsed, f"target field {source_object}.{target_field} is not in _System_Field")
         _check_length(parsed, refs, source_object, target, catalog)
     return refs

@@ -94,8 +94,7 @@ class ScanPattern:
         cross = {key: m.group(name) for key, name in self._cross_groups.items()}
         start, end = m.span("counter")
         suffix = value[end:] if self._has_suffix else None
-        return ScanMatch(int(m.group("counter")), day, cross, self._plan, self._source,
-                         value[:start], suffix)
+        return ScanMatch(int(m.group("counter")), day, cross, self._plan, self._source, value[:start], suffix)
 
     @property
     def date_groups(self) -> tuple[int, ...]:
@@ -137,9 +136,7 @@ class ScanPattern:
         return year, month, day
 
 
-def like_pattern(
-    tokens: Sequence[Token], at: datetime, cross: Mapping[str, str], zone: tzinfo = UTC
-) -> str:
+def like_pattern(tokens: Sequence[Token], at: datetime, cross: Mapping[str, str], zone: tzinfo = UTC) -> str:
     """A LIKE pattern (escape character LIKE_ESCAPE) for the values of one scope: literals, the dates of
     `at` on the clock of `zone` and the given cross values fixed; the counter and absent cross
     values `%`."""
@@ -159,6 +156,8 @@ def like_pattern(
 
 
 def _like_escape(text: str) -> str:
-    return text.replace(LIKE_ESCAPE, 2 * LIKE_ESCAPE).replace("%", LIKE_ESCAPE + "%").replace(
-        "_", LIKE_ESCAPE + "_"
+    return (
+        text.replace(LIKE_ESCAPE, 2 * LIKE_ESCAPE)
+        .replace("%", LIKE_ESCAPE + "%")
+        .replace("_", LIKE_ESCAPE + "_")
     )

@@ -45,14 +45,21 @@ def database_url(alias: str = "default") -> str:
     vendor = connections[alias].vendor
     driver = DRIVERS.get(vendor)
     if driver is None:
-        raise AutonumberError(f"database {alias!r}: Django backend {vendor!r} is not supported "
-                              f"(use one of {', '.join(DRIVERS)})")
+        raise AutonumberError(
+            f"database {alias!r}: Django backend {vendor!r} is not supported "
+            f"(use one of {', '.join(DRIVERS)})"
+        )
     if vendor == "sqlite":
         return URL.create(driver, database=str(settings["NAME"])).render_as_string()
     port = settings.get("PORT")
-    url = URL.create(driver, username=settings.get("USER") or None, password=settings.get("PASSWORD") or None,
-                     host=settings.get("HOST") or "127.0.0.1", port=int(port) if port else None,
-                     database=str(settings["NAME"]))
+    url = URL.create(
+        driver,
+        username=settings.get("USER") or None,
+        password=settings.get("PASSWORD") or None,
+        host=settings.get("HOST") or "127.0.0.1",
+        port=int(port) if port else None,
+        database=str(settings["NAME"]),
+    )
     return url.render_as_string(hide_password=False)
 
 
@@ -124,12 +131,16 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
         loaded = model_instance.__dict__.get(LOADED, {}).get(self.attname, value)
         if not add:
             if value != loaded:
-                raise ReadOnlyAutoNumber(f"{type(model_instance).__name__}.{self.name} is an autonumber: "
-                                         f"assigned on the first save and read-only afterwards ({loaded!r})")
+                raise ReadOnlyAutoNumber(
+                    f"{type(model_instance).__name__}.{self.name} is an autonumber: "
+                    f"assigned on the first save and read-only afterwards ({loaded!r})"
+                )
             return value
         if value:
-            raise ReadOnlyAutoNumber(f"{type(model_instance).__name__}.{self.name} is assigned on the first "
-                                     f"save and cannot be supplied (got {value!r})")
+            raise ReadOnlyAutoNumber(
+                f"{type(model_instance).__name__}.{self.name} is assigned on the first "
+                f"save and cannot be supplied (got {value!r})"
+            )
         return _Pending(self, model_instance)  # numbered in get_db_prep_save, which knows the database
 
     def get_db_prep_save(self, value: Any, connection: Any) -> Any:
@@ -149,8 +160,9 @@ class _Pending:
         """Reserve and render the instance's number on the platform of `alias`; store it on the instance."""
         field, instance = self.field, self.instance
         field_id = register(type(instance), field, alias)
-        record = {f.column: getattr(instance, f.attname) for f in instance._meta.concrete_fields
-                  if f is not field}
+        record = {
+            f.column: getattr(instance, f.attname) for f in instance._meta.concrete_fields if f is not field
+        }
         value = platform_for(alias).engine.assign_one(field_id, record)
         setattr(instance, field.attname, value)
         instance.__dict__.setdefault(LOADED, {})[field.attname] = value

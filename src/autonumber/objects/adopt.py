@@ -53,8 +53,14 @@ def reflect(conn: Connection, table_name: str) -> sa.Table:
 
 def _field_row(object_name: str, column: sa.Column[Any]) -> dict[str, object]:
     kind, length = field_type(column)
-    return {"Id": field_id(object_name, column.name), "ObjectId": object_id(object_name),
-            "ApiName": column.name, "Label": column.name, "Type": kind, "MaxLength": length}
+    return {
+        "Id": field_id(object_name, column.name),
+        "ObjectId": object_id(object_name),
+        "ApiName": column.name,
+        "Label": column.name,
+        "Type": kind,
+        "MaxLength": length,
+    }
 
 
 def adopt_table(conn: Connection, name: str, table_name: str) -> list[str]:
@@ -63,8 +69,9 @@ def adopt_table(conn: Connection, name: str, table_name: str) -> list[str]:
     table = reflect(conn, table_name)
     keys = list(table.primary_key.columns)
     if len(keys) != 1:
-        raise ObjectDefinitionError(f"table {table_name}: adoption needs a single-column primary key, "
-                                    f"found {len(keys) or 'none'}")
+        raise ObjectDefinitionError(
+            f"table {table_name}: adoption needs a single-column primary key, found {len(keys) or 'none'}"
+        )
     for column in table.columns:
         check_api_name(column.name, f"column name of table {table_name}")
     o = system_object
@@ -76,8 +83,11 @@ def adopt_table(conn: Connection, name: str, table_name: str) -> list[str]:
     owner = conn.execute(sa.select(o.c.ApiName).where(o.c.TableName == table_name)).scalar_one_or_none()
     if owner is not None:
         raise ObjectDefinitionError(f"table {table_name} already belongs to object {owner}")
-    conn.execute(sa.insert(o).values(Id=object_id(name), ApiName=name, TableName=table_name, Label=name,
-                                     KeyColumn=keys[0].name))
+    conn.execute(
+        sa.insert(o).values(
+            Id=object_id(name), ApiName=name, TableName=table_name, Label=name, KeyColumn=keys[0].name
+        )
+    )
     conn.execute(sa.insert(system_field), [_field_row(name, c) for c in table.columns])
     return [f"object {name} adopts table {table_name} (key {keys[0].name}, {len(table.columns)} columns)"]
 
@@ -87,22 +97,31 @@ def adopt_column(conn: Connection, rule: RuleSpec, table_name: str) -> list[str]
     table = reflect(conn, table_name)
     column = table.c.get(rule.field)
     if column is None:
-        raise ObjectDefinitionError(f"{rule.name}: table {table_name} has no column {rule.field}; add "
-                                    "it in the application's schema first (an adopted table is not altered)")
+        raise ObjectDefinitionError(
+            f"{rule.name}: table {table_name} has no column {rule.field}; add "
+            "it in the application's schema first (an adopted table is not altered)"
+        )
     if field_type(column)[0] != "text":
-        raise ObjectDefinitionError(f"{rule.name}: column {rule.field} is {column.type}, an autonumber "
-                                    "column must be text")
+        raise ObjectDefinitionError(
+            f"{rule.name}: column {rule.field} is {column.type}, an autonumber column must be text"
+        )
     key = next(iter(table.primary_key.columns))
     dupe = conn.execute(
-        sa.select(column, sa.func.min(key)).where(column.is_not(None)).group_by(column)
-        .having(sa.func.count() > 1).limit(1)
+        sa.select(column, sa.func.min(key))
+        .where(column.is_not(None))
+        .group_by(column)
+        .having(sa.func.count() > 1)
+        .limit(1)
     ).first()
     if dupe is not None:
-        raise ObjectDefinitionError(f"{rule.name}: value {dupe[0]!r} is stored more than once (first in row "
-                                    f"{dupe[1]}); autonumbers must be unique, fix the data first")
+        raise ObjectDefinitionError(
+            f"{rule.name}: value {dupe[0]!r} is stored more than once (first in row "
+            f"{dupe[1]}); autonumbers must be unique, fix the data first"
+        )
     f = system_field
-    known = conn.execute(sa.select(f.c.Id).where(f.c.ObjectId == object_id(rule.object),
-                                                 f.c.ApiName == rule.field)).first()
+    known = conn.execute(
+        sa.select(f.c.Id).where(f.c.ObjectId == object_id(rule.object), f.c.ApiName == rule.field)
+    ).first()
     if known is not None:
         return []
     conn.execute(sa.insert(f).values(_field_row(rule.object, column)))

@@ -52,8 +52,9 @@ def parse_field(text: str) -> FieldSpec:
         return FieldSpec(name, "reference", check_api_name(arg, "referenced object"), REF_LENGTH)
     if kind in SCALAR_TYPES and arg is None:
         return FieldSpec(name, kind)
-    raise ObjectDefinitionError(f"field {text!r}: unknown type {kind + (f'({arg})' if arg else '')!r}; "
-                                f"use one of {', '.join(TYPES)}")
+    raise ObjectDefinitionError(
+        f"field {text!r}: unknown type {kind + (f'({arg})' if arg else '')!r}; use one of {', '.join(TYPES)}"
+    )
 
 
 def _registered(conn: Connection) -> dict[str, str]:
@@ -63,8 +64,11 @@ def _registered(conn: Connection) -> dict[str, str]:
 
 def _existing_fields(conn: Connection, name: str) -> dict[str, tuple[str, str | None, int | None]]:
     f = system_field
-    rows = conn.execute(sa.select(f.c.ApiName, f.c.Type, f.c.ReferenceTo, f.c.MaxLength)
-                        .where(f.c.ObjectId == object_id(name)))
+    rows = conn.execute(
+        sa.select(f.c.ApiName, f.c.Type, f.c.ReferenceTo, f.c.MaxLength).where(
+            f.c.ObjectId == object_id(name)
+        )
+    )
     return {str(r[0]): (str(r[1]), r[2], r[3]) for r in rows}
 
 
@@ -81,19 +85,24 @@ def check_object(conn: Connection, name: str, fields: Sequence[FieldSpec]) -> bo
     objects = _registered(conn)
     for f in fields:
         if f.reference_to is not None and f.reference_to not in objects and f.reference_to != name:
-            raise ObjectDefinitionError(f"object {name}: field {f.name} refers to unknown object "
-                                        f"{f.reference_to!r}")
+            raise ObjectDefinitionError(
+                f"object {name}: field {f.name} refers to unknown object {f.reference_to!r}"
+            )
     if name in objects:
         have = _existing_fields(conn, name)
         wanted = {f.name: (f.type, f.reference_to, f.max_length) for f in fields}
         if all(have.get(k) == v for k, v in wanted.items()):
             return True
-        raise ObjectDefinitionError(f"object {name} already exists with other fields; add autonumber "
-                                    "fields with `autonumber field add`")
+        raise ObjectDefinitionError(
+            f"object {name} already exists with other fields; add autonumber "
+            "fields with `autonumber field add`"
+        )
     taken = {t.lower() for t in sa.inspect(conn).get_table_names()} | {t.lower() for t in objects.values()}
     if name.lower() in taken:
-        raise ObjectDefinitionError(f"object {name}: a table named {name} already exists; register it "
-                                    f"with `autonumber object adopt {name} --table {name}`")
+        raise ObjectDefinitionError(
+            f"object {name}: a table named {name} already exists; register it "
+            f"with `autonumber object adopt {name} --table {name}`"
+        )
     return False
 
 

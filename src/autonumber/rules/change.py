@@ -183,8 +183,9 @@ def _read_stored(conn: Connection) -> dict[str, _Stored]:
     f, o = system_field, system_object
     cols = [f.c[c] for c in AUTONUMBER_COLUMNS]
     out = {}
-    for row in conn.execute(sa.select(o.c.ApiName, f.c.ApiName, f.c.Id, f.c.MaxLength, *cols)
-                            .join(o, o.c.Id == f.c.ObjectId)):
+    for row in conn.execute(
+        sa.select(o.c.ApiName, f.c.ApiName, f.c.Id, f.c.MaxLength, *cols).join(o, o.c.Id == f.c.ObjectId)
+    ):
         values = {c.name: row._mapping[c] for c in cols}
         out[f"{row[0]}.{row[1]}"] = _Stored(row[2], values, row[3])
     return out
@@ -206,8 +207,11 @@ def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
     if existing is not None and existing.format is not None:
         wanted = rule_values(rule, batch.catalog)
         if not same_values(existing.values, wanted):
-            raise RuleChangeRefused(rule.name, f"it already has an autonumber rule ({existing.format!r}); "
-                                    "change it with `autonumber field set` or a set_rule operation")
+            raise RuleChangeRefused(
+                rule.name,
+                f"it already has an autonumber rule ({existing.format!r}); "
+                "change it with `autonumber field set` or a set_rule operation",
+            )
         return Plan(RuleRequest("add", rule), existing.field_id, table)
     if rule.object in batch.adopted:  # an application's table: nothing altered, its column is adopted
         fid = existing.field_id if existing else field_id(rule.object, rule.field)
@@ -219,14 +223,20 @@ def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
     width = rule.length or (existing.max_length if existing else None) or DEFAULT_LENGTH
     if not 1 <= width <= MAX_LENGTH:
         raise RuleChangeRefused(rule.name, f"length {width} is not between 1 and {MAX_LENGTH}")
-    plan = Plan(RuleRequest("add", rule), existing.field_id if existing else field_id(rule.object,
-                                                                                      rule.field), table)
+    plan = Plan(
+        RuleRequest("add", rule), existing.field_id if existing else field_id(rule.object, rule.field), table
+    )
     if existing is None:
         info = FieldInfo(rule.object, rule.field, "autonumber", None, width)
         batch.catalog.add(info)
-        plan.new_row = {"Id": plan.field_id, "ObjectId": batch.object_ids.get(rule.object,
-                                                                              fit_id(f"obj_{rule.object}")),
-                        "ApiName": rule.field, "Label": rule.field, "Type": "autonumber", "MaxLength": width}
+        plan.new_row = {
+            "Id": plan.field_id,
+            "ObjectId": batch.object_ids.get(rule.object, fit_id(f"obj_{rule.object}")),
+            "ApiName": rule.field,
+            "Label": rule.field,
+            "Type": "autonumber",
+            "MaxLength": width,
+        }
         plan.lines.append(f"field {plan.field_id}")
         if rule.field not in batch.columns_of(table):
             plan.new_column = info
@@ -250,12 +260,13 @@ def _plan_set(batch: _Batch, rule: RuleSpec) -> Plan:
     return plan
 
 
-def _finish(batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any] | None,
-            previous: tuple[str, str] | None) -> None:
+def _finish(
+    batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any] | None, previous: tuple[str, str] | None
+) -> None:
     """Checks and counter rows shared by add and set (values None: the rule stays, counters left
     behind the stored values are raised); records the outcome in the batch."""
     fmt = parse_format(rule.format)  # the start already fits it: rules.store.check_start_fits
-    largest = 10 ** fmt.counter_width - 1
+    largest = 10**fmt.counter_width - 1
     fid = plan.field_id
     known = [*batch.history.get(fid, []), *([previous[0]] if previous else [])]
     target = Rule(fid, rule.object, rule.field, fmt, rule.start, rule.scope, ())
@@ -276,9 +287,12 @@ def _finish(batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any] | 
             after[row.scope_key] = max(row.next_value, after.get(row.scope_key, 0))
     for key, nxt in sorted(after.items()):
         if nxt > largest:
-            raise RuleChangeRefused(rule.name, f"counter width {fmt.counter_width} cannot hold the next "
-                                    f"value {nxt} of scope {key or 'global'!r}; keep at least "
-                                    f"{len(str(nxt))} digit(s)")
+            raise RuleChangeRefused(
+                rule.name,
+                f"counter width {fmt.counter_width} cannot hold the next "
+                f"value {nxt} of scope {key or 'global'!r}; keep at least "
+                f"{len(str(nxt))} digit(s)",
+            )
     plan.values = values
     plan.previous = previous
     plan.counters = [r for r in planned if plan.retire or r.next_value > current.get(r.scope_key, 0)]
@@ -325,8 +339,11 @@ def _scan(batch: _Batch, plan: Plan, target: Rule, known: Sequence[str]) -> Colu
         if plan.request.kind == "add" and not plan.adopted:
             raise
         formats = ", ".join(repr(f) for f in dict.fromkeys([*known, target.format.source]))
-        raise RuleChangeRefused(name, f"row {exc.row_id} holds {exc.value!r}, which none of the field's "
-                                f"formats ({formats}) can have produced; fix that row first") from None
+        raise RuleChangeRefused(
+            name,
+            f"row {exc.row_id} holds {exc.value!r}, which none of the field's "
+            f"formats ({formats}) can have produced; fix that row first",
+        ) from None
     except SeedLimitError as exc:
         if plan.request.kind == "add" and not plan.adopted:
             raise
@@ -334,6 +351,7 @@ def _scan(batch: _Batch, plan: Plan, target: Rule, known: Sequence[str]) -> Colu
 
 
 # --- writing ------------------------------------------------------------------------------------
+
 
 def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> list[FieldChange]:
     """Write validated plans in the caller's transaction, then verify the touched fields (unless
@@ -418,8 +436,9 @@ def _drop_columns(conn: Connection, added: Sequence[tuple[str, str]]) -> None:
     for table, column in added:
         check_api_name(column, "field name")
         # validated names; Core has no DROP COLUMN construct
-        conn.execute(sa.text(f"ALTER TABLE {dialect.quote(conn, table)} DROP COLUMN "
-                             f"{dialect.quote(conn, column)}"))
+        conn.execute(
+            sa.text(f"ALTER TABLE {dialect.quote(conn, table)} DROP COLUMN {dialect.quote(conn, column)}")
+        )
 
 
 def ensure_history_table(conn: Connection) -> None:

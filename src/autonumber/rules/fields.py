@@ -42,15 +42,24 @@ def stored_rule(conn: Connection, object_name: str, field_name: str) -> StoredRu
     """The field's row by `Object.Field`, or None when the field is not registered."""
     f, o = system_field, system_object
     row = conn.execute(
-        sa.select(f.c.Id, f.c.auto_number_format, f.c.auto_number_scope, f.c.auto_number_start, f.c.MaxLength,
-                  f.c.auto_number_numbering, f.c.auto_number_time_zone, f.c.auto_number_token_refs)
+        sa.select(
+            f.c.Id,
+            f.c.auto_number_format,
+            f.c.auto_number_scope,
+            f.c.auto_number_start,
+            f.c.MaxLength,
+            f.c.auto_number_numbering,
+            f.c.auto_number_time_zone,
+            f.c.auto_number_token_refs,
+        )
         .join(o, o.c.Id == f.c.ObjectId)
         .where(o.c.ApiName == object_name, f.c.ApiName == field_name)
     ).first()
     if row is None:
         return None
-    return StoredRule(row[0], row[1], row[2], int(row[3]), row[4], numbering=row[5], time_zone=row[6],
-                      token_refs=row[7])
+    return StoredRule(
+        row[0], row[1], row[2], int(row[3]), row[4], numbering=row[5], time_zone=row[6], token_refs=row[7]
+    )
 
 
 def carried_overrides(token_refs: str | None, new_format: str) -> tuple[Mapping[str, Any], ...]:
@@ -62,24 +71,40 @@ def carried_overrides(token_refs: str | None, new_format: str) -> tuple[Mapping[
     return tuple(r for r in refs if isinstance(r, dict) and r.get("tokenLiteral") in literals)
 
 
-def respec(conn: Connection, object_name: str, field_name: str, fmt: str | None = None, *,
-           scope: str | None = None, start: int | None = None, numbering: str | None = None,
-           time_zone: str | None = None) -> RuleSpec:
+def respec(
+    conn: Connection,
+    object_name: str,
+    field_name: str,
+    fmt: str | None = None,
+    *,
+    scope: str | None = None,
+    start: int | None = None,
+    numbering: str | None = None,
+    time_zone: str | None = None,
+) -> RuleSpec:
     """The rule a `set` asks for: what is given, the stored rule for the rest (token-ref chains of
     the cross tokens kept); UnknownField when the field has no rule yet."""
     stored = stored_rule(conn, object_name, field_name)
     if stored is None or stored.format is None:
-        raise UnknownField(f"{object_name}.{field_name}",
-                           "field has no autonumber rule (add it with `autonumber field add`)")
+        raise UnknownField(
+            f"{object_name}.{field_name}", "field has no autonumber rule (add it with `autonumber field add`)"
+        )
     new_format = stored.format if fmt is None else fmt
-    return RuleSpec(object_name, field_name, new_format, scope=scope or stored.scope,
-                    start=stored.start if start is None else start,
-                    numbering=numbering or stored.numbering, time_zone=time_zone or stored.time_zone,
-                    overrides=carried_overrides(stored.token_refs, new_format))
+    return RuleSpec(
+        object_name,
+        field_name,
+        new_format,
+        scope=scope or stored.scope,
+        start=stored.start if start is None else start,
+        numbering=numbering or stored.numbering,
+        time_zone=time_zone or stored.time_zone,
+        overrides=carried_overrides(stored.token_refs, new_format),
+    )
 
 
-def apply_requests(conn: Connection, requests: Sequence[RuleRequest], *,
-                   verify: bool = True) -> list[FieldChange]:
+def apply_requests(
+    conn: Connection, requests: Sequence[RuleRequest], *, verify: bool = True
+) -> list[FieldChange]:
     """Plan every request (all checks, no write), then write them and verify the fields touched."""
     return execute(conn, plan_requests(conn, requests), verify=verify)
 
@@ -90,9 +115,17 @@ def add_field(conn: Connection, rule: RuleSpec, length: int | None = None) -> tu
     Re-adding the same rule is a no-op; another rule on the field is RuleChangeRefused.
     """
     if length is not None and length != rule.length:
-        rule = RuleSpec(rule.object, rule.field, rule.format, scope=rule.scope, start=rule.start,
-                        date_src=rule.date_src, on_change=rule.on_change, overrides=rule.overrides,
-                        length=length)
+        rule = RuleSpec(
+            rule.object,
+            rule.field,
+            rule.format,
+            scope=rule.scope,
+            start=rule.start,
+            date_src=rule.date_src,
+            on_change=rule.on_change,
+            overrides=rule.overrides,
+            length=length,
+        )
     [done] = apply_requests(conn, [RuleRequest("add", rule)])
     return done.field_id, done.changes
 
@@ -112,13 +145,29 @@ def commit_requests(engine: Engine, requests: Sequence[RuleRequest]) -> list[Fie
             return apply_requests(conn, requests)
 
 
-def set_rule(engine: Engine, object_name: str, field_name: str, fmt: str | None = None, *,
-             scope: str | None = None, start: int | None = None, numbering: str | None = None,
-             time_zone: str | None = None) -> tuple[RuleSpec, FieldChange]:
+def set_rule(
+    engine: Engine,
+    object_name: str,
+    field_name: str,
+    fmt: str | None = None,
+    *,
+    scope: str | None = None,
+    start: int | None = None,
+    numbering: str | None = None,
+    time_zone: str | None = None,
+) -> tuple[RuleSpec, FieldChange]:
     """Change one field's rule, keeping what is not given: the CLI's `field set` and the console's."""
     with engine.connect() as conn:
-        rule = respec(conn, object_name, field_name, fmt, scope=scope, start=start, numbering=numbering,
-                      time_zone=time_zone)
+        rule = respec(
+            conn,
+            object_name,
+            field_name,
+            fmt,
+            scope=scope,
+            start=start,
+            numbering=numbering,
+            time_zone=time_zone,
+        )
     [done] = commit_requests(engine, [RuleRequest("set", rule)])
     return rule, done
 
@@ -135,8 +184,9 @@ def sync_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
         stored = stored_rule(conn, spec.object, spec.field)
         if stored is None:
             raise UnknownField(spec.name, "autonumber rule names a field the standard pack did not create")
-        if stored.format is not None and same_values(stored_values(conn, ids[spec.name]),
-                                                     rule_values(spec, catalog)):
+        if stored.format is not None and same_values(
+            stored_values(conn, ids[spec.name]), rule_values(spec, catalog)
+        ):
             continue  # unchanged: the seed phase re-reads its values when asked to
         requests.append(RuleRequest("add" if stored.format is None else "set", spec))
     return [line for done in apply_requests(conn, requests, verify=False) for line in done.changes]

@@ -45,8 +45,11 @@ def is_current_key(fmt: Format, key: str) -> bool:
     if not pattern.has_suffix:
         candidates = [key + zeros]
     else:
-        candidates = [key[:i] + zeros + key[i + len(COUNTER_MARK):]
-                      for i in range(len(key)) if key.startswith(COUNTER_MARK, i)]
+        candidates = [
+            key[:i] + zeros + key[i + len(COUNTER_MARK) :]
+            for i in range(len(key))
+            if key.startswith(COUNTER_MARK, i)
+        ]
     for value in candidates:
         m = pattern.regex.fullmatch(value)
         if m is None:
@@ -133,8 +136,10 @@ def migrate_prefix_keys(conn: Connection, rule: Rule) -> list[KeyMove]:
 def migrate_field_keys(conn: Connection, field_id: str, fmt: Format) -> list[KeyMove]:
     """migrate_prefix_keys for a per_prefix field known by id and format (a rule being written)."""
     t = counter_table
-    rows = {k: int(n) for k, n in conn.execute(
-        sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == field_id))}
+    rows = {
+        k: int(n)
+        for k, n in conn.execute(sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == field_id))
+    }
     moves = plan_moves(fmt, rows)
     if not moves:
         return []
@@ -142,7 +147,11 @@ def migrate_field_keys(conn: Connection, field_id: str, fmt: Format) -> list[Key
     now = dialect.utc_now(conn)
     for move in moves:
         dialect.upsert_greatest(
-            conn, t, {"field_id": field_id, "scope_key": move.new}, "next_value", move.next_value,
+            conn,
+            t,
+            {"field_id": field_id, "scope_key": move.new},
+            "next_value",
+            move.next_value,
             {"created_date": now, "last_modified_date": now},
         )
         conn.execute(sa.delete(t).where(t.c.field_id == field_id, t.c.scope_key == move.old))

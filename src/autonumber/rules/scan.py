@@ -71,15 +71,21 @@ class _Reader:
         self.date_groups = self.pattern.date_groups
         self.days: dict[tuple[str | Any, ...], str | None] = {}
         if rule.scope == "per_day" and not rule.format.key_plan.full_date:
-            raise FormatError(9, f"{rule.name}: scope per_day needs a format that shows the full date",
-                              format=rule.format.source)
+            raise FormatError(
+                9,
+                f"{rule.name}: scope per_day needs a format that shows the full date",
+                format=rule.format.source,
+            )
 
     def read(self, value: str) -> tuple[int, str] | None:
         m = self.pattern.regex.fullmatch(value)
         if m is None:
             return None
-        shown = m.group(*self.date_groups) if len(self.date_groups) > 1 else (
-            (m.group(self.date_groups[0]),) if self.date_groups else ())
+        shown = (
+            m.group(*self.date_groups)
+            if len(self.date_groups) > 1
+            else ((m.group(self.date_groups[0]),) if self.date_groups else ())
+        )
         day = self.days.get(shown, "\0")
         if day == "\0":
             day = self.pattern.day_of(m)
@@ -101,8 +107,9 @@ class _Older:
     """The counter of a value only an earlier format reads, with _Reader's per-part cache."""
 
     def __init__(self, patterns: Sequence[ScanPattern]) -> None:
-        self.readers = [(p, p.regex.groupindex["counter"] - 1, dict[tuple[Any, ...], bool]())
-                        for p in patterns]
+        self.readers = [
+            (p, p.regex.groupindex["counter"] - 1, dict[tuple[Any, ...], bool]()) for p in patterns
+        ]
 
     def counter(self, value: str) -> int | None:
         for pattern, at, valid in self.readers:

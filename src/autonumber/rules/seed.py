@@ -66,8 +66,10 @@ class SeedResult:
         per_field: dict[str, list[CounterRow]] = {}
         for row in self.rows:
             per_field.setdefault(row.field_id, []).append(row)
-        out = [f"seeded {fid}: {_describe(rows)} ({self.scanned.get(fid, 0)} live value(s))"
-               for fid, rows in per_field.items()]
+        out = [
+            f"seeded {fid}: {_describe(rows)} ({self.scanned.get(fid, 0)} live value(s))"
+            for fid, rows in per_field.items()
+        ]
         return out + self.notes
 
 
@@ -109,9 +111,7 @@ def compound_buckets(rule: Rule, legacy: LegacyState) -> tuple[dict[str, int], l
     return found, unmatched
 
 
-def plan_rows(
-    rule: Rule, live: dict[str, int], legacy: LegacyState
-) -> tuple[list[CounterRow], list[str]]:
+def plan_rows(rule: Rule, live: dict[str, int], legacy: LegacyState) -> tuple[list[CounterRow], list[str]]:
     """The counter rows of one field from its live maxima and the legacy floors."""
     key = (rule.object_name, rule.field_name)
     floors: list[tuple[str, int]] = [("start", rule.start)]
@@ -126,16 +126,20 @@ def plan_rows(
     if rule.scope == "per_prefix":
         compound, unmatched = compound_buckets(rule, legacy)
         if unmatched:
-            notes.append(f"{rule.name}: compound prefix(es) {', '.join(sorted(unmatched))} do not fit "
-                         f"{rule.format.source}; they cannot collide with new values and are not applied")
+            notes.append(
+                f"{rule.name}: compound prefix(es) {', '.join(sorted(unmatched))} do not fit "
+                f"{rule.format.source}; they cannot collide with new values and are not applied"
+            )
     elif (cmax := legacy.compound_max(rule.object_name)) is not None:
         floors.append(("compound", cmax + 1))
     keys = set(live) | set(compound)
     if rule.scope == "global":
         keys.add("")
     if rule.scope == "per_day" and len(keys) > MAX_BUCKETS:
-        raise SeedLimitError(f"autonumber seed: field {rule.name} (field_id={rule.field_id}) would get "
-                             f"{len(keys)} counter rows; the limit is {MAX_BUCKETS}")
+        raise SeedLimitError(
+            f"autonumber seed: field {rule.name} (field_id={rule.field_id}) would get "
+            f"{len(keys)} counter rows; the limit is {MAX_BUCKETS}"
+        )
     base = max(value for _, value in floors)
     base_sources = "+".join(name for name, value in floors if value == base)
     rows = []
@@ -158,9 +162,7 @@ def _has_global_row(conn: Connection) -> set[str]:
     return set(conn.execute(sa.select(t.c.field_id).where(t.c.scope_key == "")).scalars())
 
 
-def plan_seed(
-    conn: Connection, snapshot: CatalogSnapshot, *, force: bool, reporter: Reporter
-) -> SeedResult:
+def plan_seed(conn: Connection, snapshot: CatalogSnapshot, *, force: bool, reporter: Reporter) -> SeedResult:
     """Scan every configured field that needs it and compute its counter rows (writes nothing)."""
     if snapshot.quarantined:
         bad = "; ".join(f"{fid}: {why}" for fid, why in sorted(snapshot.quarantined.items()))
@@ -200,11 +202,22 @@ def write_rows(engine: Engine, rows: Sequence[CounterRow], timeout: float = CUTO
     for start in range(0, len(rows), BATCH):
         with _cutover(engine, timeout), engine.begin() as conn:
             now = dialect.utc_now(conn)
-            dialect.upsert_greatest_many(conn, counter_table, ("field_id", "scope_key"), "next_value", [
-                {"field_id": row.field_id, "scope_key": row.scope_key, "next_value": row.next_value,
-                 "created_date": now, "last_modified_date": now}
-                for row in rows[start : start + BATCH]
-            ])
+            dialect.upsert_greatest_many(
+                conn,
+                counter_table,
+                ("field_id", "scope_key"),
+                "next_value",
+                [
+                    {
+                        "field_id": row.field_id,
+                        "scope_key": row.scope_key,
+                        "next_value": row.next_value,
+                        "created_date": now,
+                        "last_modified_date": now,
+                    }
+                    for row in rows[start : start + BATCH]
+                ],
+            )
 
 
 def migrate_keys(engine: Engine) -> list[str]:
@@ -222,8 +235,10 @@ def migrate_keys(engine: Engine) -> list[str]:
             moves = migrate_prefix_keys(conn, rule)
             state.put(conn, state.KEYS + rule.field_id, state.KEYS_RENDERED)
         if moves:
-            out.append(f"{rule.name}: {len(moves)} per_prefix counter row(s) moved to rendered-text "
-                       f"keys (e.g. {moves[0].old!r} -> {moves[0].new!r})")
+            out.append(
+                f"{rule.name}: {len(moves)} per_prefix counter row(s) moved to rendered-text "
+                f"keys (e.g. {moves[0].old!r} -> {moves[0].new!r})"
+            )
     return out
 
 
@@ -246,8 +261,11 @@ def seed_counters(
     with engine.begin() as conn:
         for rule in snapshot.rules.values():
             if rule.field_id in result.scanned:
-                state.put(conn, state.SEEDED + rule.field_id,
-                          state.seed_marker(rule.scope, rule.start, rule.format.source))
+                state.put(
+                    conn,
+                    state.SEEDED + rule.field_id,
+                    state.seed_marker(rule.scope, rule.start, rule.format.source),
+                )
         record_floors(conn, result.rows)
     return result
 

@@ -50,7 +50,7 @@ def read(conn: Connection, prefix: str) -> dict[str, str]:
         return {}
     t = setup_state
     rows = conn.execute(sa.select(t.c.name, t.c.value).where(t.c.name.startswith(prefix)))
-    return {name[len(prefix):]: value for name, value in rows}
+    return {name[len(prefix) :]: value for name, value in rows}
 
 
 def record_phase(conn: Connection, phase: str, info: dict[str, Any]) -> None:

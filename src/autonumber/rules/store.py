@@ -86,7 +86,8 @@ def check_start_fits(spec: RuleSpec, fmt: Format) -> None:
     largest = 10**fmt.counter_width - 1
     if spec.start > largest:
         raise FormatError(
-            2, f"{spec.name}: start {spec.start} does not fit the counter of {fmt.source!r} (width "
+            2,
+            f"{spec.name}: start {spec.start} does not fit the counter of {fmt.source!r} (width "
             f"{fmt.counter_width}, largest {largest}); widen the counter or lower the start",
             format=spec.format,
         )

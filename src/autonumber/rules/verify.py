@@ -45,8 +45,9 @@ class Finding:
         return self.message
 
 
-def _finding(message: str, field_id: str | None, row_id: str | None = None,
-             value: str | None = None) -> Finding:
+def _finding(
+    message: str, field_id: str | None, row_id: str | None = None, value: str | None = None
+) -> Finding:
     return Finding(message.split(" ", 1)[0], field_id, message, row_id, value)
 
 
@@ -66,8 +67,12 @@ def verify_or_raise(engine: Engine) -> None:
 def check(conn: Connection, field_ids: Collection[str] | None = None) -> list[Finding]:
     """V1–V7 against one connection's view of the database; only `field_ids` when given."""
     snapshot = load_snapshot(conn)
-    configured = [row for rows in snapshot.fields.values() for row in rows if row.format is not None
-                  and (field_ids is None or row.id in field_ids)]
+    configured = [
+        row
+        for rows in snapshot.fields.values()
+        for row in rows
+        if row.format is not None and (field_ids is None or row.id in field_ids)
+    ]
     stmt = sa.select(counter_table)
     if field_ids is not None:
         stmt = stmt.where(counter_table.c.field_id.in_(sorted(field_ids)))
@@ -110,9 +115,15 @@ def _rule_or_violation(row: FieldRow, snapshot: CatalogSnapshot, out: list[Findi
 def _v3(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) -> list[Finding]:
     """V3: no counter row whose field is gone or no longer has a format."""
     known = {row.id for row in configured}
-    return [_finding(f"V3 orphan counter row field_id={fid} scope_key={key!r} next_value={n}: no "
-                     "configured _System_Field with that Id", fid)
-            for (fid, key), n in sorted(counters.items()) if fid not in known]
+    return [
+        _finding(
+            f"V3 orphan counter row field_id={fid} scope_key={key!r} next_value={n}: no "
+            "configured _System_Field with that Id",
+            fid,
+        )
+        for (fid, key), n in sorted(counters.items())
+        if fid not in known
+    ]
 
 
 def _v5(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) -> list[Finding]:
@@ -130,12 +141,20 @@ def _v5(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) ->
     if extra:
         detail.append(f"rows with scope_key='' for non-global or unknown field(s): {', '.join(extra)}")
     about = [*missing, *extra]
-    return [_finding(f"V5 {len(blank)} counter row(s) with scope_key='' but {len(global_ids)} global "
-                     "field(s); " + "; ".join(detail), about[0] if len(about) == 1 else None)]
+    return [
+        _finding(
+            f"V5 {len(blank)} counter row(s) with scope_key='' but {len(global_ids)} global "
+            "field(s); " + "; ".join(detail),
+            about[0] if len(about) == 1 else None,
+        )
+    ]
 
 
 def _v1(
-    conn: Connection, snapshot: CatalogSnapshot, rule: Rule, counters: dict[tuple[str, str], int],
+    conn: Connection,
+    snapshot: CatalogSnapshot,
+    rule: Rule,
+    counters: dict[tuple[str, str], int],
     older: Sequence[ScanPattern],
 ) -> list[Finding]:
     """V1: a global field has its row; every value reads under a format of the field's history; no
@@ -153,9 +172,14 @@ def _v1(
     for key, best in sorted(scan.buckets.items()):
         nxt = counters.get((fid, key))
         if nxt is not None and nxt <= best:
-            out.append(_finding(f"V1 field_id={fid} scope_key={key!r} next_value={nxt} is not above "
-                                f"the largest live value {best} (write hole: the next number already "
-                                "exists)", fid))
+            out.append(
+                _finding(
+                    f"V1 field_id={fid} scope_key={key!r} next_value={nxt} is not above "
+                    f"the largest live value {best} (write hole: the next number already "
+                    "exists)",
+                    fid,
+                )
+            )
     return out
 
 
@@ -175,9 +199,14 @@ def _v6(conn: Connection, rules: Iterable[Rule]) -> list[Finding]:
                 .order_by(rt.c.Id)
             )
             for rt_id, name in conn.execute(stmt):
-                out.append(_finding(f"V6 RecordType id={rt_id} ({name!r}) has NULL {ref.field}; consumed "
-                                    f"by field_id={rule.field_id} format {rule.format.source!r}",
-                                    rule.field_id, str(rt_id)))
+                out.append(
+                    _finding(
+                        f"V6 RecordType id={rt_id} ({name!r}) has NULL {ref.field}; consumed "
+                        f"by field_id={rule.field_id} format {rule.format.source!r}",
+                        rule.field_id,
+                        str(rt_id),
+                    )
+                )
     return out
 
 
@@ -187,6 +216,12 @@ def v7_duplicates(conn: Connection, snapshot: CatalogSnapshot, rules: Iterable[R
     for rule in rules:
         table = snapshot.table(rule.object_name)
         for dup in find_duplicates(conn, table, rule.field_name, rule.name):
-            out.append(_finding(f"V7 field_id={rule.field_id}: {dup.describe()}", rule.field_id,
-                                dup.ids[0] if dup.ids else None, dup.value))
+            out.append(
+                _finding(
+                    f"V7 field_id={rule.field_id}: {dup.describe()}",
+                    rule.field_id,
+                    dup.ids[0] if dup.ids else None,
+                    dup.value,
+                )
+            )
     return out

@@ -162,20 +162,26 @@ def _verify(ctx: Context) -> list[str]:
 
 
 PHASES: tuple[Phase, ...] = (
-    Phase("check_duplicates", "refuse to start when an autonumber column holds a value twice "
-          "(names field, value, row Ids)", _check_duplicates),
+    Phase(
+        "check_duplicates",
+        "refuse to start when an autonumber column holds a value twice (names field, value, row Ids)",
+        _check_duplicates,
+    ),
     Phase("schema", "create or reconcile the system tables", _schema),
     Phase("standard_pack", "objects, fields, record types and object tables", _standard_pack),
-    Phase("formats", "parse, validate and store every autonumber rule with canonical token refs",
-          _formats),
-    Phase("unique_indexes", "a UNIQUE index on every autonumber column (created when missing)",
-          _unique_indexes),
-    Phase("record_type_codes", "set RecordTypeCode where NULL; assert record types exist",
-          _record_type_codes),
-    Phase("backup_legacy", "copy each legacy table to <name>__bak_<YYYYMMDD> and compare row counts",
-          _backup),
-    Phase("seed_counters", "counter rows from live values and legacy tables under "
-          "'autonumber_cutover'", _seed),
+    Phase("formats", "parse, validate and store every autonumber rule with canonical token refs", _formats),
+    Phase(
+        "unique_indexes", "a UNIQUE index on every autonumber column (created when missing)", _unique_indexes
+    ),
+    Phase(
+        "record_type_codes", "set RecordTypeCode where NULL; assert record types exist", _record_type_codes
+    ),
+    Phase(
+        "backup_legacy", "copy each legacy table to <name>__bak_<YYYYMMDD> and compare row counts", _backup
+    ),
+    Phase(
+        "seed_counters", "counter rows from live values and legacy tables under 'autonumber_cutover'", _seed
+    ),
     Phase("drop_legacy", "drop the legacy tables whose backup matches", _drop),
     Phase("verify", "V1–V7; any violation fails the apply", _verify),
 )
@@ -225,9 +231,15 @@ def _record(engine: Engine, run_id: str, result: PhaseResult) -> None:
     if state.setup_state.name not in table_names(engine):
         return
     with engine.begin() as conn:
-        state.record_phase(conn, result.name, {
-            "run": run_id, "seconds": round(result.seconds, 4), "changes": len(result.changes),
-        })
+        state.record_phase(
+            conn,
+            result.name,
+            {
+                "run": run_id,
+                "seconds": round(result.seconds, 4),
+                "changes": len(result.changes),
+            },
+        )
 
 
 def apply(

@@ -19,8 +19,14 @@ from .standard import CONTRACT_RECORD_TYPES, CORE_OBJECTS, CORE_RULES
 
 __all__ = ["BOOTSTRAP_LOCK", "bootstrap"]
 
-BOOTSTRAP_PHASES = ("schema", "standard_pack", "formats", "unique_indexes", "record_type_codes",
-                    "seed_counters")
+BOOTSTRAP_PHASES = (
+    "schema",
+    "standard_pack",
+    "formats",
+    "unique_indexes",
+    "record_type_codes",
+    "seed_counters",
+)
 
 
 def bootstrap(

@@ -94,8 +94,9 @@ def parse_spec_file(path: str | Path) -> DataSpec:
     except OSError as exc:
         raise SpecError(f"cannot read data-spec {p}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise SpecError(f"data-spec {p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
-                        f"{exc.start})") from None
+        raise SpecError(
+            f"data-spec {p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+        ) from None
     return parse_spec(text, str(path))
 
 
@@ -108,8 +109,11 @@ def parse_spec(text: str, source: str = SPEC_PATH) -> DataSpec:
     rules = tuple(_rule(row, where) for row in sections["Autonumber Fields"])
     record_types = tuple(_record_type(row, where) for row in sections["RecordType Codes"])
     spec = DataSpec(meta, objects, rules, record_types, source)
-    check_spec(spec, where, {r.cells["object"] + "." + r.cells["field"]: r.line
-                             for r in sections["Autonumber Fields"]})
+    check_spec(
+        spec,
+        where,
+        {r.cells["object"] + "." + r.cells["field"]: r.line for r in sections["Autonumber Fields"]},
+    )
     return spec
 
 
@@ -146,8 +150,15 @@ def _meta(data: Mapping[str, Any], where: _Where) -> SpecMeta:
     unknown = set(data) - {"apiVersion", "id", "scope", "status", "tables", "backup", "depends_on"}
     if unknown:
         raise where.error(f"unknown frontmatter keys {sorted(unknown)}")
-    meta = SpecMeta(text("apiVersion"), text("id"), text("scope"), text("status"),
-                    names("tables"), names("backup"), names("depends_on"))
+    meta = SpecMeta(
+        text("apiVersion"),
+        text("id"),
+        text("scope"),
+        text("status"),
+        names("tables"),
+        names("backup"),
+        names("depends_on"),
+    )
     if meta.api_version != API_VERSION:
         raise where.error(f"apiVersion must be {API_VERSION!r}, got {meta.api_version!r}")
     return meta
@@ -213,8 +224,11 @@ def _cell_text(tok: Token, section: str, line: int, where: _Where) -> str:
     parts: list[str] = []
     for child in tok.children or ():
         if child.type not in ("text", "code_inline"):
-            raise where.error(f"cell {tok.content!r} uses markdown formatting ({child.type}); "
-                              "write values in backticks", section, line)
+            raise where.error(
+                f"cell {tok.content!r} uses markdown formatting ({child.type}); write values in backticks",
+                section,
+                line,
+            )
         parts.append(child.content)
     return "".join(parts).strip()
 
@@ -224,8 +238,12 @@ def _check_header(header: Sequence[str], section: str, line: int, where: _Where)
     missing = [c for c in required if c not in header]
     unknown = [c for c in header if c not in required and c not in optional]
     if missing or unknown or len(set(header)) != len(header):
-        raise where.error(f"table columns must be {', '.join(required)} (optional: "
-                          f"{', '.join(optional) or 'none'}); got {', '.join(header)}", section, line)
+        raise where.error(
+            f"table columns must be {', '.join(required)} (optional: "
+            f"{', '.join(optional) or 'none'}); got {', '.join(header)}",
+            section,
+            line,
+        )
 
 
 def _api_name(value: str, what: str, section: str, line: int, where: _Where) -> str:
@@ -239,8 +257,9 @@ def _object(row: _Row, where: _Where) -> ObjectSpec:
     sec = "Objects"
     name = _api_name(row.cells["object"], "object name", sec, row.line, where)
     table = _api_name(row.cells["table"] or name, "table name", sec, row.line, where)
-    fields = tuple(_field(part.strip(), sec, row.line, where)
-                   for part in row.cells["fields"].split(",") if part.strip())
+    fields = tuple(
+        _field(part.strip(), sec, row.line, where) for part in row.cells["fields"].split(",") if part.strip()
+    )
     if not fields:
         raise where.error(f"object {name} declares no fields", sec, row.line)
     return ObjectSpec(name, fields, None if table == name else table)
@@ -249,8 +268,11 @@ def _object(row: _Row, where: _Where) -> ObjectSpec:
 def _field(text: str, section: str, line: int, where: _Where) -> FieldSpec:
     m = _FIELD.match(text)
     if m is None:
-        raise where.error(f"field {text!r} must look like Name:text(N), Name:ref(Object) or "
-                          "Name:autonumber(N)", section, line)
+        raise where.error(
+            f"field {text!r} must look like Name:text(N), Name:ref(Object) or Name:autonumber(N)",
+            section,
+            line,
+        )
     name = _api_name(m["name"].strip(), "field name", section, line, where)
     if m["kind"] == "ref":
         target = _api_name(m["arg"].strip(), "lookup target", section, line, where)
@@ -310,8 +332,11 @@ def _record_type(row: _Row, where: _Where) -> RecordTypeSpec:
     obj = _api_name(c["object"], "object name", sec, row.line, where)
     code = c["RecordTypeCode"]
     if not c["DeveloperName"] or not 1 <= len(code) <= 16:
-        raise where.error("DeveloperName must be set and RecordTypeCode 1..16 characters "
-                          f"(VARCHAR(16)), got {code!r}", sec, row.line)
+        raise where.error(
+            f"DeveloperName must be set and RecordTypeCode 1..16 characters (VARCHAR(16)), got {code!r}",
+            sec,
+            row.line,
+        )
     return RecordTypeSpec(obj, c["DeveloperName"], code)
 
 
@@ -329,11 +354,18 @@ def check_spec(spec: DataSpec, where: _Where | None = None, lines: Mapping[str, 
         seen.add(rule.name)
         declared = columns.get(rule.name)
         if declared is None or declared.type != "autonumber":
-            raise w.error(f"{rule.name} is not declared as an autonumber(N) column under Objects",
-                          "Autonumber Fields", line)
+            raise w.error(
+                f"{rule.name} is not declared as an autonumber(N) column under Objects",
+                "Autonumber Fields",
+                line,
+            )
         if rule.length != declared.max_length:
-            raise w.error(f"{rule.name}: length {rule.length} differs from the column length "
-                          f"{declared.max_length} under Objects", "Autonumber Fields", line)
+            raise w.error(
+                f"{rule.name}: length {rule.length} differs from the column length "
+                f"{declared.max_length} under Objects",
+                "Autonumber Fields",
+                line,
+            )
     orphans = sorted(n for n, f in columns.items() if f.type == "autonumber" and n not in seen)
     if orphans:
         raise w.error(f"autonumber columns without a rule: {', '.join(orphans)}", "Objects")
@@ -361,11 +393,12 @@ def _check_record_types(spec: DataSpec, columns: Mapping[str, FieldSpec], w: _Wh
     seen: set[tuple[str, str]] = set()
     for rt in spec.record_types:
         if f"{rt.object}.RecordTypeId" not in columns:
-            raise w.error(f"record type {rt.developer_name!r}: {rt.object} has no RecordTypeId "
-                          "lookup under Objects", "RecordType Codes")
+            raise w.error(
+                f"record type {rt.developer_name!r}: {rt.object} has no RecordTypeId lookup under Objects",
+                "RecordType Codes",
+            )
         if (rt.object, rt.developer_name) in seen:
-            raise w.error(f"record type {rt.object}.{rt.developer_name} is listed twice",
-                          "RecordType Codes")
+            raise w.error(f"record type {rt.object}.{rt.developer_name} is listed twice", "RecordType Codes")
         seen.add((rt.object, rt.developer_name))
 
 
@@ -374,11 +407,14 @@ def _check_tables(spec: DataSpec, w: _Where) -> None:
     tables = {o.name: o.table_name for o in spec.objects}
     missing = sorted({tables[r.object] for r in spec.rules} - listed)
     if missing:
-        raise w.error(f"frontmatter 'tables' must list every object table with an autonumber "
-                      f"column; missing: {', '.join(missing)}")
+        raise w.error(
+            f"frontmatter 'tables' must list every object table with an autonumber "
+            f"column; missing: {', '.join(missing)}"
+        )
     legacy = {t.name for t in LEGACY_TABLES}
     odd = sorted(set(spec.meta.backup) - legacy)
     if odd:
-        raise w.error(f"frontmatter 'backup' may only name the legacy tables "
-                      f"({', '.join(sorted(legacy))}); got {', '.join(odd)}")
-
+        raise w.error(
+            f"frontmatter 'backup' may only name the legacy tables "
+            f"({', '.join(sorted(legacy))}); got {', '.join(odd)}"
+        )

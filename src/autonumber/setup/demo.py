@@ -60,8 +60,12 @@ def _accounts(n: int) -> Iterator[dict[str, Any]]:
     first = ACCOUNT_MAX - n + 1
     for i in range(n):
         day = LAST_DAY - timedelta(days=(n - 1 - i) // 20)
-        yield {"Id": f"001{i:012d}", "Name": f"Account {i}", "BillingCountryCode": COUNTRIES[i % 4],
-               "Account_ID__c": f"IBG-B-{day:%Y%m%d}-{first + i:06d}"}
+        yield {
+            "Id": f"001{i:012d}",
+            "Name": f"Account {i}",
+            "BillingCountryCode": COUNTRIES[i % 4],
+            "Account_ID__c": f"IBG-B-{day:%Y%m%d}-{first + i:06d}",
+        }
 
 
 def _compound_rows(n: int, codes: Sequence[str]) -> Iterator[tuple[str, str, date, int]]:
@@ -94,9 +98,7 @@ def _insert(engine: Engine, table: sa.Table, rows: Iterator[dict[str, Any]], adv
     return total + _flush(engine, dialect, table, batch, advance)
 
 
-def _flush(
-    engine: Engine, dialect: Any, table: sa.Table, batch: list[dict[str, Any]], advance: Any
-) -> int:
+def _flush(engine: Engine, dialect: Any, table: sa.Table, batch: list[dict[str, Any]], advance: Any) -> int:
     if not batch:
         return 0
     with engine.begin() as conn:
@@ -107,9 +109,7 @@ def _flush(
     return n
 
 
-def fill_legacy(
-    engine: Engine, spec: DataSpec, rows: int, reporter: Reporter | None = None
-) -> DemoSummary:
+def fill_legacy(engine: Engine, spec: DataSpec, rows: int, reporter: Reporter | None = None) -> DemoSummary:
     """Create the pre-cutover schema and fill it; `rows` sizes the Case and Contract tables."""
     rep = reporter or NullReporter()
     reconcile_system_schema(engine)
@@ -124,20 +124,48 @@ def fill_legacy(
     out: dict[str, int] = {}
     with rep.task("demo legacy data", n_acc + 3 * rows) as advance:
         out["Account"] = _insert(engine, _table(objects["Account"]), _accounts(n_acc), advance)
-        out["Case"] = _insert(engine, _table(objects["Case"]), (
-            {"Id": f"500{i:012d}", "Subject": f"Case {i}", "CaseNumber": f"{i:08d}"}
-            for i in range(1, rows + 1)), advance)
+        out["Case"] = _insert(
+            engine,
+            _table(objects["Case"]),
+            (
+                {"Id": f"500{i:012d}", "Subject": f"Case {i}", "CaseNumber": f"{i:08d}"}
+                for i in range(1, rows + 1)
+            ),
+            advance,
+        )
         compound = list(_compound_rows(rows, codes))
-        out["Contract"] = _insert(engine, _table(objects["Contract"]), (
-            {"Id": f"800{i:012d}", "AccountId": f"001{i % n_acc:012d}", "RecordTypeId": rt_ids[code],
-             "Account_Country_Code__c": country, "ContractNumber": f"{i + 1:08d}",
-             "Contract_Number__c": f"{country}-{code}-{day:%y%m%d}-{k:02d}"}
-            for i, (country, code, day, k) in enumerate(compound)), advance)
+        out["Contract"] = _insert(
+            engine,
+            _table(objects["Contract"]),
+            (
+                {
+                    "Id": f"800{i:012d}",
+                    "AccountId": f"001{i % n_acc:012d}",
+                    "RecordTypeId": rt_ids[code],
+                    "Account_Country_Code__c": country,
+                    "ContractNumber": f"{i + 1:08d}",
+                    "Contract_Number__c": f"{country}-{code}-{day:%y%m%d}-{k:02d}",
+                }
+                for i, (country, code, day, k) in enumerate(compound)
+            ),
+            advance,
+        )
         quotes = [(c, d, k) for c, _, d, k in _compound_rows(max(rows // 4, HOT_COUNT), ["QT"])]
-        out["Quote"] = _insert(engine, _table(objects["Quote"]), (
-            {"Id": f"0Q0{i:012d}", "Name": f"Quote {i}", "AccountId": f"001{i % n_acc:012d}",
-             "QuoteNumber": f"{i + 1:08d}", "Quote_No__c": f"{c}-QT-{d:%y%m%d}-{k:02d}"}
-            for i, (c, d, k) in enumerate(quotes)), advance)
+        out["Quote"] = _insert(
+            engine,
+            _table(objects["Quote"]),
+            (
+                {
+                    "Id": f"0Q0{i:012d}",
+                    "Name": f"Quote {i}",
+                    "AccountId": f"001{i % n_acc:012d}",
+                    "QuoteNumber": f"{i + 1:08d}",
+                    "Quote_No__c": f"{c}-QT-{d:%y%m%d}-{k:02d}",
+                }
+                for i, (c, d, k) in enumerate(quotes)
+            ),
+            advance,
+        )
         out.update(_legacy_tables(engine, rows, compound, quotes))
     return DemoSummary(out)
 
@@ -163,17 +191,40 @@ def _legacy_tables(
     ]
     rules = [("Contract", "Contract_Number__c"), ("Quote", "Quote_No__c"), ("Order", "Order_Number__c")]
     with engine.begin() as conn:
-        conn.execute(sa.insert(legacy_autonumber), [
-            {"Id": f"an{i}", "ObjectApiName": o, "FieldApiName": f, "DisplayFormat": d,
-             "CurrentNumber": n}
-            for i, (o, f, d, n) in enumerate(numbers)])
-        conn.execute(sa.insert(legacy_compound), [
-            {"Id": f"ca{i}", "ObjectApiName": o, "Prefix": p, "CurrentNumber": n}
-            for i, ((o, p), n) in enumerate(sorted(prefixes.items()))])
-        conn.execute(sa.insert(legacy_identifier_rule), [
-            {"Id": f"ir{i}", "ObjectApiName": o, "FieldApiName": f, "Template": None, "Scope": "prefix"}
-            for i, (o, f) in enumerate(rules)])
-        conn.execute(sa.insert(legacy_identifier_seq), [
-            {"Id": "is0", "RuleId": "ir2", "ScopeKey": "SG-ORD", "CurrentValue": 7}])
-    return {legacy_autonumber.name: len(numbers), legacy_compound.name: len(prefixes),
-            legacy_identifier_rule.name: len(rules), legacy_identifier_seq.name: 1}
+        conn.execute(
+            sa.insert(legacy_autonumber),
+            [
+                {
+                    "Id": f"an{i}",
+                    "ObjectApiName": o,
+                    "FieldApiName": f,
+                    "DisplayFormat": d,
+                    "CurrentNumber": n,
+                }
+                for i, (o, f, d, n) in enumerate(numbers)
+            ],
+        )
+        conn.execute(
+            sa.insert(legacy_compound),
+            [
+                {"Id": f"ca{i}", "ObjectApiName": o, "Prefix": p, "CurrentNumber": n}
+                for i, ((o, p), n) in enumerate(sorted(prefixes.items()))
+            ],
+        )
+        conn.execute(
+            sa.insert(legacy_identifier_rule),
+            [
+                {"Id": f"ir{i}", "ObjectApiName": o, "FieldApiName": f, "Template": None, "Scope": "prefix"}
+                for i, (o, f) in enumerate(rules)
+            ],
+        )
+        conn.execute(
+            sa.insert(legacy_identifier_seq),
+            [{"Id": "is0", "RuleId": "ir2", "ScopeKey": "SG-ORD", "CurrentValue": 7}],
+        )
+    return {
+        legacy_autonumber.name: len(numbers),
+        legacy_compound.name: len(prefixes),
+        legacy_identifier_rule.name: len(rules),
+        legacy_identifier_seq.name: 1,
+    }

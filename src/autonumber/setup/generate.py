@@ -82,11 +82,24 @@ def render_module(spec: DataSpec) -> str:
         "RULES: tuple[tuple[str, str, str, int, str, str, str, str, int | None], ...] = (",
     ]
     for r in spec.rules:
-        row = (r.object, r.field, r.format, r.start, r.scope, r.date_src, r.on_change,
-               r.overrides_json(), r.length)
+        row = (
+            r.object,
+            r.field,
+            r.format,
+            r.start,
+            r.scope,
+            r.date_src,
+            r.on_change,
+            r.overrides_json(),
+            r.length,
+        )
         out.append(f"    {_lit(row)},")
-    out += [")", "", "# (object, DeveloperName, RecordTypeCode)",
-            "RECORD_TYPE_CODES: tuple[tuple[str, str, str], ...] = ("]
+    out += [
+        ")",
+        "",
+        "# (object, DeveloperName, RecordTypeCode)",
+        "RECORD_TYPE_CODES: tuple[tuple[str, str, str], ...] = (",
+    ]
     out += [f"    {_lit((rt.object, rt.developer_name, rt.code))}," for rt in spec.record_types]
     out += [")", ""]
     return "\n".join(out)
@@ -94,15 +107,31 @@ def render_module(spec: DataSpec) -> str:
 
 def spec_from_module(module: ModuleType) -> DataSpec:
     """Rebuild the DataSpec from a generated module (the inverse of render_module)."""
-    meta = SpecMeta(module.API_VERSION, module.SPEC_ID, module.SCOPE, module.STATUS,
-                    tuple(module.TABLES), tuple(module.BACKUP), tuple(module.DEPENDS_ON))
+    meta = SpecMeta(
+        module.API_VERSION,
+        module.SPEC_ID,
+        module.SCOPE,
+        module.STATUS,
+        tuple(module.TABLES),
+        tuple(module.BACKUP),
+        tuple(module.DEPENDS_ON),
+    )
     objects = tuple(
         ObjectSpec(name, tuple(FieldSpec(*f) for f in fields), None if table == name else table)
         for name, table, fields in module.OBJECTS
     )
     rules = tuple(
-        RuleSpec(obj, fld, fmt, scope=scope, start=start, date_src=date_src, on_change=on_change,
-                 overrides=tuple(json.loads(refs)) if refs else (), length=length)
+        RuleSpec(
+            obj,
+            fld,
+            fmt,
+            scope=scope,
+            start=start,
+            date_src=date_src,
+            on_change=on_change,
+            overrides=tuple(json.loads(refs)) if refs else (),
+            length=length,
+        )
         for obj, fld, fmt, start, scope, date_src, on_change, refs, length in module.RULES
     )
     rts = tuple(RecordTypeSpec(*row) for row in module.RECORD_TYPE_CODES)
@@ -142,10 +171,16 @@ def drift(spec_path: str | Path, out_path: str | Path) -> str:
         raise SpecError(f"generated module {out} does not exist; run `autonumber spec generate`") from None
     if current == wanted:
         return ""
-    lines = list(difflib.unified_diff(
-        current.splitlines(), wanted.splitlines(), f"{out} (checked in)", f"{out} (from {spec_path})",
-        n=0, lineterm="",
-    ))
+    lines = list(
+        difflib.unified_diff(
+            current.splitlines(),
+            wanted.splitlines(),
+            f"{out} (checked in)",
+            f"{out} (from {spec_path})",
+            n=0,
+            lineterm="",
+        )
+    )
     if len(lines) > MAX_DIFF_LINES:
         lines = [*lines[:MAX_DIFF_LINES], f"... {len(lines) - MAX_DIFF_LINES} more diff line(s)"]
     return "\n".join(lines)

@@ -57,8 +57,9 @@ CORE_OBJECT_NAMES = ("Account", "Opportunity", "Contract", "Quote", "Order", "Ca
 """The standard CRM objects; the data-spec adds one object per Salesforce catalog row."""
 
 
-def objects_from_data(rows: Iterable[tuple[str, str, tuple[tuple[str, str, str | None, int | None], ...]]]
-                      ) -> tuple[ObjectSpec, ...]:
+def objects_from_data(
+    rows: Iterable[tuple[str, str, tuple[tuple[str, str, str | None, int | None], ...]]],
+) -> tuple[ObjectSpec, ...]:
     """ObjectSpecs from the generated seed module's plain rows."""
     return tuple(
         ObjectSpec(name, tuple(FieldSpec(*f) for f in fields), None if table == name else table)
@@ -106,24 +107,39 @@ def install_objects(conn: Connection, objects: Sequence[ObjectSpec], *, unique: 
     tables = []
     for spec in objects:
         check_api_name(spec.name, "object name")
-        object_rows.append({"Id": object_id(spec.name), "ApiName": spec.name,
-                            "TableName": spec.table_name, "Label": spec.name})
+        object_rows.append(
+            {
+                "Id": object_id(spec.name),
+                "ApiName": spec.name,
+                "TableName": spec.table_name,
+                "Label": spec.name,
+            }
+        )
         for f in spec.fields:
             check_api_name(f.name, "field name")
-            field_rows.append({
-                "Id": field_id(spec.name, f.name), "ObjectId": object_id(spec.name), "_object": spec.name,
-                "ApiName": f.name, "Label": f.name, "Type": f.type, "ReferenceTo": f.reference_to,
-                "MaxLength": f.max_length,
-            })
+            field_rows.append(
+                {
+                    "Id": field_id(spec.name, f.name),
+                    "ObjectId": object_id(spec.name),
+                    "_object": spec.name,
+                    "ApiName": f.name,
+                    "Label": f.name,
+                    "Type": f.type,
+                    "ReferenceTo": f.reference_to,
+                    "MaxLength": f.max_length,
+                }
+            )
         infos = [FieldInfo(spec.name, f.name, f.type, f.reference_to, f.max_length) for f in spec.fields]
         tables.append(object_table(spec.table_name, infos, metadata))
-    changes = [f"object {row['ApiName']}"
-               for row in _new_rows(conn, system_object, object_rows, ("ApiName",))]
+    changes = [
+        f"object {row['ApiName']}" for row in _new_rows(conn, system_object, object_rows, ("ApiName",))
+    ]
     ids = dict(conn.execute(sa.select(system_object.c.ApiName, system_object.c.Id)).tuples().all())
     for row in field_rows:  # an object registered by someone else keeps its Id
         row["ObjectId"] = ids.get(str(row.pop("_object")), row["ObjectId"])
-    changes += [f"field {row['Id']}"
-                for row in _new_rows(conn, system_field, field_rows, ("ObjectId", "ApiName"))]
+    changes += [
+        f"field {row['Id']}" for row in _new_rows(conn, system_field, field_rows, ("ObjectId", "ApiName"))
+    ]
     changes.extend(reconcile_tables(conn, tables_needing_change(conn, tables)))
     if unique:
         changes.extend(ensure_unique_indexes(conn, autonumber_targets(objects)))
@@ -132,15 +148,23 @@ def install_objects(conn: Connection, objects: Sequence[ObjectSpec], *, unique: 
 
 def autonumber_targets(objects: Iterable[ObjectSpec]) -> list[Target]:
     """The autonumber columns of some objects (each gets a UNIQUE index)."""
-    return [Target(f"{spec.name}.{f.name}", spec.table_name, f.name)
-            for spec in objects for f in spec.fields if f.type == "autonumber"]
+    return [
+        Target(f"{spec.name}.{f.name}", spec.table_name, f.name)
+        for spec in objects
+        for f in spec.fields
+        if f.type == "autonumber"
+    ]
 
 
 def install_record_types(conn: Connection, record_types: Sequence[RecordTypeSpec]) -> list[str]:
     """Register record types (new rows only; codes are seeded separately)."""
     rows: list[dict[str, object]] = [
-        {"Id": record_type_id(spec), "ObjectId": object_id(spec.object),
-         "DeveloperName": spec.developer_name, "Name": spec.developer_name}
+        {
+            "Id": record_type_id(spec),
+            "ObjectId": object_id(spec.object),
+            "DeveloperName": spec.developer_name,
+            "Name": spec.developer_name,
+        }
         for spec in record_types
     ]
     ids = dict(conn.execute(sa.select(system_object.c.ApiName, system_object.c.Id)).tuples().all())
@@ -158,9 +182,7 @@ def seed_record_type_codes(conn: Connection, record_types: Iterable[RecordTypeSp
         result = conn.execute(
             sa.update(t)
             .where(
-                t.c.ObjectId.in_(
-                    sa.select(system_object.c.Id).where(system_object.c.ApiName == spec.object)
-                ),
+                t.c.ObjectId.in_(sa.select(system_object.c.Id).where(system_object.c.ApiName == spec.object)),
                 t.c.DeveloperName == spec.developer_name,
                 t.c.RecordTypeCode.is_(None),
             )

@@ -59,8 +59,9 @@ class Report:
         out = [f"### {self.backend} — `{self.url}`", ""]
         for title, rows in self.tables.items():
             out += [f"**{title}**", "", "| check | method | observed | result |", "|---|---|---|---|"]
-            out += [f"| {r.check} | {r.method} | {r.observed} | {'PASS' if r.passed else 'FAIL'} |"
-                    for r in rows]
+            out += [
+                f"| {r.check} | {r.method} | {r.observed} | {'PASS' if r.passed else 'FAIL'} |" for r in rows
+            ]
             out.append("")
         out.append(f"Overall: **{'PASS' if self.passed else 'FAIL'}**")
         return "\n".join(out)
@@ -89,11 +90,21 @@ def snapshot(engine: Engine) -> dict[str, Any]:
     f, c, r = system_field, counter_table, system_record_type
     with engine.connect() as conn:
         return {
-            "fields": sorted(tuple(x) for x in conn.execute(sa.select(
-                f.c.Id, f.c.auto_number_format, f.c.auto_number_start, f.c.auto_number_scope,
-                f.c.auto_number_token_refs).where(f.c.auto_number_format.is_not(None)))),
-            "counters": sorted(tuple(x) for x in conn.execute(sa.select(
-                c.c.field_id, c.c.scope_key, c.c.next_value))),
+            "fields": sorted(
+                tuple(x)
+                for x in conn.execute(
+                    sa.select(
+                        f.c.Id,
+                        f.c.auto_number_format,
+                        f.c.auto_number_start,
+                        f.c.auto_number_scope,
+                        f.c.auto_number_token_refs,
+                    ).where(f.c.auto_number_format.is_not(None))
+                )
+            ),
+            "counters": sorted(
+                tuple(x) for x in conn.execute(sa.select(c.c.field_id, c.c.scope_key, c.c.next_value))
+            ),
             "codes": sorted(tuple(x) for x in conn.execute(sa.select(r.c.Id, r.c.RecordTypeCode))),
         }
 
@@ -123,25 +134,44 @@ def idempotency(engine: Engine, url: str, spec: DataSpec, rows: int) -> list[Row
     legacy_left = [t.name for t in LEGACY_TABLES if t.name in table_names(engine)]
     n_counters = len(states[0]["counters"])
     return [
-        Row("state identical", f"3 × apply on demo legacy data ({rows} rows)",
+        Row(
+            "state identical",
+            f"3 × apply on demo legacy data ({rows} rows)",
             f"{n_counters} counter rows, {len(states[0]['fields'])} rules after each run",
-            states[0] == states[1] == states[2]),
-        Row("2nd/3rd run < 10 % of 1st", "wall time of apply()",
-            f"{times[0]:.2f} s / {times[1]:.2f} s / {times[2]:.2f} s "
-            f"({ratios[0]:.0%}, {ratios[1]:.0%})", all(r < 0.10 for r in ratios)),
-        Row("legacy dropped once", "tables after the 3 runs",
-            "none left" if not legacy_left else ", ".join(legacy_left), not legacy_left),
+            states[0] == states[1] == states[2],
+        ),
+        Row(
+            "2nd/3rd run < 10 % of 1st",
+            "wall time of apply()",
+            f"{times[0]:.2f} s / {times[1]:.2f} s / {times[2]:.2f} s ({ratios[0]:.0%}, {ratios[1]:.0%})",
+            all(r < 0.10 for r in ratios),
+        ),
+        Row(
+            "legacy dropped once",
+            "tables after the 3 runs",
+            "none left" if not legacy_left else ", ".join(legacy_left),
+            not legacy_left,
+        ),
     ]
 
 
 def concurrency(engine: Engine, url: str, spec: DataSpec) -> list[Row]:
     """Three `autonumber setup apply` processes started together on an empty database."""
     wipe(engine)
-    cmd = [sys.executable, "-c", "from autonumber.cli import main; main()", "setup", "apply",
-           "--db", url, "--quiet"]
+    cmd = [
+        sys.executable,
+        "-c",
+        "from autonumber.cli import main; main()",
+        "setup",
+        "apply",
+        "--db",
+        url,
+        "--quiet",
+    ]
     started = time.perf_counter()
-    procs = [subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-             for _ in range(3)]
+    procs = [
+        subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(3)
+    ]
     codes = [p.wait(timeout=900) for p in procs]
     elapsed = time.perf_counter() - started
     errors = [p.stderr.read().strip().splitlines()[-1:] if p.stderr else [] for p in procs]
@@ -152,13 +182,24 @@ def concurrency(engine: Engine, url: str, spec: DataSpec) -> list[Row]:
     apply(engine, spec)
     single = snapshot(engine)
     return [
-        Row("all exit 0", "3 processes at once", f"exit codes {codes} in {elapsed:.1f} s"
-            + (f"; {errors}" if any(codes) else ""), codes == [0, 0, 0]),
-        Row("final state = single apply", "compare with a fresh single apply",
+        Row(
+            "all exit 0",
+            "3 processes at once",
+            f"exit codes {codes} in {elapsed:.1f} s" + (f"; {errors}" if any(codes) else ""),
+            codes == [0, 0, 0],
+        ),
+        Row(
+            "final state = single apply",
+            "compare with a fresh single apply",
             f"{len(parallel['counters'])} counter rows, {len(parallel['fields'])} rules",
-            parallel == single),
-        Row("no duplicate counter rows", "COUNT(*) vs distinct (field_id, scope_key)",
-            f"{total} rows, {len(parallel['counters'])} distinct", total == len(parallel["counters"])),
+            parallel == single,
+        ),
+        Row(
+            "no duplicate counter rows",
+            "COUNT(*) vs distinct (field_id, scope_key)",
+            f"{total} rows, {len(parallel['counters'])} distinct",
+            total == len(parallel["counters"]),
+        ),
     ]
 
 
@@ -169,9 +210,14 @@ def multi_state(engine: Engine, url: str, spec: DataSpec, rows: int) -> list[Row
     took = _timed(lambda: apply(engine, spec))
     st = snapshot(engine)
     value = _engine_works(url)
-    out.append(Row("(a) empty database", "apply, verify, insert one Account",
-                   f"{len(st['counters'])} counter rows (1 per global field), {took:.2f} s; "
-                   f"next Account {value}", not verify(engine) and value.endswith("-000001")))
+    out.append(
+        Row(
+            "(a) empty database",
+            "apply, verify, insert one Account",
+            f"{len(st['counters'])} counter rows (1 per global field), {took:.2f} s; next Account {value}",
+            not verify(engine) and value.endswith("-000001"),
+        )
+    )
     wipe(engine)
     fill_legacy(engine, spec, rows)
     took = _timed(lambda: apply(engine, spec))
@@ -179,17 +225,28 @@ def multi_state(engine: Engine, url: str, spec: DataSpec, rows: int) -> list[Row
     value = _engine_works(url)
     legacy_left = [t.name for t in LEGACY_TABLES if t.name in table_names(engine)]
     hot = counters.get(("Contract.Contract_Number__c", "SG-CSA-260417-"))
-    out.append(Row("(b) legacy tables + live values", f"demo legacy --rows {rows}, apply, insert",
-                   f"{took:.2f} s; next Account {value}; SG-CSA-260417 next {hot}; legacy tables "
-                   f"{'dropped' if not legacy_left else 'LEFT: ' + ', '.join(legacy_left)}",
-                   value.endswith("-003968") and hot == 43 and not legacy_left and not verify(engine)))
+    out.append(
+        Row(
+            "(b) legacy tables + live values",
+            f"demo legacy --rows {rows}, apply, insert",
+            f"{took:.2f} s; next Account {value}; SG-CSA-260417 next {hot}; legacy tables "
+            f"{'dropped' if not legacy_left else 'LEFT: ' + ', '.join(legacy_left)}",
+            value.endswith("-003968") and hot == 43 and not legacy_left and not verify(engine),
+        )
+    )
     before = snapshot(engine)
     took = _timed(lambda: apply(engine, spec))
     value = _engine_works(url)
-    out.append(Row("(c) already cut over", "apply again, insert",
-                   f"{took:.2f} s; seed skipped, state unchanged; next Account {value}",
-                   snapshot(engine)["fields"] == before["fields"] and value.endswith("-003969")
-                   and not verify(engine)))
+    out.append(
+        Row(
+            "(c) already cut over",
+            "apply again, insert",
+            f"{took:.2f} s; seed skipped, state unchanged; next Account {value}",
+            snapshot(engine)["fields"] == before["fields"]
+            and value.endswith("-003969")
+            and not verify(engine),
+        )
+    )
     return out
 
 

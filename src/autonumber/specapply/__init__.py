@@ -12,5 +12,10 @@ from .runner import apply_spec as apply_spec
 from .trigger import install_guard_trigger as install_guard_trigger
 
 __all__ = [
-    "ApplyResult", "RuleChangeRefused", "add_field", "apply_spec", "change_rule", "install_guard_trigger",
+    "ApplyResult",
+    "RuleChangeRefused",
+    "add_field",
+    "apply_spec",
+    "change_rule",
+    "install_guard_trigger",
 ]

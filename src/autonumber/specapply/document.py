@@ -23,9 +23,19 @@ from autonumber.errors import SpecError
 from autonumber.setup.dataspec import API_VERSION, SECTIONS, DataSpec, parse_spec
 
 OPERATIONS_SECTION = "Operations"
-KNOWN_KEYS = frozenset({
-    "apiVersion", "id", "scope", "status", "tables", "backup", "depends_on", "incident_ticket", "approvals",
-})
+KNOWN_KEYS = frozenset(
+    {
+        "apiVersion",
+        "id",
+        "scope",
+        "status",
+        "tables",
+        "backup",
+        "depends_on",
+        "incident_ticket",
+        "approvals",
+    }
+)
 _STATUS_LINE = re.compile(r"^status:.*$", re.MULTILINE)
 
 
@@ -71,8 +81,9 @@ def read_document(path: str | Path) -> SpecDocument:
     except OSError as exc:
         raise SpecError(f"cannot read data-spec {p}: {exc.strerror or exc}") from None
     except UnicodeDecodeError as exc:
-        raise SpecError(f"data-spec {p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset "
-                        f"{exc.start})") from None
+        raise SpecError(
+            f"data-spec {p} is not UTF-8 text (byte 0x{exc.object[exc.start]:02x} at offset {exc.start})"
+        ) from None
     return parse_document(text, str(path))
 
 
@@ -85,18 +96,25 @@ def parse_document(text: str, source: str) -> SpecDocument:
     """Parse a data-spec's text."""
     data, body, offset = _frontmatter(text, source)
     tokens = MarkdownIt("commonmark").enable("table").parse(body)
-    headings = {tokens[i + 1].content.strip() for i, t in enumerate(tokens)
-                if t.type == "heading_open" and t.tag == "h2"}
+    headings = {
+        tokens[i + 1].content.strip()
+        for i, t in enumerate(tokens)
+        if t.type == "heading_open" and t.tag == "h2"
+    }
     operations = _operations(tokens, offset, source) if OPERATIONS_SECTION in headings else ()
     setup: DataSpec | None = None
     if headings & set(SECTIONS):
         if OPERATIONS_SECTION in headings:
-            raise SpecError(f"{source}: a data-spec has either the setup sections "
-                            f"({', '.join(SECTIONS)}) or '## Operations', not both")
+            raise SpecError(
+                f"{source}: a data-spec has either the setup sections "
+                f"({', '.join(SECTIONS)}) or '## Operations', not both"
+            )
         setup = parse_spec(text, source)
     elif not operations:
-        raise SpecError(f"{source}: nothing to apply: no '## Operations' list and no setup sections "
-                        f"({', '.join(SECTIONS)})")
+        raise SpecError(
+            f"{source}: nothing to apply: no '## Operations' list and no setup sections "
+            f"({', '.join(SECTIONS)})"
+        )
     return SpecDocument(
         source=source,
         id=_text(data, "id", source),
@@ -149,9 +167,11 @@ def _operations(tokens: list[Any], offset: int, source: str) -> tuple[Operation,
             line = offset + (tok.map[0] if tok.map else 0) + 1
             lang = tok.info.strip().split(" ")[0].lower() if tok.type == "fence" else ""
             if lang != "yaml":
-                raise SpecError(f"{source} line {line}: '## Operations' holds only ```yaml blocks of typed "
-                                f"operations; a {lang or 'plain'} block is not executed — remove it or "
-                                "move it to another section")
+                raise SpecError(
+                    f"{source} line {line}: '## Operations' holds only ```yaml blocks of typed "
+                    f"operations; a {lang or 'plain'} block is not executed — remove it or "
+                    "move it to another section"
+                )
             out.extend(_items(tok.content, line, source))
     if not out:
         raise SpecError(f"{source}: '## Operations' lists no operation (expected a ```yaml list)")

@@ -28,9 +28,13 @@ ENVS = ("staging", "production")
 STATUSES = ("pending", "applied", "draft-rollback", "pending-staging", "pending-prod")
 PINNED = {"pending-staging": "staging", "pending-prod": "production"}
 ROLLBACK_STATUSES = frozenset({"draft-rollback", "pending-staging", "pending-prod"})
-ROLLBACK_OPERATIONS = frozenset({
-    "restore_legacy_backups", "set_legacy_current_numbers_from_live", "drop_autonumber_schema",
-})
+ROLLBACK_OPERATIONS = frozenset(
+    {
+        "restore_legacy_backups",
+        "set_legacy_current_numbers_from_live",
+        "drop_autonumber_schema",
+    }
+)
 TICKET = re.compile(r"INC-\d+")
 ROLES = ("engineer", "sre")
 
@@ -61,8 +65,11 @@ def decide(doc: SpecDocument, env: str) -> Decision:
     if doc.status not in STATUSES:
         raise SpecError(f"{name}: status {doc.status!r} is not one of {', '.join(STATUSES)}")
     if doc.status == "draft-rollback":
-        return Decision("skip", f"{name} is a draft rollback (status draft-rollback): skipped, nothing "
-                                "applied; to roll back flip it to pending-staging, then pending-prod")
+        return Decision(
+            "skip",
+            f"{name} is a draft rollback (status draft-rollback): skipped, nothing "
+            "applied; to roll back flip it to pending-staging, then pending-prod",
+        )
     if doc.status == "applied":
         return Decision("skip", f"{name} has status applied: skipped, nothing to do")
     pinned = PINNED.get(doc.status)
@@ -70,8 +77,10 @@ def decide(doc: SpecDocument, env: str) -> Decision:
         raise SpecRefused(f"{name}: status {doc.status} is pinned to {pinned}, refusing to apply it to {env}")
     if is_rollback(doc):
         if doc.status == "pending":
-            raise SpecRefused(f"{name} is a rollback spec: status pending is not allowed; it moves "
-                              "draft-rollback → pending-staging → pending-prod")
+            raise SpecRefused(
+                f"{name} is a rollback spec: status pending is not allowed; it moves "
+                "draft-rollback → pending-staging → pending-prod"
+            )
         check_ticket(doc)
         check_approvals(doc)
     return Decision("apply", f"{name}: applying to {env}")
@@ -81,16 +90,20 @@ def check_ticket(doc: SpecDocument) -> None:
     """`incident_ticket:` must be INC-<digits>."""
     ticket = doc.incident_ticket
     if not isinstance(ticket, str) or not TICKET.fullmatch(ticket.strip()):
-        raise SpecRefused(f"data-spec {doc.id} is a rollback spec and needs incident_ticket: INC-<number> "
-                          f"in its frontmatter, got {ticket!r}")
+        raise SpecRefused(
+            f"data-spec {doc.id} is a rollback spec and needs incident_ticket: INC-<number> "
+            f"in its frontmatter, got {ticket!r}"
+        )
 
 
 def approvals(doc: SpecDocument) -> list[Approval]:
     """The frontmatter approvals as (name, role) pairs; SpecRefused when malformed."""
     raw = doc.approvals
     if not isinstance(raw, list):
-        raise SpecRefused(f"data-spec {doc.id} is a rollback spec and needs approvals: a list of "
-                          f"{{name, role}} entries, got {raw!r}")
+        raise SpecRefused(
+            f"data-spec {doc.id} is a rollback spec and needs approvals: a list of "
+            f"{{name, role}} entries, got {raw!r}"
+        )
     out = []
     for item in raw:
         if not isinstance(item, dict) or not all(isinstance(item.get(k), str) for k in ("name", "role")):
@@ -106,11 +119,15 @@ def check_approvals(doc: SpecDocument) -> None:
     sres = {a.name for a in given if a.role == "sre" and a.name}
     if not engineers or not sres:
         missing = " and ".join(r for r, who in zip(ROLES, (engineers, sres), strict=True) if not who)
-        raise SpecRefused(f"data-spec {doc.id} is a rollback spec and needs two approvals (one engineer, "
-                          f"one sre); missing: {missing}")
+        raise SpecRefused(
+            f"data-spec {doc.id} is a rollback spec and needs two approvals (one engineer, "
+            f"one sre); missing: {missing}"
+        )
     if not any(e != s for e in engineers for s in sres):
-        raise SpecRefused(f"data-spec {doc.id}: the engineer and the sre approval must be two different "
-                          f"people, got {', '.join(sorted(engineers | sres))} for both")
+        raise SpecRefused(
+            f"data-spec {doc.id}: the engineer and the sre approval must be two different "
+            f"people, got {', '.join(sorted(engineers | sres))} for both"
+        )
 
 
 def check_staging(doc: SpecDocument, clean_staging_days: Iterable[datetime], today: datetime) -> None:
@@ -120,5 +137,7 @@ def check_staging(doc: SpecDocument, clean_staging_days: Iterable[datetime], tod
     days = sorted({d.date() for d in clean_staging_days})
     if today.date() not in days:
         seen = ", ".join(str(d) for d in days) or "never"
-        raise SpecRefused(f"data-spec {doc.id}: pending-prod needs a clean staging apply of this same spec "
-                          f"today ({today.date()} UTC); staging applies found: {seen}")
+        raise SpecRefused(
+            f"data-spec {doc.id}: pending-prod needs a clean staging apply of this same spec "
+            f"today ({today.date()} UTC); staging applies found: {seen}"
+        )

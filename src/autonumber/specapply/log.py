@@ -35,18 +35,27 @@ def now(engine: Engine) -> datetime:
         return dialect_for(conn).utc_now(conn)
 
 
-def start(engine: Engine, doc: SpecDocument, env: str, outcome: str = "running",
-          error: str | None = None) -> str:
+def start(
+    engine: Engine, doc: SpecDocument, env: str, outcome: str = "running", error: str | None = None
+) -> str:
     """Insert an attempt; return its id. Finished attempts (skip, refusal) pass their outcome."""
     row_id = uuid.uuid4().hex
     dialect = dialect_for(engine)
     with engine.begin() as conn:
         at = dialect.utc_now(conn)
-        conn.execute(sa.insert(spec_apply_log).values(
-            Id=row_id, spec_id=doc.id[:255], spec_digest=doc.digest, env=env, status=doc.status[:32],
-            started_at=at, finished_at=None if outcome == "running" else at, outcome=outcome,
-            error=error[:MAX_ERROR] if error else None,
-        ))
+        conn.execute(
+            sa.insert(spec_apply_log).values(
+                Id=row_id,
+                spec_id=doc.id[:255],
+                spec_digest=doc.digest,
+                env=env,
+                status=doc.status[:32],
+                started_at=at,
+                finished_at=None if outcome == "running" else at,
+                outcome=outcome,
+                error=error[:MAX_ERROR] if error else None,
+            )
+        )
     return row_id
 
 
@@ -55,8 +64,13 @@ def finish(engine: Engine, row_id: str, outcome: str, error: str | None = None) 
     dialect = dialect_for(engine)
     t = spec_apply_log
     with engine.begin() as conn:
-        conn.execute(sa.update(t).where(t.c.Id == row_id).values(
-            finished_at=dialect.utc_now(conn), outcome=outcome, error=error[:MAX_ERROR] if error else None))
+        conn.execute(
+            sa.update(t)
+            .where(t.c.Id == row_id)
+            .values(
+                finished_at=dialect.utc_now(conn), outcome=outcome, error=error[:MAX_ERROR] if error else None
+            )
+        )
 
 
 def applied(engine: Engine, spec_id: str, env: str, digest: str | None = None) -> list[datetime]:
@@ -65,8 +79,12 @@ def applied(engine: Engine, spec_id: str, env: str, digest: str | None = None) -
         return []
     t = spec_apply_log
     stmt = sa.select(t.c.finished_at).where(
-        t.c.spec_id == spec_id, t.c.env == env, t.c.outcome == "applied", t.c.error.is_(None),
-        t.c.finished_at.is_not(None))
+        t.c.spec_id == spec_id,
+        t.c.env == env,
+        t.c.outcome == "applied",
+        t.c.error.is_(None),
+        t.c.finished_at.is_not(None),
+    )
     if digest is not None:
         stmt = stmt.where(t.c.spec_digest == digest)
     with engine.connect() as conn:

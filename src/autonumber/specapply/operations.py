@@ -90,6 +90,7 @@ def _columns(conn: Connection, table: str) -> set[str]:
 
 # --- restore_legacy_backups ---------------------------------------------------------------------
 
+
 def _restore_plan(conn: Connection) -> list[tuple[sa.Table, str, bool]]:
     """(legacy table, newest backup, needs restoring) for the four tables; SpecError if one has none."""
     present = table_names(conn)
@@ -100,18 +101,23 @@ def _restore_plan(conn: Connection) -> list[tuple[sa.Table, str, bool]]:
             if table.name in present:
                 out.append((table, "", False))
                 continue
-            raise SpecError(f"restore_legacy_backups: no backup of {table.name} "
-                            f"({table.name}__bak_YYYYMMDD) and the table does not exist")
+            raise SpecError(
+                f"restore_legacy_backups: no backup of {table.name} "
+                f"({table.name}__bak_YYYYMMDD) and the table does not exist"
+            )
         backup = found[-1]
         done = table.name in present and _count(conn, _reflect(conn, table.name)) >= _count(
-            conn, _reflect(conn, backup))
+            conn, _reflect(conn, backup)
+        )
         out.append((table, backup, not done))
     return out
 
 
 def plan_restore(conn: Connection, args: Mapping[str, Any]) -> list[str]:
-    return [f"restore {t.name} from {b}" if todo else f"{t.name} is already restored"
-            for t, b, todo in _restore_plan(conn)]
+    return [
+        f"restore {t.name} from {b}" if todo else f"{t.name} is already restored"
+        for t, b, todo in _restore_plan(conn)
+    ]
 
 
 def run_restore(conn: Connection, args: Mapping[str, Any]) -> list[str]:
@@ -132,13 +138,15 @@ def run_restore(conn: Connection, args: Mapping[str, Any]) -> list[str]:
         conn.execute(sa.insert(table).from_select(cols, sa.select(*(source.c[c] for c in cols))))
         rows, kept = _count(conn, table), _count(conn, source)
         if rows != kept:
-            raise SpecError(f"restore_legacy_backups: {table.name} got {rows} row(s), its backup {backup} "
-                            f"holds {kept}")
+            raise SpecError(
+                f"restore_legacy_backups: {table.name} got {rows} row(s), its backup {backup} holds {kept}"
+            )
         changes.append(f"restored {table.name} from {backup} ({rows} row(s))")
     return changes
 
 
 # --- set_legacy_current_numbers_from_live -------------------------------------------------------
+
 
 @dataclass(frozen=True)
 class Correction:
@@ -156,8 +164,10 @@ def _snapshot(conn: Connection) -> CatalogSnapshot | None:
     snapshot = load_snapshot(conn)
     if snapshot.quarantined:
         bad = "; ".join(f"{fid}: {why}" for fid, why in sorted(snapshot.quarantined.items()))
-        raise SpecError(f"set_legacy_current_numbers_from_live: quarantined rule(s) cannot read their "
-                        f"live values; repair them first: {bad}")
+        raise SpecError(
+            f"set_legacy_current_numbers_from_live: quarantined rule(s) cannot read their "
+            f"live values; repair them first: {bad}"
+        )
     return snapshot
 
 
@@ -235,8 +245,10 @@ def run_correction(conn: Connection, args: Mapping[str, Any]) -> list[str]:
     present = table_names(conn)
     missing = [t.name for t in (legacy_autonumber, legacy_compound) if t.name not in present]
     if missing:
-        raise SpecError(f"set_legacy_current_numbers_from_live: {', '.join(missing)} missing; "
-                        "run restore_legacy_backups first")
+        raise SpecError(
+            f"set_legacy_current_numbers_from_live: {', '.join(missing)} missing; "
+            "run restore_legacy_backups first"
+        )
     return _raise_numbers(conn, fix.numbers) + _raise_compound(conn, fix.compound)
 
 
@@ -255,8 +267,10 @@ def _raise_numbers(conn: Connection, numbers: Mapping[tuple[str, str], int]) -> 
 
 def _raise_compound(conn: Connection, compound: Mapping[tuple[str, str], int]) -> list[str]:
     t = legacy_compound
-    rows = {(o, p): (i, int(n)) for i, o, p, n in conn.execute(
-        sa.select(t.c.Id, t.c.ObjectApiName, t.c.Prefix, t.c.CurrentNumber))}
+    rows = {
+        (o, p): (i, int(n))
+        for i, o, p, n in conn.execute(sa.select(t.c.Id, t.c.ObjectApiName, t.c.Prefix, t.c.CurrentNumber))
+    }
     changes = []
     for (obj, prefix), used in sorted(compound.items()):
         hit = rows.get((obj, prefix)) or rows.get((obj, prefix + COMPOUND_JOINER))
@@ -272,12 +286,16 @@ def _raise_compound(conn: Connection, compound: Mapping[tuple[str, str], int]) -
 
 # --- drop_autonumber_schema ---------------------------------------------------------------------
 
+
 def _schema_left(conn: Connection) -> list[tuple[str, str | None]]:
     """(table, column) pairs still to drop; column None means the whole table."""
     left: list[tuple[str, str | None]] = []
     present = table_names(conn)
-    left += [(t.name, None) for t in (counter_table, field_format_history, reservation_journal)
-             if t.name in present]
+    left += [
+        (t.name, None)
+        for t in (counter_table, field_format_history, reservation_journal)
+        if t.name in present
+    ]
     fields = _columns(conn, system_field.name)
     left += [(system_field.name, c) for c in AUTONUMBER_COLUMNS if c in fields]
     if RECORD_TYPE_CODE in _columns(conn, system_record_type.name):
@@ -308,6 +326,7 @@ def run_drop_schema(conn: Connection, args: Mapping[str, Any]) -> list[str]:
 
 
 # --- verify, drop_backups -----------------------------------------------------------------------
+
 
 def run_verify(conn: Connection, args: Mapping[str, Any]) -> list[str]:
     violations = check(conn)
@@ -347,9 +366,11 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     unknown = sorted(set(args) - RULE_KEYS)
     missing = sorted({"object", "field", "format"} - set(args))
     if unknown or missing:
-        raise SpecError(f"{op}: arguments are object, field, format, scope, start, length, numbering, "
-                        "time_zone; "
-                        f"unknown {unknown or '-'}, missing {missing or '-'}")
+        raise SpecError(
+            f"{op}: arguments are object, field, format, scope, start, length, numbering, "
+            "time_zone; "
+            f"unknown {unknown or '-'}, missing {missing or '-'}"
+        )
     for key in ("start", "length"):
         if key in args and (not isinstance(args[key], int) or isinstance(args[key], bool)):
             raise SpecError(f"{op}: {key} must be an integer, got {args[key]!r}")
@@ -363,25 +384,46 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     time_zone = None if args.get("time_zone") is None else str(args["time_zone"])
     if RULE_OPERATIONS[op] == "set" and stored_rule(conn, obj, fld) is not None:
         with contextlib.suppress(UnknownField):  # a field added earlier in the same spec
-            return RuleRequest("set", respec(conn, obj, fld, str(args["format"]), scope=scope, start=start,
-                                             numbering=numbering, time_zone=time_zone))
-    return RuleRequest(RULE_OPERATIONS[op], RuleSpec(obj, fld, str(args["format"]), scope=scope or "global",
-                                                     start=1 if start is None else start,
-                                                     length=args.get("length"),
-                                                     numbering=numbering or "standard",
-                                                     time_zone=time_zone or "UTC"))
+            return RuleRequest(
+                "set",
+                respec(
+                    conn,
+                    obj,
+                    fld,
+                    str(args["format"]),
+                    scope=scope,
+                    start=start,
+                    numbering=numbering,
+                    time_zone=time_zone,
+                ),
+            )
+    return RuleRequest(
+        RULE_OPERATIONS[op],
+        RuleSpec(
+            obj,
+            fld,
+            str(args["format"]),
+            scope=scope or "global",
+            start=1 if start is None else start,
+            length=args.get("length"),
+            numbering=numbering or "standard",
+            time_zone=time_zone or "UTC",
+        ),
+    )
 
 
 def run_rule(name: str) -> Callable[[Connection, Mapping[str, Any]], list[str]]:
     def run(conn: Connection, args: Mapping[str, Any]) -> list[str]:
         done = apply_requests(conn, [rule_request(conn, name, args)])
         return [line for d in done for line in d.changes]
+
     return run
 
 
 def plan_rule(name: str) -> Callable[[Connection, Mapping[str, Any]], list[str]]:
     def plan(conn: Connection, args: Mapping[str, Any]) -> list[str]:
         return [line for p in plan_requests(conn, [rule_request(conn, name, args)]) for line in p.lines]
+
     return plan
 
 
@@ -428,29 +470,57 @@ class OperationType:
     run: Callable[[Connection, Mapping[str, Any]], list[str]]
 
 
-OPERATIONS: dict[str, OperationType] = {op.name: op for op in (
-    OperationType("restore_legacy_backups", "recreate the four legacy tables from their newest backups",
-                  plan_restore, run_restore),
-    OperationType("set_legacy_current_numbers_from_live",
-                  "raise legacy CurrentNumber to the largest number used since the cut-over",
-                  plan_correction, run_correction),
-    OperationType("drop_autonumber_schema",
-                  "drop the guard trigger, the counter and format-history tables, the six rule columns "
-                  "and RecordTypeCode",
-                  plan_drop_schema, run_drop_schema),
-    OperationType("verify", "V1–V7 must hold", plan_nothing, run_verify),
-    OperationType("drop_backups", "drop the legacy backup tables", plan_drop_backups, run_drop_backups),
-    OperationType("add_autonumber_field", "column + validated rule + counter rows",
-                  plan_rule("add_autonumber_field"), run_rule("add_autonumber_field")),
-    OperationType("set_rule", "change an autonumber field's rule (old values stay valid)",
-                  plan_rule("set_rule"), run_rule("set_rule")),
-    OperationType("add_object", "a custom object: metadata and its table", plan_add_object, run_add_object),
-    OperationType("adopt_object", "register an existing application table as an object",
-                  plan_adopt_object, run_adopt_object),
-)}
+OPERATIONS: dict[str, OperationType] = {
+    op.name: op
+    for op in (
+        OperationType(
+            "restore_legacy_backups",
+            "recreate the four legacy tables from their newest backups",
+            plan_restore,
+            run_restore,
+        ),
+        OperationType(
+            "set_legacy_current_numbers_from_live",
+            "raise legacy CurrentNumber to the largest number used since the cut-over",
+            plan_correction,
+            run_correction,
+        ),
+        OperationType(
+            "drop_autonumber_schema",
+            "drop the guard trigger, the counter and format-history tables, the six rule columns "
+            "and RecordTypeCode",
+            plan_drop_schema,
+            run_drop_schema,
+        ),
+        OperationType("verify", "V1–V7 must hold", plan_nothing, run_verify),
+        OperationType("drop_backups", "drop the legacy backup tables", plan_drop_backups, run_drop_backups),
+        OperationType(
+            "add_autonumber_field",
+            "column + validated rule + counter rows",
+            plan_rule("add_autonumber_field"),
+            run_rule("add_autonumber_field"),
+        ),
+        OperationType(
+            "set_rule",
+            "change an autonumber field's rule (old values stay valid)",
+            plan_rule("set_rule"),
+            run_rule("set_rule"),
+        ),
+        OperationType(
+            "add_object", "a custom object: metadata and its table", plan_add_object, run_add_object
+        ),
+        OperationType(
+            "adopt_object",
+            "register an existing application table as an object",
+            plan_adopt_object,
+            run_adopt_object,
+        ),
+    )
+}
 
-NO_ARGS = frozenset({"restore_legacy_backups", "set_legacy_current_numbers_from_live",
-                     "drop_autonumber_schema", "verify"})
+NO_ARGS = frozenset(
+    {"restore_legacy_backups", "set_legacy_current_numbers_from_live", "drop_autonumber_schema", "verify"}
+)
 
 
 def resolve(ops: Iterable[Operation], source: str) -> list[tuple[Operation, OperationType]]:
@@ -459,8 +529,9 @@ def resolve(ops: Iterable[Operation], source: str) -> list[tuple[Operation, Oper
     for op in ops:
         kind = OPERATIONS.get(op.name)
         if kind is None:
-            raise SpecError(f"{source} line {op.line}: unknown operation {op.name!r}; known: "
-                            f"{', '.join(OPERATIONS)}")
+            raise SpecError(
+                f"{source} line {op.line}: unknown operation {op.name!r}; known: {', '.join(OPERATIONS)}"
+            )
         if op.name in NO_ARGS and op.args:
             raise SpecError(f"{source} line {op.line}: {op.name} takes no arguments, got {sorted(op.args)}")
         if op.name == "drop_backups" and set(op.args) - {"tables"}:

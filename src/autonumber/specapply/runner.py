@@ -72,8 +72,9 @@ def apply_spec(
     try:
         decision = guards.decide(doc, target_env)
         if decision.action == "apply":
-            guards.check_staging(doc, log.applied(staging_log or engine, doc.id, "staging", doc.digest),
-                                 log.now(engine))
+            guards.check_staging(
+                doc, log.applied(staging_log or engine, doc.id, "staging", doc.digest), log.now(engine)
+            )
     except SpecRefused as exc:
         log.start(engine, doc, target_env, "refused", str(exc))
         raise
@@ -82,8 +83,10 @@ def apply_spec(
         return ApplyResult(doc.id, target_env, "skipped", decision.message)
     done = log.applied(engine, doc.id, target_env)
     if done:
-        message = (f"data-spec {doc.id} already applied to {target_env} at "
-                   f"{max(done):%Y-%m-%d %H:%M:%S} UTC: skipped")
+        message = (
+            f"data-spec {doc.id} already applied to {target_env} at "
+            f"{max(done):%Y-%m-%d %H:%M:%S} UTC: skipped"
+        )
         log.start(engine, doc, target_env, "skipped", message)
         return ApplyResult(doc.id, target_env, "skipped", message)
     row = log.start(engine, doc, target_env)
@@ -99,8 +102,13 @@ def apply_spec(
     return ApplyResult(doc.id, target_env, "applied", f"data-spec {doc.id} applied to {target_env}", changes)
 
 
-def _run(engine: Engine, doc: SpecDocument, ops: Sequence[tuple[Operation, OperationType]],
-         reporter: Reporter, lock_timeout: float) -> list[str]:
+def _run(
+    engine: Engine,
+    doc: SpecDocument,
+    ops: Sequence[tuple[Operation, OperationType]],
+    reporter: Reporter,
+    lock_timeout: float,
+) -> list[str]:
     if doc.setup is not None:
         results = setup_apply.apply(engine, doc.setup, reporter=reporter, lock_timeout=lock_timeout)
         return [line for r in results for line in r.changes]

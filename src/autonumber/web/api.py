@@ -35,7 +35,8 @@ def console(request: Request) -> Console:
 
 ConsoleDep = Annotated[Console, Depends(console)]
 WORKER = Gauge(
-    "autonumber_worker", "1 per serving process; under --workers one series per worker pid.",
+    "autonumber_worker",
+    "1 per serving process; under --workers one series per worker pid.",
     multiprocess_mode="all",
 )
 
@@ -60,16 +61,25 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     code: {"model": ErrorOut, "description": text}
     for code, text in (
         (400, "a request the server cannot read (e.g. a malformed body)"),
-        (401, "AUTONUMBER_API_TOKEN is set and the request has no valid Bearer token (writes), or "
-              "an admin call without the admin token"),
+        (
+            401,
+            "AUTONUMBER_API_TOKEN is set and the request has no valid Bearer token (writes), or "
+            "an admin call without the admin token",
+        ),
         (403, "a cross-origin browser request, or admin changes disabled on this server"),
         (404, "unknown object, record or field"),
         (409, "the field's rule is quarantined (RuleQuarantined) or its counter is full"),
-        (422, "bad JSON, a wrong type, text with NUL or a lone surrogate, an autonumber field "
-              "supplied, an Idempotency-Key reused with another body, or a cross-record token that "
-              "cannot be resolved (TokenResolveError names the token and the cause)"),
-        (503, "the database is unavailable or busy, or a commit's outcome is unknown (the body's "
-              "record_ids say which Ids to look up); retry later, with the same Idempotency-Key"),
+        (
+            422,
+            "bad JSON, a wrong type, text with NUL or a lone surrogate, an autonumber field "
+            "supplied, an Idempotency-Key reused with another body, or a cross-record token that "
+            "cannot be resolved (TokenResolveError names the token and the cause)",
+        ),
+        (
+            503,
+            "the database is unavailable or busy, or a commit's outcome is unknown (the body's "
+            "record_ids say which Ids to look up); retry later, with the same Idempotency-Key",
+        ),
     )
 }
 
@@ -130,15 +140,20 @@ def preview_format(req: PreviewIn, c: ConsoleDep) -> PreviewOut:
     return c.preview(req)
 
 
-@api.put("/autonumber/fields/{field_id}", tags=["admin"], responses={
-    401: {"model": ErrorOut, "description": "no or wrong admin token"},
-    403: {"model": ErrorOut, "description": "AUTONUMBER_ADMIN_TOKEN is not set on the server"},
-})
+@api.put(
+    "/autonumber/fields/{field_id}",
+    tags=["admin"],
+    responses={
+        401: {"model": ErrorOut, "description": "no or wrong admin token"},
+        403: {"model": ErrorOut, "description": "AUTONUMBER_ADMIN_TOKEN is not set on the server"},
+    },
+)
 def change_field(field_id: str, body: RuleChangeIn, request: Request, c: ConsoleDep) -> FieldOut:
     """Admin: change a rule as `autonumber field set` does; 409 with one line when it is refused."""
     c.admin.require(request)
-    return c.change_format(field_id, body.format, body.scope, body.start, numbering=body.numbering,
-                           time_zone=body.time_zone)
+    return c.change_format(
+        field_id, body.format, body.scope, body.start, numbering=body.numbering, time_zone=body.time_zone
+    )
 
 
 @api.get("/autonumber/fields/{field_id}/gaps", tags=["autonumber"])

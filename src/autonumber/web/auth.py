@@ -53,18 +53,14 @@ class AdminDisabled(AutonumberError):
     """No admin token is configured, so every admin change is refused."""
 
     def __init__(self) -> None:
-        super().__init__(
-            f"admin changes are disabled: start the server with {ENV}=<a secret> to enable them"
-        )
+        super().__init__(f"admin changes are disabled: start the server with {ENV}=<a secret> to enable them")
 
 
 class AdminRequired(AutonumberError):
     """An admin call without a valid token."""
 
     def __init__(self) -> None:
-        super().__init__(
-            f"admin token required: send 'Authorization: Bearer <{ENV}>' or log in at /login"
-        )
+        super().__init__(f"admin token required: send 'Authorization: Bearer <{ENV}>' or log in at /login")
 
 
 class WriteTokenRequired(AutonumberError):
@@ -180,9 +176,13 @@ class AdminAuth:
         ensure_table(engine, web_session_table)
         with engine.begin() as conn:
             expires = dialect_for(conn).utc_now(conn).replace(tzinfo=None) + SESSION_LIFETIME
-            conn.execute(sa.insert(web_session_table).values(
-                session_digest=_digest(sid), role=role, expires_at=expires,
-            ))
+            conn.execute(
+                sa.insert(web_session_table).values(
+                    session_digest=_digest(sid),
+                    role=role,
+                    expires_at=expires,
+                )
+            )
         payload = f"{sid}.{role}.{int(time.time() + SESSION_LIFETIME.total_seconds())}"
         return f"{payload}.{self._sign(payload)}", int(SESSION_LIFETIME.total_seconds())
 
@@ -193,9 +193,9 @@ class AdminAuth:
             return
         ensure_table(self._engine, web_session_table)
         with self._engine.begin() as conn:
-            conn.execute(sa.delete(web_session_table).where(
-                web_session_table.c.session_digest == _digest(parsed[0])
-            ))
+            conn.execute(
+                sa.delete(web_session_table).where(web_session_table.c.session_digest == _digest(parsed[0]))
+            )
 
     def _parse_cookie(self, value: str) -> tuple[str, Role] | None:
         parts = value.split(".")
@@ -225,9 +225,9 @@ class AdminAuth:
         t = web_session_table
         with self._engine.connect() as conn:
             now = dialect_for(conn).utc_now(conn).replace(tzinfo=None)
-            row = conn.execute(sa.select(t.c.role).where(
-                t.c.session_digest == _digest(sid), t.c.expires_at > now
-            )).first()
+            row = conn.execute(
+                sa.select(t.c.role).where(t.c.session_digest == _digest(sid), t.c.expires_at > now)
+            ).first()
         return role if row is not None and row.role == role else None
 
     def _require_engine(self) -> Engine:
@@ -245,9 +245,7 @@ class AdminAuth:
 
     def role(self, request: Request) -> Role | None:
         """The role of the request: Bearer token first, then the session cookie."""
-        return self.bearer_role(request) or (
-            self.session_role(request) if self.login_enabled else None
-        )
+        return self.bearer_role(request) or (self.session_role(request) if self.login_enabled else None)
 
     def is_admin(self, request: Request) -> bool:
         """True for the admin token, as a Bearer header or a session."""

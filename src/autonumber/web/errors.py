@@ -49,9 +49,25 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
 ]
 """Most specific first: the first class an error is an instance of gives the status."""
 
-_IDS = ("rule", "format", "position", "field_id", "field", "token", "cause", "chains", "record_id",
-        "scope_key", "value", "width", "reason", "attempts", "violations", "record_ids",
-        "retry_after")
+_IDS = (
+    "rule",
+    "format",
+    "position",
+    "field_id",
+    "field",
+    "token",
+    "cause",
+    "chains",
+    "record_id",
+    "scope_key",
+    "value",
+    "width",
+    "reason",
+    "attempts",
+    "violations",
+    "record_ids",
+    "retry_after",
+)
 
 
 def status_of(exc: e.AutonumberError) -> int:
@@ -73,8 +89,10 @@ def error_body(exc: e.AutonumberError) -> dict[str, Any]:
 
 def _wants_json(request: Request) -> bool:
     path = request.url.path
-    return path.startswith("/api") or path in ("/metrics", "/healthz") or "html" not in request.headers.get(
-        "accept", ""
+    return (
+        path.startswith("/api")
+        or path in ("/metrics", "/healthz")
+        or "html" not in request.headers.get("accept", "")
     )
 
 
@@ -143,7 +161,8 @@ def allowed_methods(request: Request) -> list[str]:
     """The methods some route of this path accepts."""
     routes = request.app.router.routes
     return [
-        method for method in METHODS
+        method
+        for method in METHODS
         if any(route.matches({**request.scope, "method": method})[0] is Match.FULL for route in routes)
     ]
 

@@ -69,8 +69,10 @@ class FieldOut(BaseModel):
     reason: str | None = None
     counters: list[CounterOut]
     numbering: Literal["standard", "gapless"] = Field(
-        "standard", description="standard: reserved off the caller's transaction (a rollback leaves a "
-        "gap); gapless: taken inside it, the counter row locked until it ends")
+        "standard",
+        description="standard: reserved off the caller's transaction (a rollback leaves a "
+        "gap); gapless: taken inside it, the counter row locked until it ends",
+    )
     time_zone: str = Field("UTC", description="IANA zone whose calendar dates the numbers")
 
 
@@ -84,17 +86,18 @@ class PreviewIn(BaseModel):
     counter: int = Field(1, ge=0)
     date: dt.date | None = Field(None, description="assigned-at day (in time_zone); default today")
     at: dt.datetime | None = Field(
-        None, description="assigned-at instant, ISO with offset (wins over date), e.g. "
-        "2026-04-17T20:00:00+00:00")
+        None,
+        description="assigned-at instant, ISO with offset (wins over date), e.g. 2026-04-17T20:00:00+00:00",
+    )
     time_zone: str | None = Field(
-        None, description="IANA zone for the date tokens (default: the field's, else UTC)")
+        None, description="IANA zone for the date tokens (default: the field's, else UTC)"
+    )
     values: dict[str, str] = Field(
         default_factory=dict,
         description="sample values of cross tokens, e.g. {'Account.BillingCountryCode': 'SG'}",
     )
     object: str | None = Field(None, description="check the metadata rules against this object")
     field: str | None = Field(None, description="the autonumber field being edited (Object.Field)")
-
 
 
 class PreviewOut(BaseModel):
@@ -119,8 +122,9 @@ class RuleChangeIn(BaseModel):
 
     format: str = Field(max_length=255)
     scope: str | None = Field(None, description="global, per_day or per_prefix (default: unchanged)")
-    start: int | None = Field(None, ge=0,
-                              description="first number when no value exists (default: unchanged)")
+    start: int | None = Field(
+        None, ge=0, description="first number when no value exists (default: unchanged)"
+    )
     numbering: Literal["standard", "gapless"] | None = Field(None, description="default: unchanged")
     time_zone: str | None = Field(None, max_length=64, description="IANA zone; default: unchanged")
 

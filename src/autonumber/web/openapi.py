@@ -68,12 +68,21 @@ def object_schemas(snapshot: CatalogSnapshot, name: str) -> dict[str, dict[str, 
             writable[column.name] = schema
             stored[column.name] = schema
     return {
-        f"{name}In": {"type": "object", "title": f"{name}In", "properties": writable,
-                      "additionalProperties": False,
-                      "description": f"Field values of a {name} record; autonumber fields, Id and "
-                                     "CreatedDate are assigned and refused here."},
-        name: {"type": "object", "title": name, "properties": stored,
-               "required": ["Id", *sorted(autos)], "description": f"A stored {name} record."},
+        f"{name}In": {
+            "type": "object",
+            "title": f"{name}In",
+            "properties": writable,
+            "additionalProperties": False,
+            "description": f"Field values of a {name} record; autonumber fields, Id and "
+            "CreatedDate are assigned and refused here.",
+        },
+        name: {
+            "type": "object",
+            "title": name,
+            "properties": stored,
+            "required": ["Id", *sorted(autos)],
+            "description": f"A stored {name} record.",
+        },
     }
 
 
@@ -106,22 +115,45 @@ def _for_object(item: dict[str, Any], name: str) -> dict[str, Any]:
 
 
 def _bulk_in(name: str) -> dict[str, Any]:
-    return {"type": "object", "additionalProperties": False, "required": ["records"],
-            "properties": {"records": {"type": "array", "minItems": 1, "maxItems": MAX_BULK,
-                                       "items": {"$ref": f"{REF}{name}In"}}}}
+    return {
+        "type": "object",
+        "additionalProperties": False,
+        "required": ["records"],
+        "properties": {
+            "records": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_BULK,
+                "items": {"$ref": f"{REF}{name}In"},
+            }
+        },
+    }
 
 
 def _response(operation: str, method: str, name: str) -> dict[str, Any]:
     record = {"$ref": f"{REF}{name}"}
     if "bulk" in operation:
-        return {"type": "object", "required": ["object", "count", "records"],
-                "properties": {"object": {"type": "string"}, "count": {"type": "integer"},
-                               "records": {"type": "array", "items": record}}}
+        return {
+            "type": "object",
+            "required": ["object", "count", "records"],
+            "properties": {
+                "object": {"type": "string"},
+                "count": {"type": "integer"},
+                "records": {"type": "array", "items": record},
+            },
+        }
     if operation.startswith("list_records"):
-        return {"type": "object", "required": ["object", "total", "limit", "offset", "records"],
-                "properties": {"object": {"type": "string"}, "total": {"type": "integer"},
-                               "limit": {"type": "integer"}, "offset": {"type": "integer"},
-                               "records": {"type": "array", "items": record}}}
+        return {
+            "type": "object",
+            "required": ["object", "total", "limit", "offset", "records"],
+            "properties": {
+                "object": {"type": "string"},
+                "total": {"type": "integer"},
+                "limit": {"type": "integer"},
+                "offset": {"type": "integer"},
+                "records": {"type": "array", "items": record},
+            },
+        }
     return record
 
 
@@ -141,7 +173,9 @@ def install_docs(app: FastAPI) -> None:
     @app.get("/docs", include_in_schema=False)
     def swagger_ui() -> HTMLResponse:
         return get_swagger_ui_html(
-            openapi_url="/openapi.json", title=f"{app.title} · API",
+            openapi_url="/openapi.json",
+            title=f"{app.title} · API",
             swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
-            swagger_css_url=f"{ASSETS_URL}/swagger-ui.css", swagger_favicon_url=f"{ASSETS_URL}/favicon.png",
+            swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
+            swagger_favicon_url=f"{ASSETS_URL}/favicon.png",
         )

@@ -49,13 +49,19 @@ def render(request: Request, name: str, context: dict[str, Any], status: int = 2
     c: Console = request.app.state.console
     flash = unquote(request.cookies.get(FLASH, "")) or None
     csrf_cookie = request.cookies.get(CSRF_COOKIE) or new_csrf_cookie()
-    ctx = {"objects": nav_objects(c.snapshot.objects), "admin": c.admin.is_admin(request),
-           "role": c.admin.role(request), "login_enabled": c.admin.login_enabled,
-           "admin_enabled": c.admin.enabled, "flash": flash, "env_name": ENV, "api_env_name": API_ENV,
-           "csrf_token": c.admin.csrf_token(csrf_cookie), **context}
-    response: Response = request.app.state.templates.TemplateResponse(
-        request, name, ctx, status_code=status
-    )
+    ctx = {
+        "objects": nav_objects(c.snapshot.objects),
+        "admin": c.admin.is_admin(request),
+        "role": c.admin.role(request),
+        "login_enabled": c.admin.login_enabled,
+        "admin_enabled": c.admin.enabled,
+        "flash": flash,
+        "env_name": ENV,
+        "api_env_name": API_ENV,
+        "csrf_token": c.admin.csrf_token(csrf_cookie),
+        **context,
+    }
+    response: Response = request.app.state.templates.TemplateResponse(request, name, ctx, status_code=status)
     if flash:
         response.delete_cookie(FLASH)
     if request.cookies.get(CSRF_COOKIE) != csrf_cookie:
@@ -84,11 +90,20 @@ def list_page(
     """One page of an object's records."""
     total, records = c.page(object, PAGE_SIZE, (page - 1) * PAGE_SIZE)
     fields = c.form_fields(object)
-    return render(request, "list.html", {
-        "object": object, "records": records, "fields": fields, "total": total, "page": page,
-        "pages": max(1, -(-total // PAGE_SIZE)), "titles": c.lookup_titles(object, records),
-        "title_of": lambda r: c.title(object, r),
-    })
+    return render(
+        request,
+        "list.html",
+        {
+            "object": object,
+            "records": records,
+            "fields": fields,
+            "total": total,
+            "page": page,
+            "pages": max(1, -(-total // PAGE_SIZE)),
+            "titles": c.lookup_titles(object, records),
+            "title_of": lambda r: c.title(object, r),
+        },
+    )
 
 
 def _form_values(fields: list[FormField], form: Any, *, keep_empty: bool) -> dict[str, Any]:
@@ -102,12 +117,28 @@ def _form_values(fields: list[FormField], form: Any, *, keep_empty: bool) -> dic
     return values
 
 
-def _form(request: Request, c: Console, object: str, record: dict[str, Any] | None,
-          values: dict[str, Any], error: str | None = None, status: int = 200) -> Response:
-    return render(request, "form.html", {
-        "object": object, "record": record, "fields": c.form_fields(object), "values": values,
-        "error": error, "title": c.title(object, record) if record else None,
-    }, status)
+def _form(
+    request: Request,
+    c: Console,
+    object: str,
+    record: dict[str, Any] | None,
+    values: dict[str, Any],
+    error: str | None = None,
+    status: int = 200,
+) -> Response:
+    return render(
+        request,
+        "form.html",
+        {
+            "object": object,
+            "record": record,
+            "fields": c.form_fields(object),
+            "values": values,
+            "error": error,
+            "title": c.title(object, record) if record else None,
+        },
+        status,
+    )
 
 
 @pages.get("/o/{object}/new", response_class=HTMLResponse)
@@ -138,10 +169,17 @@ async def create(request: Request, object: str, c: ConsoleDep) -> Response:
 def view_page(request: Request, object: str, record_id: str, c: ConsoleDep) -> Response:
     """One record with its numbers."""
     record = c.get(object, record_id)
-    return render(request, "view.html", {
-        "object": object, "record": record, "fields": c.form_fields(object),
-        "titles": c.lookup_titles(object, [record]), "title": c.title(object, record),
-    })
+    return render(
+        request,
+        "view.html",
+        {
+            "object": object,
+            "record": record,
+            "fields": c.form_fields(object),
+            "titles": c.lookup_titles(object, [record]),
+            "title": c.title(object, record),
+        },
+    )
 
 
 @pages.get("/o/{object}/{record_id}/edit", response_class=HTMLResponse)
@@ -201,8 +239,15 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
         numbering = str(form.get("numbering", "")) or None
         time_zone = str(form.get("time_zone", "")).strip() or None
         out = await run_in_threadpool(
-            lambda: c.change_format(field_id, str(form.get("format", "")), scope,
-                                    int(start) if start else None, numbering=numbering, time_zone=time_zone))
+            lambda: c.change_format(
+                field_id,
+                str(form.get("format", "")),
+                scope,
+                int(start) if start else None,
+                numbering=numbering,
+                time_zone=time_zone,
+            )
+        )
     except AutonumberError as exc:
         return redirect(f"/rules#{field_id}", f"error: {exc}")
     return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")
@@ -239,8 +284,11 @@ async def login(request: Request, c: ConsoleDep) -> Response:
     if role is None:
         if c.admin.login_enabled:
             c.admin.limiter.failed(client)
-        error = (f"logging in is disabled: start the server with {ENV} or {API_ENV} set"
-                 if not c.admin.login_enabled else "wrong token")
+        error = (
+            f"logging in is disabled: start the server with {ENV} or {API_ENV} set"
+            if not c.admin.login_enabled
+            else "wrong token"
+        )
         return render(request, "login.html", {"next": target, "error": error}, 401)
     value, max_age = await run_in_threadpool(c.admin.start_session, role)
     response = redirect(target, f"logged in as {role}")

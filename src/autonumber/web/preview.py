@@ -26,7 +26,11 @@ def preview(snapshot: CatalogSnapshot, req: PreviewIn) -> PreviewOut:
     if obj is not None:
         snapshot.require_object(obj)
         report = check_format(
-            req.format, scope=scope, catalog=snapshot, source_object=obj, target_field=target,
+            req.format,
+            scope=scope,
+            catalog=snapshot,
+            source_object=obj,
+            target_field=target,
             overrides=list(carried_overrides(token_refs, req.format)) or None,
         )
     else:

@@ -89,9 +89,7 @@ class Console:
             for name in sorted(snap.objects)
         ]
 
-    def insert(
-        self, obj: str, data: Mapping[str, Any], idempotency_key: str | None = None
-    ) -> dict[str, Any]:
+    def insert(self, obj: str, data: Mapping[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
         """Insert one record, numbers assigned (once per idempotency key)."""
         return self.platform.records.insert(self.require_object(obj), data, idempotency_key=idempotency_key)
 
@@ -132,12 +130,16 @@ class Console:
                 out.append(FormField(info.name, label_of(info.name), "autonumber"))
             elif info.name == RECORD_TYPE_FIELD:
                 options = [(rt.id, rt.name) for rt in record_types(self.platform.db, obj)]
-                out.append(FormField(info.name, "Record Type", "select", options=options,
-                                     target="RecordType"))
+                out.append(
+                    FormField(info.name, "Record Type", "select", options=options, target="RecordType")
+                )
             elif info.reference_to:
                 options = self._picker(info.reference_to)
-                out.append(FormField(info.name, label_of(info.name), "select", options=options,
-                                     target=info.reference_to))
+                out.append(
+                    FormField(
+                        info.name, label_of(info.name), "select", options=options, target=info.reference_to
+                    )
+                )
             else:
                 out.append(FormField(info.name, label_of(info.name), "text", info.max_length))
         rank = {"text": 1, "select": 2, "autonumber": 3}
@@ -152,8 +154,9 @@ class Console:
     def title(self, obj: str, record: Mapping[str, Any], *, detail: bool = False) -> str:
         """A record's display name: its Name, else its (custom) autonumber, else its Id."""
         autos = self.snapshot.autonumber_fields(obj)
-        number = next((record.get(a) for a in sorted(autos, key=lambda a: not a.endswith("__c"))
-                       if record.get(a)), None)
+        number = next(
+            (record.get(a) for a in sorted(autos, key=lambda a: not a.endswith("__c")) if record.get(a)), None
+        )
         name = record.get("Name")
         if name and number and detail:
             return f"{name} · {number}"
@@ -175,8 +178,9 @@ class Console:
     def fields(self) -> list[FieldOut]:
         """Every autonumber field with its rule, counters and status."""
         snap = self.snapshot
-        return self._described(snap, [r for obj in sorted(snap.fields) for r in snap.fields[obj]
-                                      if r.format is not None])
+        return self._described(
+            snap, [r for obj in sorted(snap.fields) for r in snap.fields[obj] if r.format is not None]
+        )
 
     def _described(self, snap: CatalogSnapshot, rows: list[FieldRow]) -> list[FieldOut]:
         states = counter_states(self.platform.db, [r.id for r in rows])
@@ -184,15 +188,24 @@ class Console:
         for row in rows:
             rule = snap.rules.get(row.id)
             width = rule.format.counter_width if rule else _width(row.format)
-            out.append(FieldOut(
-                field_id=row.id, object=row.info.object, field=row.info.name, format=row.format or "",
-                scope=row.scope, start=row.start, counter_width=width,
-                status="quarantined" if row.id in snap.quarantined else "ok",
-                reason=snap.quarantined.get(row.id),
-                counters=[CounterOut(scope_key=s.scope_key, next_value=s.next_value) for s in states[row.id]],
-                numbering="gapless" if row.numbering == "gapless" else "standard",
-                time_zone=row.time_zone,
-            ))
+            out.append(
+                FieldOut(
+                    field_id=row.id,
+                    object=row.info.object,
+                    field=row.info.name,
+                    format=row.format or "",
+                    scope=row.scope,
+                    start=row.start,
+                    counter_width=width,
+                    status="quarantined" if row.id in snap.quarantined else "ok",
+                    reason=snap.quarantined.get(row.id),
+                    counters=[
+                        CounterOut(scope_key=s.scope_key, next_value=s.next_value) for s in states[row.id]
+                    ],
+                    numbering="gapless" if row.numbering == "gapless" else "standard",
+                    time_zone=row.time_zone,
+                )
+            )
         return out
 
     def field(self, field_id: str) -> FieldOut:
@@ -205,12 +218,26 @@ class Console:
         """Render a sample value; never reads or consumes a counter."""
         return preview(self.snapshot, req)
 
-    def change_format(self, field_id: str, new_format: str | None, scope: str | None = None,
-                      start: int | None = None, *, numbering: str | None = None,
-                      time_zone: str | None = None) -> FieldOut:
+    def change_format(
+        self,
+        field_id: str,
+        new_format: str | None,
+        scope: str | None = None,
+        start: int | None = None,
+        *,
+        numbering: str | None = None,
+        time_zone: str | None = None,
+    ) -> FieldOut:
         """Change a rule through `autonumber.rules` (what is not given stays); refusals raise."""
-        done = change_field(self.platform, field_id, new_format, scope=scope, start=start,
-                            numbering=numbering, time_zone=time_zone)
+        done = change_field(
+            self.platform,
+            field_id,
+            new_format,
+            scope=scope,
+            start=start,
+            numbering=numbering,
+            time_zone=time_zone,
+        )
         return self.field(done.field_id)
 
     def gaps(
@@ -219,10 +246,15 @@ class Console:
         """The gap audit of one field."""
         report = gaps_on(self.platform, field_id, scope_key=scope_key, lo=lo, hi=hi)
         return GapsOut(
-            field_id=report.field_id, field=report.field, numbering=report.numbering,
-            checked=report.checked, missing=report.missing,
-            gaps=[GapOut(scope_key=g.scope_key, first=g.first, last=g.last, count=g.count, reason=g.reason)
-                  for g in report.gaps],
+            field_id=report.field_id,
+            field=report.field,
+            numbering=report.numbering,
+            checked=report.checked,
+            missing=report.missing,
+            gaps=[
+                GapOut(scope_key=g.scope_key, first=g.first, last=g.last, count=g.count, reason=g.reason)
+                for g in report.gaps
+            ],
         )
 
 

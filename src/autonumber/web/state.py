@@ -69,9 +69,7 @@ def record_types(conn: Connection | Engine, object_name: str) -> list[RecordType
         .order_by(sa.func.coalesce(rt.c.Name, rt.c.DeveloperName))
     )
     with _connection(conn) as c:
-        return [
-            RecordTypeOption(r.Id, r.Name or r.DeveloperName, r.RecordTypeCode) for r in c.execute(stmt)
-        ]
+        return [RecordTypeOption(r.Id, r.Name or r.DeveloperName, r.RecordTypeCode) for r in c.execute(stmt)]
 
 
 class _connection:

@@ -96,3 +96,26 @@ def test_rules_page_without_a_token_is_read_only(sqlite_platform: Platform) -> N
         assert "data-admin" not in html
         r = c.post("/rules/Case.CaseNumber", data={"format": "CS-{00000000}"})
         assert "admin changes are disabled" in c.get(r.headers["location"]).text
+
+
+def test_rules_form_changes_scope_and_start(
+    pages: TestClient, admin_token: str, sqlite_platform: Platform
+) -> None:
+    pages.post("/login", data={"token": admin_token})
+    html = pages.get("/rules").text
+    case_form = html[html.index('data-field="Case.CaseNumber"') :]
+    assert re.search(r'name="scope".*?<option value="global" selected>', case_form, re.S)
+    assert 'name="start" value=""' in case_form
+    form = {"format": "CS-{YYYY}{MM}{DD}-{0000}", "scope": "per_day", "start": "", "numbering": "standard"}
+    r = pages.post("/rules/Case.CaseNumber", data={**form, "time_zone": "UTC"})
+    assert "Case.CaseNumber now uses CS-{YYYY}{MM}{DD}-{0000}" in pages.get(r.headers["location"]).text
+    assert re.fullmatch(
+        r"CS-\d{8}-0001", sqlite_platform.records.insert("Case", {"Subject": "x"})["CaseNumber"]
+    )
+    account = {"format": "IBG-B-{YYYY}{MM}{DD}-{000000}", "scope": "global", "start": "5000"}
+    r = pages.post(
+        "/rules/Account.Account_ID__c", data={**account, "numbering": "standard", "time_zone": "UTC"}
+    )
+    assert "Account.Account_ID__c" in pages.get(r.headers["location"]).text
+    acc = sqlite_platform.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})
+    assert acc["Account_ID__c"].endswith("-005000")

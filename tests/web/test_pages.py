@@ -119,3 +119,26 @@ def test_rules_form_changes_scope_and_start(
     assert "Account.Account_ID__c" in pages.get(r.headers["location"]).text
     acc = sqlite_platform.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})
     assert acc["Account_ID__c"].endswith("-005000")
+
+
+def test_an_adopted_table_lists_its_rows_with_links_by_its_own_key(
+    pages: TestClient, sqlite_platform: Platform
+) -> None:
+    import sqlalchemy as sa
+
+    from autonumber.objects import adopt_table
+
+    with sqlite_platform.db.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE invoices (id INTEGER PRIMARY KEY, number VARCHAR(20))"))
+        conn.execute(
+            sa.text("INSERT INTO invoices (id, number) VALUES (41, 'INV-000041'), (42, 'INV-000042')")
+        )
+        adopt_table(conn, "Invoice__c", "invoices")
+    sqlite_platform.catalog.refresh()
+    listing = pages.get("/o/Invoice__c").text
+    assert 'href="/o/Invoice__c/41"' in listing and 'href="/o/Invoice__c/42"' in listing
+    view = pages.get("/o/Invoice__c/42")
+    assert (
+        view.status_code == 200 and "INV-000042" in view.text and 'href="/o/Invoice__c/42/edit"' in view.text
+    )
+    assert pages.get("/o/Invoice__c/42/edit").status_code == 200

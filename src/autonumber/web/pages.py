@@ -59,6 +59,7 @@ def render(request: Request, name: str, context: dict[str, Any], status: int = 2
         "env_name": ENV,
         "api_env_name": API_ENV,
         "csrf_token": c.admin.csrf_token(csrf_cookie),
+        "record_id": c.record_id,
         **context,
     }
     response: Response = request.app.state.templates.TemplateResponse(request, name, ctx, status_code=status)
@@ -162,7 +163,7 @@ async def create(request: Request, object: str, c: ConsoleDep) -> Response:
         return await run_in_threadpool(_form, request, c, object, None, values, str(exc), 422)
     numbers = [str(record[f.name]) for f in fields if f.kind == "autonumber" and record.get(f.name)]
     flash = f"{object} created" + (f": {', '.join(numbers)}" if numbers else "")
-    return redirect(f"/o/{object}/{record['Id']}", flash)
+    return redirect(f"/o/{object}/{c.record_id(object, record)}", flash)
 
 
 @pages.get("/o/{object}/{record_id}", response_class=HTMLResponse)

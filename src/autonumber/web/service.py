@@ -10,6 +10,7 @@ from typing import Any, Literal
 from autonumber.catalog import CatalogSnapshot, FieldRow
 from autonumber.commands.audit import gaps_on
 from autonumber.commands.fields import change_field, field_row
+from autonumber.db.objects import key_column
 from autonumber.errors import RecordError
 from autonumber.format import parse_format
 from autonumber.runtime import Platform
@@ -151,6 +152,10 @@ class Console:
         rows = self.platform.records.list(target, limit=PICKER_LIMIT)
         return [(str(r["Id"]), self.title(target, r, detail=True)) for r in rows]
 
+    def record_id(self, obj: str, record: Mapping[str, Any]) -> str:
+        """The record's key: `Id` on the platform's tables, an adopted table's own primary key."""
+        return str(record.get(key_column(self.snapshot.table(obj)).name, ""))
+
     def title(self, obj: str, record: Mapping[str, Any], *, detail: bool = False) -> str:
         """A record's display name: its Name, else its (custom) autonumber, else its Id."""
         autos = self.snapshot.autonumber_fields(obj)
@@ -160,7 +165,7 @@ class Console:
         name = record.get("Name")
         if name and number and detail:
             return f"{name} · {number}"
-        return str(name or number or record.get("Id", ""))
+        return str(name or number or self.record_id(obj, record))
 
     def lookup_titles(self, obj: str, records: Sequence[Mapping[str, Any]]) -> dict[str, str]:
         """Display names of every record the given records point at (one query per lookup field)."""

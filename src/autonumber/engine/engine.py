@@ -24,7 +24,7 @@ from .retry import DEFAULT_MAX_RETRIES, RetryPolicy
 Strategy = Literal["cas", "atomic", "combining"]
 STRATEGIES: tuple[Strategy, ...] = ("cas", "atomic", "combining")
 DEFAULT_STRATEGY: Strategy = "combining"
-"""The strategy of `Engine` and `autonumber.connect` alike, chosen by `autonumber bench`
+"""The strategy of `Engine` and `autonumber.connect` alike, chosen by the benchmark (`make bench`)
 (docs/performance.md): one atomic reservation serves every caller waiting on the same counter, so
 throughput does not pay one durable commit per number."""
 Record = Mapping[str, Any]

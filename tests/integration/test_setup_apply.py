@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -12,7 +11,7 @@ from sqlalchemy.engine import Engine
 
 from autonumber.cli import main
 from autonumber.db.schema import table_names
-from autonumber.db.tables import LEGACY_TABLES, counter_table, system_field, system_record_type
+from autonumber.db.tables import LEGACY_TABLES, counter_table
 from autonumber.errors import SetupError
 from autonumber.rules.legacy import backup_name
 from autonumber.setup.apply import PHASES, apply, phase_named, run_phases
@@ -20,32 +19,9 @@ from autonumber.setup.dataspec import DataSpec
 from autonumber.setup.demo import fill_legacy
 from autonumber.setup.generate import default_spec
 from autonumber.setup.pack import field_id
+from autonumber.setup.report import snapshot
 
 SPEC = default_spec()
-
-
-def state(engine: Engine) -> dict[str, Any]:
-    """What the idempotency check compares: rules, counters, record-type codes."""
-    f, c, r = system_field, counter_table, system_record_type
-    with engine.connect() as conn:
-        return {
-            "fields": sorted(
-                tuple(row)
-                for row in conn.execute(
-                    sa.select(
-                        f.c.Id,
-                        f.c.auto_number_format,
-                        f.c.auto_number_start,
-                        f.c.auto_number_scope,
-                        f.c.auto_number_token_refs,
-                    ).where(f.c.auto_number_format.is_not(None))
-                )
-            ),
-            "counters": sorted(
-                tuple(row) for row in conn.execute(sa.select(c.c.field_id, c.c.scope_key, c.c.next_value))
-            ),
-            "codes": sorted(tuple(row) for row in conn.execute(sa.select(r.c.Id, r.c.RecordTypeCode))),
-        }
 
 
 def test_fresh_apply_configures_every_field_and_verify_passes(
@@ -54,7 +30,7 @@ def test_fresh_apply_configures_every_field_and_verify_passes(
     with pytest.raises(SystemExit) as info:
         main(["setup", "apply", "--db", db_url, "--quiet"])
     assert info.value.code == 0
-    got = state(engine)
+    got = snapshot(engine)
     assert {row[0] for row in got["fields"]} == {field_id(r.object, r.field) for r in SPEC.rules}
     assert len(got["fields"]) == len(SPEC.rules) == 129
     global_rules = [r for r in SPEC.rules if r.scope == "global"]
@@ -69,11 +45,11 @@ def test_fresh_apply_configures_every_field_and_verify_passes(
 
 def test_apply_twice_changes_nothing(engine: Engine) -> None:
     apply(engine, SPEC)
-    first = state(engine)
+    first = snapshot(engine)
     results = apply(engine, SPEC)
     assert [r.name for r in results] == [p.name for p in PHASES]
     assert {r.name: r.changes for r in results if r.changes} == {}
-    assert state(engine) == first
+    assert snapshot(engine) == first
 
 
 def test_populated_legacy_database_is_cut_over(engine: Engine) -> None:
@@ -85,7 +61,7 @@ def test_populated_legacy_database_is_cut_over(engine: Engine) -> None:
     for legacy in LEGACY_TABLES:
         assert legacy.name not in present
         assert backup_name(legacy.name, day) in present
-    got = dict(((f, k), n) for f, k, n in state(engine)["counters"])
+    got = dict(((f, k), n) for f, k, n in snapshot(engine)["counters"])
     assert got[("Account.Account_ID__c", "")] == 3968
     assert got[("Contract.Contract_Number__c", "SG-CSA-260417-")] == 43
     assert got[("Case.CaseNumber", "")] == 300 + 25 + 1  # the legacy counter ran ahead
@@ -135,9 +111,9 @@ def test_three_parallel_applies_all_succeed_with_one_final_state(engine: Engine,
     ]
     outcomes = [(p.wait(timeout=300), p.stderr.read() if p.stderr else "") for p in procs]
     assert [code for code, _ in outcomes] == [0, 0, 0], outcomes
-    parallel = state(engine)
+    parallel = snapshot(engine)
     with engine.connect() as conn:
         rows = conn.execute(sa.select(sa.func.count()).select_from(counter_table)).scalar_one()
     assert rows == len(parallel["counters"]) == 126
     apply(engine, SPEC)
-    assert state(engine) == parallel
+    assert snapshot(engine) == parallel

@@ -71,7 +71,7 @@ def start_server(
     # sessions and CSRF tokens must verify on whichever worker answers
     os.environ.setdefault(SECRET_ENV, secrets.token_hex(32))
     metrics_dir = _metrics_dir() if workers > 1 else None
-    from autonumber.web.server import app_from_env
+    from autonumber.web.server import NoDelayHTTP, app_from_env
 
     app = app_from_env() if workers == 1 else None  # opens the database now: a bad URL fails here
     if app is None:
@@ -88,7 +88,12 @@ def start_server(
     try:
         if app is not None:
             uvicorn.run(
-                app, host=host, port=port, log_level="warning", timeout_graceful_shutdown=GRACEFUL_SECONDS
+                app,
+                host=host,
+                port=port,
+                http=NoDelayHTTP,
+                log_level="warning",
+                timeout_graceful_shutdown=GRACEFUL_SECONDS,
             )
         else:
             uvicorn.run(
@@ -97,6 +102,7 @@ def start_server(
                 host=host,
                 port=port,
                 workers=workers,
+                http=NoDelayHTTP,
                 log_level="warning",
                 timeout_graceful_shutdown=GRACEFUL_SECONDS,
             )

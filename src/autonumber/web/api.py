@@ -6,6 +6,7 @@ import os
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
+from fastapi.concurrency import run_in_threadpool
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest, multiprocess
 
 from autonumber.records import MAX_OFFSET
@@ -27,8 +28,8 @@ from .models import (
 from .service import Console
 
 
-def console(request: Request) -> Console:
-    """The app's Console."""
+async def console(request: Request) -> Console:
+    """The app's Console (async: reading app state needs no worker thread)."""
     c: Console = request.app.state.console
     return c
 
@@ -41,10 +42,15 @@ WORKER = Gauge(
 )
 
 
-def writer(request: Request) -> None:
-    """Writes need AUTONUMBER_API_TOKEN (or the admin token) as a Bearer header when it is set."""
-    c: Console = request.app.state.console
-    c.admin.require_writer(request)
+async def writer(request: Request) -> None:
+    """Writes need AUTONUMBER_API_TOKEN (or the admin token) as a Bearer header when it is set.
+
+    Open writes or a Bearer token are decided on the event loop; only a session cookie, which the
+    database holds, is looked up on a worker thread."""
+    admin = (await console(request)).admin
+    if not admin.writes_need_token or admin.bearer_role(request) is not None:
+        return
+    await run_in_threadpool(admin.require_writer, request)
 
 
 WriterDep = Depends(writer)

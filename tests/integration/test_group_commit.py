@@ -14,6 +14,7 @@ import pytest
 import sqlalchemy as sa
 from engine_support import ReservationLog, assert_unique_contiguous, make_platform, number, run_threads
 
+from autonumber.db.tables import counter_table
 from autonumber.errors import RecordError
 from autonumber.events import RecordBeforeCreate
 from autonumber.group_commit import GroupCommit
@@ -179,3 +180,31 @@ def test_a_group_of_rows_setting_different_fields(platform: Platform) -> None:
         again = p.records.get("Account", stored["Id"])
         assert again["Name"] == row["Name"]
         assert again["BillingCountryCode"] == row.get("BillingCountryCode")
+
+
+def _committed_counter(p: Platform) -> int:
+    """The Case counter's next value as another session sees it (committed state only)."""
+    with p.fresh_db.connect() as conn:
+        return int(conn.execute(sa.select(sa.func.max(counter_table.c.next_value))).scalar_one())
+
+
+def test_a_group_reserves_before_it_writes_so_the_counter_row_is_not_held(platform: Platform) -> None:
+    """A group of several rows commits its numbers first (other processes' writers overlap with its
+    INSERT); a group of one reserves in its own transaction (one COMMIT). SQLite has one writer at
+    a time: there every group reserves inside."""
+    p = platform
+    seen: dict[int, int] = {}
+
+    def look(event: RecordBeforeCreate) -> None:
+        if "hold" not in (r.get("Subject") for r in event.records):
+            seen[len(event.records)] = _committed_counter(p)
+
+    p.events.subscribe(RecordBeforeCreate, look)
+    p.records.insert("Case", {"Subject": "alone"})  # 1, the counter's next value becomes 2
+    held, results = _queue_behind_hold(p, [f"q{i}" for i in range(QUEUED)])
+    assert all(isinstance(r, dict) for r in results)
+    outside = not p.dialect.reserve_on_caller_when_written
+    assert seen[1] == 1, "a group of one made its reservation visible before its COMMIT"
+    # hold took 2; the queued group took 3..QUEUED+2
+    assert seen[QUEUED] == (QUEUED + 3 if outside else 3)
+    assert_unique_contiguous([held["CaseNumber"], *[r["CaseNumber"] for r in results]])

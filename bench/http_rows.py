@@ -1,8 +1,10 @@
 """HTTP rows of the job benchmark: the product's server against a minimal FastAPI app, same workers.
 
-Each server runs under Uvicorn with N workers; `wrk` (C, event-driven) drives POSTs at 10 and 100
-connections. A GET on the native app's trivial endpoint at 100 connections shows the ceiling of
-the load generator on this machine: it must reach ≥ 3× the best measured POST rate.
+`autonumber serve --workers N` and the peer app (bench/http_apps.py, served by bench/http_serve.py
+with the same Uvicorn configuration) each run with N workers; `wrk` (C, event-driven) drives POSTs
+at 10 and 100 connections. `wrk` against a bare asyncio server (bench/trivial_server.py) at 100
+connections shows the ceiling of the load generator on this machine: it must reach ≥ 3× the best
+measured POST rate.
 """
 
 from __future__ import annotations
@@ -24,13 +26,14 @@ from .database import engine_for, stored_numbers
 from .harness import Log
 from .http_apps import ENV
 from .job import JOB_OBJECT, create_native_table, native_table
+from .startup import executable
 
 CONNECTIONS = (10, 100)
 WORKERS = 2
 GENERATOR_MARGIN = 3.0
 APPS = {
-    "autonumber serve": ("bench.http_apps:autonumber_app", f"/api/records/{JOB_OBJECT}"),
-    "peer:fastapi-native-insert": ("bench.http_apps:native_app", "/cases"),
+    "autonumber serve": ("autonumber", f"/api/records/{JOB_OBJECT}"),
+    "peer:fastapi-native-insert": ("native", "/cases"),
 }
 ROOT = Path(__file__).resolve().parents[1]
 """The repository root, which holds the `bench` package the server workers import."""
@@ -60,30 +63,27 @@ def _wait_up(port: int, proc: subprocess.Popen[bytes], timeout: float = 60.0) ->
     raise RuntimeError(f"the server did not listen on port {port} within {timeout:g} s")
 
 
-class Server:
-    """One Uvicorn process tree (N workers) serving a factory on a free port."""
+def _command(app: str, url: str, port: int, workers: int) -> list[str]:
+    """The command that serves `app` ("autonumber", "native" or "trivial") on `port`."""
+    if app == "autonumber":
+        script = executable()
+        if script is None:
+            raise RuntimeError("the `autonumber` console script is not installed (pip install -e .)")
+        return [script, "serve", "--db", url, "--port", str(port), "--workers", str(workers)]
+    module = "bench.trivial_server" if app == "trivial" else "bench.http_serve"
+    extra = [] if app == "trivial" else [app, "--workers", str(workers)]
+    return [sys.executable, "-m", module, *extra, "--port", str(port)]
 
-    def __init__(self, factory: str, url: str, workers: int) -> None:
+
+class Server:
+    """One server process tree (N Uvicorn workers, or the trivial server) on a free port."""
+
+    def __init__(self, app: str, url: str, workers: int) -> None:
         self.port = _free_port()
         path = os.pathsep.join(filter(None, [str(ROOT), os.environ.get("PYTHONPATH")]))
         env = {**os.environ, ENV: url, "PYTHONPATH": path}  # the workers import the `bench` package
         self.proc = subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "uvicorn",
-                "--factory",
-                factory,
-                "--host",
-                "127.0.0.1",
-                "--port",
-                str(self.port),
-                "--workers",
-                str(workers),
-                "--log-level",
-                "warning",
-                "--no-access-log",
-            ],
+            _command(app, url, self.port, workers),
             env=env,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
@@ -181,8 +181,8 @@ def run_http(
         return {"skipped": reason}
     create_native_table(url)
     out: dict[str, Any] = {"workers": workers, "generator": "wrk", "cells": {}, "stored": {}}
-    for name, (factory, path) in APPS.items():
-        server = Server(factory, url, workers)
+    for name, (app, path) in APPS.items():
+        server = Server(app, url, workers)
         try:
             base = f"http://127.0.0.1:{server.port}"
             drive(base + path, connections[0], 1, post=True)  # warm-up: pools, caches, JIT of routes
@@ -195,16 +195,19 @@ def run_http(
                     f"p99 {row['p99_ms'] or 0:>8.1f} ms  errors={row['errors']}"
                 )
             out["cells"][name] = rows
-            if name.startswith("peer:"):
-                trivial = drive(base + "/ping", max(connections), seconds, post=False)
-                out["generator_ceiling"] = trivial
-                log(
-                    f"  {backend:<10} HTTP trivial GET /ping {max(connections)} conn "
-                    f"{trivial['throughput']:>8.0f}/s (load generator ceiling)"
-                )
         finally:
             server.stop()
         out["stored"][name] = _stored(url, name)
+    trivial = Server("trivial", url, 1)
+    try:
+        ping = f"http://127.0.0.1:{trivial.port}/ping"
+        out["generator_ceiling"] = drive(ping, max(connections), seconds, post=False)
+    finally:
+        trivial.stop()
+    log(
+        f"  {backend:<10} HTTP trivial GET {max(connections)} conn "
+        f"{out['generator_ceiling']['throughput']:>8.0f}/s (load generator ceiling)"
+    )
     best = max((r["throughput"] for rows in out["cells"].values() for r in rows), default=0.0)
     ceiling = out.get("generator_ceiling", {}).get("throughput", 0.0)
     out["generator_margin"] = round(ceiling / best, 2) if best else None

@@ -23,6 +23,10 @@ def to_utc(value: Any) -> datetime:
     return value.astimezone(UTC)
 
 
+_BUILT: dict[tuple[Any, ...], sa.Executable] = {}
+"""Statements over constant expressions, by dialect and expressions (a fixed, small set)."""
+
+
 def lock_key(name: str) -> int:
     """A stable signed 64-bit key for a lock name (PostgreSQL advisory locks take integers)."""
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
@@ -133,24 +137,31 @@ class Dialect:
         table: sa.Table,
         where: sa.ColumnElement[bool],
         column: str,
-        n: int,
+        n: int | sa.BindParameter[int],
         extra: Mapping[str, Any] | None = None,
         guard: sa.ColumnElement[bool] | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> int | None:
         """Add n to `column` in one statement; return the value after the increment, None if no row.
 
         The caller reserved [returned - n, returned - 1]. `guard` is an extra condition on the row
         (e.g. "the counter still fits"); None when the row is missing or fails it. UPDATE …
         RETURNING here (PostgreSQL, SQLite ≥ 3.35); the MySQL family overrides it with
-        LAST_INSERT_ID(expr).
+        LAST_INSERT_ID(expr). `params`: as for atomic_increment_clocked (`extra`'s values constant
+        expressions too).
         """
-        stmt = (
-            sa.update(table)
-            .where(where if guard is None else sa.and_(where, guard))
-            .values({column: table.c[column] + n, **(extra or {})})
-            .returning(table.c[column])
-        )
-        value = conn.execute(stmt).scalar_one_or_none()
+
+        def build() -> sa.Executable:
+            return (
+                sa.update(table)
+                .where(where if guard is None else sa.and_(where, guard))
+                .values({column: table.c[column] + n, **(extra or {})})
+                .returning(table.c[column])
+            )
+
+        key = (table, where, column, n, tuple(sorted((extra or {}).items())), guard)
+        stmt = build() if params is None else self.built(key, build)
+        value = conn.execute(stmt, params).scalar_one_or_none()
         return None if value is None else int(value)
 
     def atomic_increment_clocked(
@@ -159,20 +170,39 @@ class Dialect:
         table: sa.Table,
         where: sa.ColumnElement[bool],
         column: str,
-        n: int,
+        n: int | sa.BindParameter[int],
         clock_column: str,
         guard: sa.ColumnElement[bool] | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> tuple[int, datetime] | None:
         """atomic_increment that also stamps `clock_column` with the database clock and returns that
-        one sample: the clock rides on the UPDATE (one round trip fewer). None when no row."""
+        one sample: the clock rides on the UPDATE (one round trip fewer). None when no row.
+
+        With `params`, `where`, `n` and `guard` are constant expressions whose bind parameters
+        `params` fills: the statement is then built once and reused (the hot path)."""
+
+        def build() -> sa.Executable:
+            return (
+                sa.update(table)
+                .where(where if guard is None else sa.and_(where, guard))
+                .values({column: table.c[column] + n, clock_column: self.utc_now_expr()})
+                .returning(table.c[column], table.c[clock_column])
+            )
+
         stmt = (
-            sa.update(table)
-            .where(where if guard is None else sa.and_(where, guard))
-            .values({column: table.c[column] + n, clock_column: self.utc_now_expr()})
-            .returning(table.c[column], table.c[clock_column])
+            build() if params is None else self.built((table, where, column, n, clock_column, guard), build)
         )
-        row = conn.execute(stmt).first()
+        row = conn.execute(stmt, params).first()
         return None if row is None else (int(row[0]), to_utc(row[1]))
+
+    def built(self, key: tuple[Any, ...], build: Callable[[], sa.Executable]) -> sa.Executable:
+        """The statement `build` makes for `key` (constant expressions), made once per dialect:
+        no clause construction or cache-key generation on each call."""
+        full = (type(self), *key)
+        stmt = _BUILT.get(full)
+        if stmt is None:
+            stmt = _BUILT.setdefault(full, build())
+        return stmt
 
     def guard_install_sql(self) -> list[str]:
         """The statements that create (or replace) the guard trigger (db/guard.py); none here."""

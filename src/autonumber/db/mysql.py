@@ -27,6 +27,9 @@ transaction back (1305), and TiDB write conflicts (9007, 8002, 8022)."""
 MAX_LOCK_NAME = 64
 
 
+_LAST_INSERT_ID = sa.select(sa.func.last_insert_id())
+
+
 class MySQLDialect(Dialect):
     """MariaDB/MySQL/TiDB: GET_LOCK for named locks, LAST_INSERT_ID(expr) for atomic increments."""
 
@@ -90,18 +93,23 @@ class MySQLDialect(Dialect):
         table: sa.Table,
         where: sa.ColumnElement[bool],
         column: str,
-        n: int,
+        n: int | sa.BindParameter[int],
         extra: Mapping[str, Any] | None = None,
         guard: sa.ColumnElement[bool] | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> int | None:
-        stmt = (
-            sa.update(table)
-            .where(where if guard is None else sa.and_(where, guard))
-            .values({column: sa.func.last_insert_id(table.c[column] + n), **(extra or {})})
-        )
-        if conn.execute(stmt).rowcount == 0:
+        def build() -> sa.Executable:
+            return (
+                sa.update(table)
+                .where(where if guard is None else sa.and_(where, guard))
+                .values({column: sa.func.last_insert_id(table.c[column] + n), **(extra or {})})
+            )
+
+        key = ("bump", table, where, column, n, tuple(sorted((extra or {}).items())), guard)
+        stmt = build() if params is None else self.built(key, build)
+        if conn.execute(stmt, params).rowcount == 0:
             return None
-        return int(conn.execute(sa.select(sa.func.last_insert_id())).scalar_one())
+        return int(conn.execute(_LAST_INSERT_ID).scalar_one())
 
     def atomic_increment_clocked(
         self,
@@ -109,25 +117,35 @@ class MySQLDialect(Dialect):
         table: sa.Table,
         where: sa.ColumnElement[bool],
         column: str,
-        n: int,
+        n: int | sa.BindParameter[int],
         clock_column: str,
         guard: sa.ColumnElement[bool] | None = None,
+        params: Mapping[str, Any] | None = None,
     ) -> tuple[int, datetime] | None:
         """No UPDATE … RETURNING here: LAST_INSERT_ID(expr) carries the value, and the stamped clock
         is read back from the row this transaction holds locked."""
-        stmt = (
-            sa.update(table)
-            .where(where if guard is None else sa.and_(where, guard))
-            .values(
-                {
-                    column: sa.func.last_insert_id(table.c[column] + n),
-                    clock_column: self.utc_now_expr(),
-                }
+
+        def bump() -> sa.Executable:
+            return (
+                sa.update(table)
+                .where(where if guard is None else sa.and_(where, guard))
+                .values(
+                    {
+                        column: sa.func.last_insert_id(table.c[column] + n),
+                        clock_column: self.utc_now_expr(),
+                    }
+                )
             )
-        )
-        if conn.execute(stmt).rowcount == 0:
+
+        def read() -> sa.Executable:
+            return sa.select(sa.func.last_insert_id(), table.c[clock_column]).where(where)
+
+        key = (table, where, column, n, clock_column, guard)
+        update = bump() if params is None else self.built(("bump", *key), bump)
+        if conn.execute(update, params).rowcount == 0:
             return None
-        row = conn.execute(sa.select(sa.func.last_insert_id(), table.c[clock_column]).where(where)).one()
+        select = read() if params is None else self.built(("read", *key), read)
+        row = conn.execute(select, params).one()
         return int(row[0]), to_utc(row[1])
 
     def guard_install_sql(self) -> list[str]:

@@ -34,6 +34,8 @@ J = reservation_journal
 RESERVED, ROLLED_BACK, FAILED = "reserved", "rolled_back", "failed"
 STATES = (RESERVED, ROLLED_BACK, FAILED)
 MAX_DETAIL = 255
+_APPEND = sa.insert(J)
+"""Built once: a `reserved` line is appended on every reservation."""
 log = logging.getLogger(__name__)
 
 
@@ -95,17 +97,16 @@ class Journal:
         """Append the `reserved` line inside the reservation's own transaction."""
         if not self.enabled:
             return
-        conn.execute(
-            sa.insert(J).values(
-                field_id=rng.field_id,
-                scope_key=rng.scope_key,
-                first_value=rng.first,
-                count=rng.count,
-                state=RESERVED,
-                owner=self.owner,
-                logged_at=at,
-            )
-        )
+        line = {
+            "field_id": rng.field_id,
+            "scope_key": rng.scope_key,
+            "first_value": rng.first,
+            "count": rng.count,
+            "state": RESERVED,
+            "owner": self.owner,
+            "logged_at": at,
+        }
+        conn.execute(_APPEND, line)
 
     def outcome(self, db: Engine, ranges: Sequence[tuple[Range, str, str]]) -> None:
         """Append `rolled_back` / `failed` lines on a connection of their own.

@@ -15,6 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import sqlalchemy as sa
 from cachetools import TTLCache
@@ -65,6 +66,23 @@ def _fits(rule: Rule, n: int) -> sa.ColumnElement[bool]:
     """The row can hand out n more values without passing the counter width."""
     fits: sa.ColumnElement[bool] = T.c.next_value <= 10**rule.format.counter_width - n
     return fits
+
+
+_KEY = sa.and_(T.c.field_id == sa.bindparam("b_field_id"), T.c.scope_key == sa.bindparam("b_scope_key"))
+_N = sa.bindparam("b_n", type_=sa.BigInteger)
+_FITS = T.c.next_value <= sa.bindparam("b_limit", type_=sa.BigInteger)
+_STAMP = {"last_modified_date": sa.bindparam("b_now", type_=T.c.last_modified_date.type)}
+"""`_key` and `_fits` as constant expressions (bind parameters from `_params`): the hot path's
+statement is then built once (Dialect.built)."""
+
+
+def _params(rule: Rule, scope_key: str, n: int) -> dict[str, Any]:
+    return {
+        "b_field_id": rule.field_id,
+        "b_scope_key": scope_key,
+        "b_n": n,
+        "b_limit": 10**rule.format.counter_width - n,
+    }
 
 
 def _check_fits(rule: Rule, key: str, current: int, n: int) -> None:
@@ -344,7 +362,7 @@ class Reserver:
             if rule.scope == "global" and at is None and self.hooks.clock is None:
                 # the scope key does not depend on the clock: sample it on the UPDATE itself
                 clocked = self.dialect.atomic_increment_clocked(
-                    c, T, _key(rule, ""), "next_value", n, "last_modified_date", guard=_fits(rule, n)
+                    c, T, _KEY, "next_value", _N, "last_modified_date", _FITS, _params(rule, "", n)
                 )
                 if clocked is None:
                     _overflow_or_missing(c, rule, "", n)
@@ -354,7 +372,7 @@ class Reserver:
             now = self._clock(c, at)
             key = rule.scope_key(now, cross)
             after = self.dialect.atomic_increment(
-                c, T, _key(rule, key), "next_value", n, {"last_modified_date": now}, guard=_fits(rule, n)
+                c, T, _KEY, "next_value", _N, _STAMP, _FITS, {**_params(rule, key, n), "b_now": now}
             )
             if after is None:
                 _overflow_or_missing(c, rule, key, n)

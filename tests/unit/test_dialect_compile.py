@@ -224,3 +224,33 @@ def test_only_mysql_ddl_commits_implicitly() -> None:
         "mysql": False,
         "postgresql": True,
     }
+
+
+class _Keeper(Recorder):
+    """A Recorder that also keeps the statement objects it was given."""
+
+    def __init__(self, backend: str) -> None:
+        super().__init__(backend)
+        self.statements: list[Any] = []
+
+    def execute(self, stmt: Any, params: Any = None) -> _Result:
+        self.statements.append(stmt)
+        return super().execute(stmt, params)
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "mysql", "postgresql"])
+def test_the_reservation_statement_is_built_once_and_takes_its_values_as_parameters(backend: str) -> None:
+    from autonumber.engine.reservation import _FITS, _KEY, _N, _params
+
+    rule = type("R", (), {"field_id": "Case.CaseNumber", "format": type("F", (), {"counter_width": 8})})()
+    rec = _Keeper(backend)
+    conn: Connection = rec  # type: ignore[assignment]
+    for n in (1, 5):
+        params = _params(rule, "", n)  # type: ignore[arg-type]
+        OURS[backend].atomic_increment_clocked(
+            conn, T, _KEY, "next_value", _N, "last_modified_date", _FITS, params
+        )
+    first, second = rec.statements[0], rec.statements[len(rec.statements) // 2]
+    assert first is second, "the statement was built again on the second call"
+    assert "Case.CaseNumber" not in rec.sql[0] and "99999995" not in rec.sql[0]  # values are bound
+    assert params == {"b_field_id": "Case.CaseNumber", "b_scope_key": "", "b_n": 5, "b_limit": 99999995}

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from . import idempotency
 from .catalog import Catalog, CatalogSnapshot, Rule
-from .db.base import to_utc
+from .db.base import Dialect, to_utc
 from .db.objects import key_column
 from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
@@ -52,15 +52,18 @@ def _first_line(exc: sa.exc.DBAPIError) -> str:
     return lines[0] if lines else type(cause).__name__
 
 
-def insert_rows(conn: Connection, table: sa.Table, records: Sequence[Mapping[str, Any]]) -> None:
+def insert_rows(
+    conn: Connection, table: sa.Table, records: Sequence[Mapping[str, Any]], dialect: Dialect
+) -> None:
     """One INSERT; many rows go as one multi-row INSERT (SQLAlchemy's "insertmanyvalues" batching,
-    which RETURNING turns on for every backend, with the statement compiled once and cached)."""
+    which RETURNING turns on for every backend, with the statement compiled once and cached), or as
+    one executemany where the driver pipelines it (`Dialect.executemany_pipelined`)."""
     shapes: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
     for record in records:  # callers of one group may set different fields
         shapes.setdefault(tuple(sorted(record)), []).append(record)
     many_values = conn.dialect.insert_executemany_returning  # MySQL proper has no RETURNING
     for rows in shapes.values():
-        if len(rows) == 1 or not many_values:
+        if len(rows) == 1 or not many_values or dialect.executemany_pipelined:
             conn.execute(sa.insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
         else:
             conn.execute(sa.insert(table).returning(table.c.Id), rows).all()
@@ -274,7 +277,7 @@ class Records:
             if adopted:
                 _insert_adopted(c, table, records)
             else:
-                insert_rows(c, table, records)
+                insert_rows(c, table, records, self.engine.dialect)
         except sa.exc.DBAPIError as exc:
             for pending in held:  # the gap's reason, once the transaction rolls back
                 pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]

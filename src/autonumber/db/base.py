@@ -49,6 +49,10 @@ class Dialect:
     """Whether DDL can be rolled back (PostgreSQL, SQLite); MySQL-family DDL commits implicitly."""
     has_guard_trigger: ClassVar[bool] = False
     """Whether the guard trigger of db/guard.py exists here (it needs a session flag to read)."""
+    executemany_pipelined: ClassVar[bool] = False
+    """Whether the driver sends an executemany's rows in one round trip of its own (psycopg 3's
+    pipeline mode): a group's rows then go as one executemany of one cached statement instead of
+    a multi-row INSERT whose text changes with the group's size."""
 
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         """Extra `create_engine` options for this backend."""

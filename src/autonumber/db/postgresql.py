@@ -29,6 +29,7 @@ class PostgreSQLDialect(Dialect):
     name = "postgresql"
     transactional_ddl = True
     has_guard_trigger = True
+    executemany_pipelined = True
 
     def insert(self, table: sa.Table) -> Any:
         return pg_insert(table)

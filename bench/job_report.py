@@ -154,7 +154,8 @@ def job_tables(doc: Mapping[str, Any]) -> list[str]:
             "",
             md_table(header, rows_md),
             "",
-            f"Load generator `wrk`: trivial GET at {ceiling.get('connections')} connections reached "
+            f"Load generator `wrk`: a trivial GET (bare asyncio server, bench/trivial_server.py) at "
+            f"{ceiling.get('connections')} connections reached "
             f"{ceiling.get('throughput', 0):,.0f} requests/s, ×{http.get('generator_margin')} the best "
             "POST rate above"
             + (

@@ -102,6 +102,8 @@ class CatalogSnapshot:
     adopted: set[str] = field(default_factory=set)
     _field_index: dict[str, str] = field(default_factory=dict)
     _tables: dict[str, sa.Table] = field(default_factory=dict)
+    _rules_of: dict[str, tuple[Rule, ...]] = field(default_factory=dict)
+    _autonumber_fields: dict[str, frozenset[str]] = field(default_factory=dict)
     _lock: threading.Lock = field(default_factory=threading.Lock)
 
     def __post_init__(self) -> None:
@@ -160,15 +162,27 @@ class CatalogSnapshot:
 
     def rules_of(self, object_name: str) -> list[Rule]:
         """The autonumber rules of an object, quarantined ones included (they fail on use)."""
-        return [r for r in self.rules.values() if r.object_name == object_name]
+        found = self._rules_of.get(object_name)
+        if found is None:  # read on every insert: worked out once per snapshot
+            found = self._rules_of[object_name] = tuple(
+                r for r in self.rules.values() if r.object_name == object_name
+            )
+        return list(found)
 
     def autonumber_fields(self, object_name: str) -> list[str]:
         """Field names that hold autonumbers (configured or quarantined)."""
-        names = {r.field_name for r in self.rules_of(object_name)}
-        for row in self.fields.get(object_name, ()):
-            if row.format is not None or row.info.type.lower() == "autonumber":
-                names.add(row.info.name)
-        return sorted(names)
+        return sorted(self.autonumber_field_set(object_name))
+
+    def autonumber_field_set(self, object_name: str) -> frozenset[str]:
+        """autonumber_fields as a set, worked out once per snapshot (every insert checks it)."""
+        found = self._autonumber_fields.get(object_name)
+        if found is None:
+            names = {r.field_name for r in self.rules_of(object_name)}
+            for row in self.fields.get(object_name, ()):
+                if row.format is not None or row.info.type.lower() == "autonumber":
+                    names.add(row.info.name)
+            found = self._autonumber_fields[object_name] = frozenset(names)
+        return found
 
     def field_id(self, field: str) -> str:
         """Resolve a field given as `_System_Field.Id` or `Object.Field` to its Id."""

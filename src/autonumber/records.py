@@ -324,7 +324,7 @@ class Records:
     ) -> dict[str, Any]:
         if not isinstance(data, Mapping):
             raise RecordError(f"{where}: expected a JSON object of field values, got {type(data).__name__}")
-        autonumbers = set(snapshot.autonumber_fields(object_name))
+        autonumbers = snapshot.autonumber_field_set(object_name)
         adopted = snapshot.is_adopted(object_name)
         record: dict[str, Any] = {}
         for key, value in data.items():

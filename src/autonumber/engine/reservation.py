@@ -62,18 +62,12 @@ def _key(rule: Rule, scope_key: str) -> sa.ColumnElement[bool]:
     return sa.and_(T.c.field_id == rule.field_id, T.c.scope_key == scope_key)
 
 
-def _fits(rule: Rule, n: int) -> sa.ColumnElement[bool]:
-    """The row can hand out n more values without passing the counter width."""
-    fits: sa.ColumnElement[bool] = T.c.next_value <= 10**rule.format.counter_width - n
-    return fits
-
-
+# The counter's key and "n more values still fit" as constant expressions (bind parameters from
+# `_params`): the hot path's statement is then built once (Dialect.built).
 _KEY = sa.and_(T.c.field_id == sa.bindparam("b_field_id"), T.c.scope_key == sa.bindparam("b_scope_key"))
 _N = sa.bindparam("b_n", type_=sa.BigInteger)
 _FITS = T.c.next_value <= sa.bindparam("b_limit", type_=sa.BigInteger)
 _STAMP = {"last_modified_date": sa.bindparam("b_now", type_=T.c.last_modified_date.type)}
-"""`_key` and `_fits` as constant expressions (bind parameters from `_params`): the hot path's
-statement is then built once (Dialect.built)."""
 
 
 def _params(rule: Rule, scope_key: str, n: int) -> dict[str, Any]:

@@ -287,3 +287,38 @@ class DuplicateValues(SetupError):
             "autonumber column(s) hold duplicate values, so no UNIQUE index was created; fix the "
             "rows, then re-run: " + "; ".join(self.duplicates)
         )
+
+
+class SchemaVersionError(AutonumberError):
+    """The database's schema version is not this release's: nothing is read or written."""
+
+    exit_code = 2
+
+    def __init__(self, found: int, expected: int, message: str) -> None:
+        self.found = found
+        self.expected = expected
+        super().__init__(message)
+
+
+class SchemaTooOld(SchemaVersionError):
+    """The database was made by an earlier release: `autonumber db upgrade` brings it up to date."""
+
+    def __init__(self, found: int, expected: int, release: str) -> None:
+        super().__init__(
+            found,
+            expected,
+            f"database schema version {found} is older than this release's {expected} "
+            f"(autonumber {release}): run autonumber db upgrade",
+        )
+
+
+class SchemaTooNew(SchemaVersionError):
+    """The database was upgraded by a later release: this one refuses to write to it."""
+
+    def __init__(self, found: int, expected: int, release: str) -> None:
+        super().__init__(
+            found,
+            expected,
+            f"database schema version {found} is newer than this release's {expected} "
+            f"(autonumber {release}): refusing to write; run the release that upgraded it",
+        )

@@ -12,6 +12,7 @@ from .catalog import Catalog, CatalogSnapshot
 from .db import check_reachable, create_engine, dialect_for
 from .db.budget import DEFAULT_WAIT, Budget, max_connections_from, pool_class
 from .db.sqlite import READONLY
+from .db.version import check_schema
 from .defaults import DEFAULT_URL
 from .engine import DEFAULT_MAX_RETRIES, Engine, Strategy, metrics
 from .engine import DEFAULT_STRATEGY as DEFAULT_STRATEGY  # re-exported: bench reads it here
@@ -58,6 +59,7 @@ class Platform:
 
         self.db = pool(self.budget.records, "records")
         check_reachable(self.db)
+        check_schema(self.db)  # SchemaTooOld / SchemaTooNew: one line, before anything is written
         self.dialect = dialect_for(self.db)
         # no pre-ping on the hot path: a reservation on a dead connection is retried instead
         self.reservation_db = pool(self.budget.reservations, "reservations", pool_pre_ping=False)

@@ -25,6 +25,26 @@ app = typer.Typer(
     add_completion=False,
     pretty_exceptions_enable=False,
 )
+
+
+def _version(value: bool) -> None:
+    """`--version`: this package's version as installed (importlib.metadata), then exit."""
+    if value:
+        from autonumber.db.version import SCHEMA_VERSION, release
+
+        typer.echo(f"autonumber {release()} (schema version {SCHEMA_VERSION})")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(
+    version: bool = typer.Option(
+        False, "--version", callback=_version, is_eager=True, help="Print the version and exit."
+    ),
+) -> None:
+    """Salesforce-grade auto-numbers for CRM records, driven by display formats kept as metadata."""
+
+
 app.command("run")(run_cmd.run)
 app.command("serve")(serve_cmd.serve)
 app.add_typer(db_cmd.app, name="db")

@@ -16,16 +16,35 @@ app = typer.Typer(help="Create the system schema and inspect a database.", no_ar
 
 @app.command("init")
 def init(db: DbOption = DEFAULT_URL) -> None:
-    """Create or reconcile the system tables (idempotent; existing rows are untouched).
+    """Create the system tables; on a database of an earlier release, the same as `db upgrade`.
 
     Example: autonumber db init --db sqlite:///autonumber.db
     """
-    from autonumber.commands import setup
+    _upgrade(db)
 
-    changes = setup.init_schema(db)
+
+@app.command("upgrade")
+def upgrade(db: DbOption = DEFAULT_URL) -> None:
+    """Bring a database made by an earlier release to this release's schema version.
+
+    Runs the numbered migrations under the bootstrap lock; idempotent, and a run killed halfway
+    resumes where it stopped. Stored duplicates in an autonumber column stop it (exit 2) naming
+    the field, the value and the rows. See docs/upgrading.md.
+
+    Example: autonumber db upgrade --db postgresql+psycopg://postgres@127.0.0.1/autonumber
+    """
+    _upgrade(db)
+
+
+def _upgrade(db: str) -> None:
+    from autonumber.commands import setup
+    from autonumber.db.version import SCHEMA_VERSION
+    from autonumber.progress import RichReporter
+
+    changes = setup.upgrade_schema(db, RichReporter())
     for line in changes:
-        console().print(f"  {line}")
-    console().print(f"schema up to date ({len(changes)} change(s))")
+        console().print(f"  {line}", markup=False)
+    console().print(f"schema version {SCHEMA_VERSION}, up to date ({len(changes)} change(s))")
 
 
 @app.command("status")

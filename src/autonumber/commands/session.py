@@ -8,16 +8,21 @@ from contextlib import contextmanager
 from sqlalchemy.engine import Connection, Engine
 
 from autonumber.db import check_reachable, create_engine
+from autonumber.db.version import check_schema
 from autonumber.runtime import Platform, connect
 
 
 @contextmanager
-def opened(url: str, *, check: bool = True) -> Iterator[Engine]:
-    """An engine on `url`, disposed on exit; `check`: reachable first, or a one-line ConfigError."""
+def opened(url: str, *, check: bool = True, schema: bool = True) -> Iterator[Engine]:
+    """An engine on `url`, disposed on exit; `check`: reachable first, or a one-line ConfigError;
+    `schema`: the database's schema version is this release's, or a one-line SchemaVersionError
+    (off only for the commands that create or upgrade the schema, or just look at it)."""
     engine = create_engine(url)
     try:
         if check:
             check_reachable(engine)
+            if schema:
+                check_schema(engine)
         yield engine
     finally:
         engine.dispose()

@@ -5,7 +5,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from autonumber.db.schema import reconcile_system_schema
 from autonumber.db.status import DatabaseStatus, database_status
 from autonumber.progress import Reporter
 from autonumber.rules import Finding, verify
@@ -13,6 +12,7 @@ from autonumber.setup.apply import PhaseResult, apply
 from autonumber.setup.demo import DemoSummary, fill_legacy
 from autonumber.setup.generate import default_spec, load_spec
 from autonumber.setup.report import Report, run_report
+from autonumber.setup.upgrade import upgrade
 from autonumber.specapply.trigger import check_guard_supported, install_guard_trigger
 
 from .session import opened
@@ -47,7 +47,7 @@ def apply_setup(
 ) -> SetupOutcome:
     """Run the cut-over phases on `url` (verify binding); optionally install the guard trigger."""
     data = load_spec(spec)
-    with opened(url) as engine:
+    with opened(url, schema=False) as engine:  # its schema phase runs the migrations
         if with_guard_trigger:
             check_guard_supported(engine)
         results = apply(engine, data, reporter=reporter, reseed=reseed)
@@ -66,19 +66,20 @@ def scratch_report(url: str, rows: int) -> Report:
     return run_report(url, rows=rows)
 
 
-def init_schema(url: str) -> list[str]:
-    """Create or reconcile the system tables; the changes made."""
-    with opened(url) as engine:
-        return reconcile_system_schema(engine)
+def upgrade_schema(url: str, reporter: Reporter | None = None) -> list[str]:
+    """Create the system tables at this release's schema version, or bring an older database up
+    to it with the numbered migrations (`db init` and `db upgrade`); the changes made."""
+    with opened(url, schema=False) as engine:
+        return upgrade(engine, reporter)
 
 
 def status(url: str) -> DatabaseStatus:
-    """A read-only summary of the database at `url`."""
-    with opened(url) as engine:
+    """A read-only summary of the database at `url` (any schema version)."""
+    with opened(url, schema=False) as engine:
         return database_status(engine)
 
 
 def demo_legacy(url: str, rows: int, reporter: Reporter) -> DemoSummary:
     """Fill a throw-away database with pre-cutover objects and legacy tables."""
-    with opened(url) as engine:
+    with opened(url, schema=False) as engine:
         return fill_legacy(engine, default_spec(), rows, reporter)

@@ -13,7 +13,8 @@ from sqlalchemy.schema import CreateColumn
 from autonumber.identifiers import check_api_name
 
 from . import dialect_for
-from .tables import LEGACY_TABLES, SYSTEM_TABLES, utc_now6
+from .tables import LEGACY_TABLES, SYSTEM_TABLES, system_field, utc_now6
+from .version import SCHEMA_VERSION, stamp
 
 EPOCH = "1970-01-01 00:00:00.000000"
 
@@ -53,9 +54,15 @@ def _add_column(conn: Connection, table: sa.Table, column: sa.Column[object]) ->
 
 
 def reconcile_system_schema(engine: Engine) -> list[str]:
-    """Create or reconcile the system tables (not the legacy ones)."""
+    """Create or reconcile the system tables (not the legacy ones). A fresh database is created at
+    this release's schema version and stamped with it; an existing one is not stamped (only a
+    migration's last step does that: setup/upgrade.py)."""
     with engine.begin() as conn:
-        return reconcile_tables(conn, SYSTEM_TABLES)
+        fresh = system_field.name not in table_names(conn)
+        changes = reconcile_tables(conn, SYSTEM_TABLES)
+        if fresh:
+            stamp(conn, SCHEMA_VERSION, "created at this version")
+        return changes
 
 
 def create_legacy_tables(engine: Engine) -> list[str]:

@@ -217,7 +217,18 @@ web_session_table = sa.Table(
 )
 """Console logins: a row per live session (logout deletes it), so every worker sees a logout."""
 
-SYSTEM_TABLES = (*SYSTEM_TABLES, idempotency_table, web_session_table)
+schema_version_table = sa.Table(
+    "_System_SchemaVersion",
+    metadata,
+    sa.Column("version", sa.Integer, primary_key=True, autoincrement=False),
+    sa.Column("name", sa.String(128), nullable=False),
+    sa.Column("release", sa.String(32), nullable=False),
+    sa.Column("applied_at", Timestamp6, nullable=False, server_default=utc_now6()),
+)
+"""One row per numbered migration applied (docs/upgrading.md); the database's schema version is
+the largest. No row (or no table) on a database with the system tables: version 0."""
+
+SYSTEM_TABLES = (*SYSTEM_TABLES, idempotency_table, web_session_table, schema_version_table)
 
 legacy_metadata = sa.MetaData()
 
@@ -277,6 +288,7 @@ __all__ = [
     "lock_table",
     "metadata",
     "reservation_journal",
+    "schema_version_table",
     "spec_apply_log",
     "system_field",
     "system_object",

@@ -177,6 +177,12 @@ def ensure_unique_indexes(conn: Connection, targets: Sequence[Target]) -> list[s
     return changes
 
 
+def missing_unique_indexes(conn: Connection, targets: Sequence[Target]) -> list[Target]:
+    """The existing autonumber columns without a UNIQUE index of their own (verify reports them)."""
+    cols = _Columns(conn)
+    return [t for t in targets if cols.exists(t) and not cols.has_unique_index(t)]
+
+
 def _check_indexable(conn: Connection, target: Target, table: sa.Table) -> None:
     """MariaDB/MySQL cannot index a whole column past 768 characters: refuse, never a prefix index
     (a prefix index would refuse distinct values that share their first 768 characters)."""

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.catalog import CatalogSnapshot, FieldRow, Rule, build_rule, load_snapshot
 from autonumber.db.tables import counter_table, system_object, system_record_type
-from autonumber.db.unique import find_duplicates
+from autonumber.db.unique import Target, find_duplicates, missing_unique_indexes
 from autonumber.errors import AutonumberError, FormatError, SeedLimitError, SeedParseError, VerifyError
 from autonumber.format import parse_format
 from autonumber.format.tokens import TAXONOMY_OBJECT
@@ -90,6 +90,7 @@ def check(conn: Connection, field_ids: Collection[str] | None = None) -> list[Fi
         out += _v1(conn, snapshot, rule, counters, older.get(rule.field_id, ()))
     out += _v6(conn, rules)
     out += v7_duplicates(conn, snapshot, rules)
+    out += v7_unique_indexes(conn, snapshot, rules)
     return out
 
 
@@ -225,3 +226,22 @@ def v7_duplicates(conn: Connection, snapshot: CatalogSnapshot, rules: Iterable[R
                 )
             )
     return out
+
+
+def v7_unique_indexes(conn: Connection, snapshot: CatalogSnapshot, rules: Iterable[Rule]) -> list[Finding]:
+    """V7 holds by construction only when the database refuses a second copy: each autonumber
+    column needs its UNIQUE index (missing on a database upgraded without `db upgrade`)."""
+    targets = {
+        rule.field_id: Target(rule.name, snapshot.table(rule.object_name).name, rule.field_name)
+        for rule in rules
+    }
+    missing = set(missing_unique_indexes(conn, list(targets.values())))
+    return [
+        _finding(
+            f"V7 field_id={field_id}: column {t.table}.{t.column} ({t.field}) has no UNIQUE index; "
+            "run autonumber db upgrade (or autonumber setup apply)",
+            field_id,
+        )
+        for field_id, t in targets.items()
+        if t in missing
+    ]

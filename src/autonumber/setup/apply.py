@@ -16,8 +16,8 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
-from autonumber.db.schema import reconcile_system_schema, reconcile_tables, table_names
-from autonumber.db.tables import lock_table, system_record_type
+from autonumber.db.schema import table_names
+from autonumber.db.tables import system_record_type
 from autonumber.db.unique import Target, catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.errors import SetupError, VerifyError
 from autonumber.progress import NullReporter, Reporter
@@ -27,10 +27,11 @@ from autonumber.rules.seed import seed_counters
 from autonumber.rules.verify import verify
 
 from .dataspec import DataSpec
+from .lock import BOOTSTRAP_LOCK as BOOTSTRAP_LOCK
+from .lock import BOOTSTRAP_TIMEOUT
+from .lock import ensure_lock_table as ensure_lock_table
 from .pack import autonumber_targets, install_objects, install_record_types, seed_record_type_codes
-
-BOOTSTRAP_LOCK = "autonumber_bootstrap"
-BOOTSTRAP_TIMEOUT = 600.0
+from .upgrade import run_migrations
 
 
 @dataclass
@@ -82,10 +83,9 @@ def _unique_indexes(ctx: Context) -> list[str]:
 
 
 def _schema(ctx: Context) -> list[str]:
-    changes = reconcile_system_schema(ctx.engine)
-    with ctx.engine.begin() as conn:
-        changes += reconcile_tables(conn, [state.setup_state])
-    return changes
+    """The system tables at this release's schema version: a fresh database is created at it, an
+    older one gets the numbered migrations (docs/upgrading.md); a newer one is refused."""
+    return run_migrations(ctx.engine, ctx.reporter)
 
 
 def _pack_digest(spec: DataSpec) -> str:
@@ -185,19 +185,6 @@ PHASES: tuple[Phase, ...] = (
     Phase("drop_legacy", "drop the legacy tables whose backup matches", _drop),
     Phase("verify", "V1–V7; any violation fails the apply", _verify),
 )
-
-
-def ensure_lock_table(engine: Engine) -> None:
-    """Create `_System_Lock` before the first lease lock; parallel first runs may race to it."""
-    for _ in range(5):
-        if lock_table.name in table_names(engine):
-            return
-        try:
-            lock_table.create(engine, checkfirst=True)
-            return
-        except sa.exc.DBAPIError:
-            time.sleep(0.1)  # another process created it between the check and the CREATE
-    lock_table.create(engine, checkfirst=True)
 
 
 def run_phases(

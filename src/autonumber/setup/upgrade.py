@@ -1,0 +1,123 @@
+"""Numbered schema migrations and `autonumber db upgrade` (docs/upgrading.md).
+
+A migration is a number, a name and ordered steps. Every step is idempotent (it looks before it
+changes), so a run killed halfway is resumed by running again; the migration's number is recorded
+in `_System_SchemaVersion` only after its last step. All of it runs under the bootstrap lock, so
+`db upgrade`, `setup apply` and `spec apply` never interleave. A fresh database is created at this
+release's version directly (`reconcile_system_schema` stamps it) and needs no migration.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sqlalchemy.engine import Engine
+
+from autonumber.db import dialect_for
+from autonumber.db.schema import reconcile_system_schema, reconcile_tables
+from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
+from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
+from autonumber.progress import NullReporter, Reporter
+from autonumber.rules import state
+from autonumber.rules.seed import migrate_keys
+
+from .lock import BOOTSTRAP_LOCK, BOOTSTRAP_TIMEOUT, ensure_lock_table
+
+Step = Callable[[Engine, Reporter], list[str]]
+
+
+@dataclass(frozen=True)
+class Migration:
+    """Schema version `number`: the steps that bring a database at `number - 1` to it."""
+
+    number: int
+    name: str
+    steps: tuple[Step, ...]
+
+
+def _system_tables(engine: Engine, reporter: Reporter) -> list[str]:
+    """Tables and columns added since 0.1.0 (KeyColumn, the rule columns, the journal, …)."""
+    changes = reconcile_system_schema(engine)
+    with engine.begin() as conn:
+        changes += reconcile_tables(conn, [state.setup_state])
+    return changes
+
+
+def _prefix_keys(engine: Engine, reporter: Reporter) -> list[str]:
+    """per_prefix counter rows keyed by token values (0.1.0) move to rendered-text keys."""
+    return migrate_keys(engine)
+
+
+def _unique_indexes(engine: Engine, reporter: Reporter) -> list[str]:
+    """A UNIQUE index on every autonumber column; stored duplicates refuse it before any is made."""
+    with engine.connect() as conn:
+        targets = catalog_targets(conn)
+        check_no_duplicates(conn, targets)
+    changes: list[str] = []
+    with reporter.task("unique indexes", len(targets)) as advance:
+        for target in targets:
+            with engine.begin() as conn:
+                changes += ensure_unique_indexes(conn, [target])
+            advance(1)
+    return changes
+
+
+MIGRATIONS: tuple[Migration, ...] = (
+    Migration(
+        1,
+        "0.2.0 tables and columns, rendered per_prefix keys, UNIQUE autonumber indexes",
+        (_system_tables, _prefix_keys, _unique_indexes),
+    ),
+)
+"""Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
+
+assert MIGRATIONS[-1].number == SCHEMA_VERSION and [m.number for m in MIGRATIONS] == list(
+    range(1, SCHEMA_VERSION + 1)
+)
+
+
+def current_version(engine: Engine) -> int | None:
+    """The database's schema version (None: no system schema yet)."""
+    with engine.connect() as conn:
+        return read_version(conn)
+
+
+def run_migrations(engine: Engine, reporter: Reporter | None = None) -> list[str]:
+    """Bring the database to SCHEMA_VERSION; the caller holds the bootstrap lock. SchemaTooNew
+    when a later release upgraded it; [] when it is current."""
+    rep = reporter or NullReporter()
+    found = current_version(engine)
+    if found is None:
+        changes = reconcile_system_schema(engine)  # created at this version, and stamped
+        with engine.begin() as conn:
+            changes += reconcile_tables(conn, [state.setup_state])
+        return changes
+    if found > SCHEMA_VERSION:
+        check_version(found)
+    changes = []
+    for migration in MIGRATIONS:
+        if migration.number <= found:
+            continue
+        rep.note(f"migration {migration.number}: {migration.name}")
+        for step in migration.steps:
+            done = step(engine, rep)
+            for line in done:
+                rep.detail(f"  {line}")
+            changes += done
+        with engine.begin() as conn:
+            stamp(conn, migration.number, migration.name)
+        changes.append(f"schema version {migration.number}: {migration.name}")
+    return changes
+
+
+def upgrade(
+    engine: Engine, reporter: Reporter | None = None, *, lock_timeout: float = BOOTSTRAP_TIMEOUT
+) -> list[str]:
+    """`autonumber db upgrade`: run_migrations under the bootstrap lock (idempotent, resumable)."""
+    ensure_lock_table(engine)
+    with dialect_for(engine).named_lock(engine, BOOTSTRAP_LOCK, lock_timeout):
+        return run_migrations(engine, reporter)
+
+
+__all__ = ["MIGRATIONS", "Migration", "current_version", "run_migrations", "upgrade"]

@@ -16,7 +16,6 @@ import gzip
 import json
 import os
 import subprocess
-import sys
 import tempfile
 import venv
 from pathlib import Path
@@ -127,4 +126,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

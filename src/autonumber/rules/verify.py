@@ -238,7 +238,7 @@ def v7_unique_indexes(conn: Connection, snapshot: CatalogSnapshot, rules: Iterab
     missing = set(missing_unique_indexes(conn, list(targets.values())))
     return [
         _finding(
-            f"V7 field_id={field_id}: column {t.table}.{t.column} ({t.field}) has no UNIQUE index; "
+            f"V7 field_id={field_id}: {t.field}: column {t.table}.{t.column} has no UNIQUE index; "
             "run autonumber db upgrade (or autonumber setup apply)",
             field_id,
         )

@@ -49,7 +49,13 @@ def test_a_newer_schema_is_refused_with_one_line(db_url: str, capsys: pytest.Cap
     )
     assert "refusing to write" in str(info.value)
     capsys.readouterr()
-    for argv in (["db", "upgrade"], ["setup", "verify"], ["records", "insert", "Case", "--data", "{}"]):
+    commands = (
+        ["db", "upgrade"],
+        ["setup", "verify"],
+        ["records", "insert", "Case", "--data", "{}"],
+        ["serve", "--port", "1"],  # refuses to start: the check runs before it listens
+    )
+    for argv in commands:
         assert _cli([*argv, "--db", db_url]) == 2
         err = capsys.readouterr().err.strip()
         assert "\n" not in err and "refusing to write" in err, (argv, err)

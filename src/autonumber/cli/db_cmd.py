@@ -65,6 +65,10 @@ def print_status(st: DatabaseStatus) -> None:
     table = Table(title=f"autonumber database {st.url}", show_header=False)
     table.add_row("backend", f"{st.backend} {st.server_version}".strip())
     table.add_row("database clock (UTC)", st.clock.isoformat())
+    from autonumber.db.version import SCHEMA_VERSION
+
+    found = "none (no system tables)" if st.schema_version is None else str(st.schema_version)
+    table.add_row("schema version", f"{found} (this release: {SCHEMA_VERSION})")
     missing = [name for name, ok in st.system_tables.items() if not ok]
     table.add_row("system tables", "all present" if not missing else "missing: " + ", ".join(missing))
     table.add_row("legacy tables", ", ".join(st.legacy_tables) or "none")

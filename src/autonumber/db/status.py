@@ -10,6 +10,7 @@ from sqlalchemy.engine import Engine
 
 from . import dialect_for, mask
 from .tables import LEGACY_TABLES, SYSTEM_TABLES, counter_table, system_field, system_object
+from .version import read_version
 
 
 @dataclass(frozen=True)
@@ -25,11 +26,15 @@ class DatabaseStatus:
     objects: int
     autonumber_fields: int
     counter_rows: int
+    schema_version: int | None = None
+    """None: no system tables yet; 0: made by 0.1.0 or 0.2.0 (docs/upgrading.md)."""
 
 
 def database_status(engine: Engine) -> DatabaseStatus:
     """Read the status; missing system tables count as zero rows."""
     dialect = dialect_for(engine)
+    with engine.connect() as conn:
+        schema_version = read_version(conn)
     with engine.connect() as conn:
         names = set(sa.inspect(conn).get_table_names())
 
@@ -50,4 +55,5 @@ def database_status(engine: Engine) -> DatabaseStatus:
             objects=count(system_object),
             autonumber_fields=count(system_field, system_field.c.auto_number_format.is_not(None)),
             counter_rows=count(counter_table),
+            schema_version=schema_version,
         )

@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
-from autonumber.db.schema import table_names
+from autonumber.db.schema import reconcile_tables, table_names
 from autonumber.db.tables import system_record_type
 from autonumber.db.unique import Target, catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.errors import SetupError, VerifyError
@@ -85,7 +85,10 @@ def _unique_indexes(ctx: Context) -> list[str]:
 def _schema(ctx: Context) -> list[str]:
     """The system tables at this release's schema version: a fresh database is created at it, an
     older one gets the numbered migrations (docs/upgrading.md); a newer one is refused."""
-    return run_migrations(ctx.engine, ctx.reporter)
+    changes = run_migrations(ctx.engine, ctx.reporter)
+    with ctx.engine.begin() as conn:  # a database made by `demo legacy` is current but has none
+        changes += reconcile_tables(conn, [state.setup_state])
+    return changes
 
 
 def _pack_digest(spec: DataSpec) -> str:

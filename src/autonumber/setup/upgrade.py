@@ -89,10 +89,7 @@ def run_migrations(engine: Engine, reporter: Reporter | None = None) -> list[str
     rep = reporter or NullReporter()
     found = current_version(engine)
     if found is None:
-        changes = reconcile_system_schema(engine)  # created at this version, and stamped
-        with engine.begin() as conn:
-            changes += reconcile_tables(conn, [state.setup_state])
-        return changes
+        return _system_tables(engine, rep)  # created at this version, and stamped
     if found > SCHEMA_VERSION:
         check_version(found)
     changes = []

@@ -72,8 +72,7 @@ def column_schema(column: sa.Column[Any]) -> dict[str, Any]:
     elif isinstance(kind, sa.Time):
         schema = {"type": ["string", "null"], "format": "time"}
     else:
-        # A type the records layer passes through as text (an adopted table's JSON, UUID, …).
-        schema = {"type": ["string", "number", "integer", "boolean", "null"]}
+        schema = {}  # a type the catalog does not model (an adopted table's JSON, UUID, …)
     return schema
 
 

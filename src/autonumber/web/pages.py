@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 import re
+from collections.abc import Iterable
 from itertools import groupby
 from typing import Annotated, Any, Literal
 from urllib.parse import quote, unquote, urlencode

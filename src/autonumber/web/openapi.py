@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from fastapi import FastAPI
 from fastapi.openapi.docs import get_swagger_ui_html
 from fastapi.openapi.utils import get_openapi
-from fastapi.responses import HTMLResponse
+from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from autonumber.catalog import CatalogSnapshot
@@ -32,18 +32,20 @@ ASSETS_URL = "/static-docs"
 RECORD_PATHS = ("/api/records/{object}", "/api/records/{object}/bulk", "/api/records/{object}/{record_id}")
 REF = "#/components/schemas/"
 SWAGGER_UI: dict[str, Any] = {
-    "docExpansion": "none",
+    "docExpansion": "list",
     "defaultModelsExpandDepth": -1,
     "filter": True,
     "deepLinking": True,
 }
-"""Tags start collapsed and the models section is hidden: with ~130 objects the document has
-hundreds of operations, and rendering them all expanded kept the page on a spinner for half a
-minute. The filter box finds an object's tag by name."""
-BACK_LINK = (
-    '<nav style="font:14px system-ui,sans-serif;padding:10px 20px;background:#151a26">'
-    '<a href="/" id="back-to-console" style="color:#cfd5e2;text-decoration:none">'
-    "&larr; autonumber console</a></nav>"
+"""The models section is hidden (the operations show their schemas). With ~130 objects the whole
+document has hundreds of operations and Swagger UI sat on a spinner for half a minute resolving it,
+collapsed or not; so each page renders a small cut of it (see `core_document`)."""
+DOCS_STYLE = (
+    "<style>.docs-nav{font:14px system-ui,sans-serif;padding:10px 20px;background:#151a26;color:#cfd5e2}"
+    ".docs-nav a{color:#cfd5e2;text-decoration:none;margin-right:1.5em}.docs-nav a:hover{color:#fff}"
+    ".docs-nav details{display:inline}.docs-nav summary{cursor:pointer;display:inline}"
+    ".docs-objects{display:flex;flex-wrap:wrap;gap:2px 0;padding:8px 0 2px}"
+    ".docs-objects a{margin-right:1em;color:#9db4ff}</style>"
 )
 
 
@@ -118,12 +120,13 @@ def object_schemas(snapshot: CatalogSnapshot, name: str) -> dict[str, dict[str, 
     }
 
 
-def document(app: FastAPI, snapshot: CatalogSnapshot) -> dict[str, Any]:
-    """The OpenAPI document for the catalog as it is now."""
+def document(app: FastAPI, snapshot: CatalogSnapshot, only: list[str] | None = None) -> dict[str, Any]:
+    """The OpenAPI document for the catalog as it is now (the records paths of `only`'s objects
+    when given, of every object otherwise)."""
     base = get_openapi(title=app.title, version=app.version, summary=app.summary, routes=app.routes)
     generic = {path: base["paths"].pop(path) for path in RECORD_PATHS if path in base["paths"]}
     schemas = base.setdefault("components", {}).setdefault("schemas", {})
-    for name in sorted(snapshot.objects):
+    for name in sorted(snapshot.objects) if only is None else only:
         schemas.update(object_schemas(snapshot, name))
         for path, item in generic.items():
             base["paths"][path.replace("{object}", name)] = _for_object(item, name)
@@ -189,8 +192,56 @@ def _response(operation: str, method: str, name: str) -> dict[str, Any]:
     return record
 
 
+def refs(node: Any) -> set[str]:
+    """The schema names a part of the document points at with `$ref`."""
+    if isinstance(node, dict):
+        found = {node["$ref"].removeprefix(REF)} if isinstance(node.get("$ref"), str) else set()
+        return found.union(*(refs(v) for v in node.values()))
+    if isinstance(node, list):
+        return set().union(*(refs(v) for v in node))
+    return set()
+
+
+def subset(doc: dict[str, Any], paths: dict[str, Any], description: str | None = None) -> dict[str, Any]:
+    """`doc` cut down to `paths` and the schemas they reach: a document Swagger UI renders at once."""
+    schemas = doc.get("components", {}).get("schemas", {})
+    todo, keep = refs(paths), set()
+    while todo:
+        name = todo.pop()
+        if name in schemas and name not in keep:
+            keep.add(name)
+            todo |= refs(schemas[name])
+    info = {**doc["info"], "description": description} if description else doc["info"]
+    return {
+        **doc,
+        "info": info,
+        "paths": paths,
+        "components": {**doc.get("components", {}), "schemas": {n: schemas[n] for n in sorted(keep)}},
+    }
+
+
+def core_document(doc: dict[str, Any]) -> dict[str, Any]:
+    """The rules, preview and health operations; the records API is one page per object."""
+    paths = {p: item for p, item in doc["paths"].items() if not p.startswith("/api/records/")}
+    text = (
+        "The rules, preview and health operations. Each object's records API "
+        "(`/api/records/{Object}`: create, bulk create, list, get, update) has its own page, listed "
+        "above, so no page has to render all of them. The whole document: `/openapi.json`."
+    )
+    return subset(doc, paths, text)
+
+
+def object_document(doc: dict[str, Any], name: str) -> dict[str, Any]:
+    """The records operations of one object."""
+    prefix = f"/api/records/{name}"
+    paths = {p: item for p, item in doc["paths"].items() if p == prefix or p.startswith(prefix + "/")}
+    text = f"The records API of {name}; the other objects are listed above."
+    return subset(doc, paths, text)
+
+
 def install_docs(app: FastAPI) -> None:
-    """Serve /openapi.json from the live catalog and /docs (Swagger UI) from local assets."""
+    """Serve /openapi.json from the live catalog, and Swagger UI at /docs (the rules API and an
+    index) and /docs/records/{object} (one object), from local assets."""
 
     def openapi() -> dict[str, Any]:
         snapshot: CatalogSnapshot = app.state.console.snapshot
@@ -199,18 +250,63 @@ def install_docs(app: FastAPI) -> None:
             app.state.openapi_cache = (snapshot, document(app, snapshot))
         return app.state.openapi_cache[1]  # type: ignore[no-any-return]
 
+    def part(key: str) -> dict[str, Any]:
+        """One cut of the document (built for that cut alone), kept while the catalog is unchanged."""
+        snapshot: CatalogSnapshot = app.state.console.snapshot
+        cached = getattr(app.state, "openapi_parts", None)
+        if cached is None or cached[0] is not snapshot:
+            cached = app.state.openapi_parts = (snapshot, {})
+        parts: dict[str, dict[str, Any]] = cached[1]
+        if key not in parts:
+            if key == "":
+                parts[key] = core_document(document(app, snapshot, []))
+            else:
+                name = snapshot.require_object(key).name
+                parts[key] = object_document(document(app, snapshot, [name]), name)
+        return parts[key]
+
     app.openapi = openapi  # type: ignore[method-assign]
     app.mount(ASSETS_URL, StaticFiles(directory=ASSETS), name="docs-assets")
 
-    @app.get("/docs", include_in_schema=False)
-    def swagger_ui() -> HTMLResponse:
+    def swagger(spec_url: str, title: str, current: str = "") -> HTMLResponse:
         page = get_swagger_ui_html(
-            openapi_url="/openapi.json",
-            title=f"{app.title} · API",
+            openapi_url=spec_url,
+            title=title,
             swagger_js_url=f"{ASSETS_URL}/swagger-ui-bundle.js",
             swagger_css_url=f"{ASSETS_URL}/swagger-ui.css",
             swagger_favicon_url=f"{ASSETS_URL}/favicon.png",
             swagger_ui_parameters=SWAGGER_UI,
         )
-        html = bytes(page.body).decode().replace("<body>", f"<body>{BACK_LINK}", 1)
+        html = bytes(page.body).decode().replace("<body>", f"<body>{docs_nav(current)}", 1)
         return HTMLResponse(html)
+
+    def docs_nav(current: str) -> str:
+        """The bar above Swagger UI: back to the console, and every object's records API."""
+        objects = sorted(app.state.console.snapshot.objects)
+        links = "".join(
+            f'<a href="/docs/records/{n}"{" aria-current=page" if n == current else ""}>{n}</a>'
+            for n in objects
+        )
+        return (
+            f'{DOCS_STYLE}<nav class="docs-nav"><a href="/" id="back-to-console">&larr; autonumber console</a>'
+            '<a href="/docs" id="docs-index">Rules &amp; health API</a>'
+            f'<details id="docs-objects"{"" if current else " open"}><summary>Records API by object '
+            f'({len(objects)})</summary><div class="docs-objects">{links}</div></details></nav>'
+        )
+
+    @app.get("/docs", include_in_schema=False)
+    def swagger_ui() -> HTMLResponse:
+        return swagger("/openapi/core.json", f"{app.title} · API")
+
+    @app.get("/docs/records/{object}", include_in_schema=False)
+    def swagger_ui_object(object: str) -> HTMLResponse:
+        name = app.state.console.require_object(object)
+        return swagger(f"/openapi/records/{name}.json", f"{name} · {app.title} API", name)
+
+    @app.get("/openapi/core.json", include_in_schema=False)
+    def core_json() -> JSONResponse:
+        return JSONResponse(part(""))
+
+    @app.get("/openapi/records/{object}.json", include_in_schema=False)
+    def object_json(object: str) -> JSONResponse:
+        return JSONResponse(part(object))

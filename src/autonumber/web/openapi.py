@@ -36,6 +36,7 @@ SWAGGER_UI: dict[str, Any] = {
     "defaultModelsExpandDepth": -1,
     "filter": True,
     "deepLinking": True,
+    "syntaxHighlight": False,
 }
 """The models section is hidden (the operations show their schemas). With ~130 objects the whole
 document has hundreds of operations and Swagger UI sat on a spinner for half a minute resolving it,
@@ -288,7 +289,8 @@ def install_docs(app: FastAPI) -> None:
             for n in objects
         )
         return (
-            f'{DOCS_STYLE}<nav class="docs-nav"><a href="/" id="back-to-console">&larr; autonumber console</a>'
+            f'{DOCS_STYLE}<nav class="docs-nav">'
+            '<a href="/" id="back-to-console">&larr; autonumber console</a>'
             '<a href="/docs" id="docs-index">Rules &amp; health API</a>'
             f'<details id="docs-objects"{"" if current else " open"}><summary>Records API by object '
             f'({len(objects)})</summary><div class="docs-objects">{links}</div></details></nav>'

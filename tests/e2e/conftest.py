@@ -131,3 +131,9 @@ def wide(request: pytest.FixtureRequest, browser: Browser, full_url: str) -> Ite
     tab = context.new_page()
     yield tab
     context.close()
+
+
+@pytest.fixture
+def docs_dir() -> Path:
+    """docs/, where the browser tests write the README's screenshots."""
+    return DOCS

@@ -251,7 +251,18 @@ def test_an_adopted_tables_schema_is_typed_and_its_key_is_not_an_input(sqlite_pl
     assert stored["type"] == ["integer", "null"] and stored["readOnly"] is True
 
 
-def test_docs_page_links_back_to_the_console_and_starts_collapsed(pages: TestClient) -> None:
+def test_docs_pages_link_back_and_load_one_small_document_each(pages: TestClient) -> None:
     html = pages.get("/docs").text
-    assert '<a href="/" id="back-to-console"' in html
-    assert '"docExpansion": "none"' in html
+    assert '<a href="/" id="back-to-console"' in html and '<a href="/docs/records/Account"' in html
+    assert "'/openapi/core.json'" in html or '"/openapi/core.json"' in html
+    core = pages.get("/openapi/core.json").json()
+    assert "/api/autonumber/preview" in core["paths"] and not any("/records/" in p for p in core["paths"])
+    account = pages.get("/openapi/records/Account.json").json()
+    assert set(account["paths"]) == {
+        "/api/records/Account",
+        "/api/records/Account/bulk",
+        "/api/records/Account/{record_id}",
+    }
+    assert {"Account", "AccountIn"} <= set(account["components"]["schemas"])
+    assert "CaseIn" not in account["components"]["schemas"]
+    assert pages.get("/docs/records/Nope").status_code == 404

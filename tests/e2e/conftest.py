@@ -97,3 +97,43 @@ def shot(page: Page) -> Callable[[str], Path]:
         return path
 
     return save
+
+
+DOCS = Path(__file__).resolve().parents[2] / "docs"
+"""Where the README's screenshots live: written by the browser tests so they cannot go stale."""
+WIDTHS = {"desktop": 1280, "phone": 390}
+
+
+@pytest.fixture(scope="module")
+def full_url(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """The console over the full pack (every object `setup apply` creates), admin token enabled."""
+    from autonumber.commands.setup import apply_setup
+    from autonumber.progress import NullReporter
+
+    url = f"sqlite:///{tmp_path_factory.mktemp('full') / 'autonumber.db'}"
+    apply_setup(url, NullReporter())
+    p = autonumber.connect(url)
+    try:
+        p.records.insert("Case", {"Subject": "Printer jam"})
+        p.records.insert("Account", {"Name": "Acme Pte Ltd", "BillingCountryCode": "SG"})
+        with serve_in_thread(create_app(p, admin_token=TOKEN)) as served:
+            yield served
+    finally:
+        p.close()
+
+
+@pytest.fixture(params=sorted(WIDTHS), ids=sorted(WIDTHS))
+def wide(request: pytest.FixtureRequest, browser: Browser, full_url: str) -> Iterator[Page]:
+    """A tab on the full pack at 1280 px (desktop) or 390 px (phone)."""
+    width = WIDTHS[request.param]
+    context = browser.new_context(base_url=full_url, viewport={"width": width, "height": 860})
+    context.set_default_timeout(15_000)
+    tab = context.new_page()
+    yield tab
+    context.close()
+
+
+@pytest.fixture
+def docs_dir() -> Path:
+    """docs/, where the browser tests write the README's screenshots."""
+    return DOCS

@@ -32,5 +32,7 @@ def test_swagger_ui_renders_with_no_network(page: Page, base_url: str) -> None:
     page.goto("/docs")
     expect(page.locator(".swagger-ui .info .title")).to_contain_text("autonumber")
     expect(page.locator(".opblock-tag-section").first).to_be_visible()
+    expect(page.get_by_text("/api/autonumber/preview").first).to_be_attached()
+    page.goto("/docs/records/Account")
     expect(page.get_by_text("/api/records/Account/bulk").first).to_be_attached()
     assert blocked == []

@@ -57,8 +57,11 @@ def parameter(param: dict[str, Any], doc: dict[str, Any]) -> st.SearchStrategy[A
     schema = param.get("schema", {})
     if param["in"] == "path":
         # ASGI hands the app a decoded path: an encoded "/" (%2F) is a path separator again, so a
-        # segment made only of slashes names another route (Ids never hold one: uuid hex, integers)
-        return TEXT.filter(lambda text: bool(text.strip("/")))
+        # segment made only of slashes names another route (Ids never hold one: uuid hex, integers);
+        # "." and ".." are dot segments the client resolves away before sending
+        return TEXT.filter(
+            lambda text: bool(text.strip("/")) and not any(p in (".", "..") for p in text.split("/"))
+        )
     return from_schema(schema, doc) | TEXT | st.integers()
 
 

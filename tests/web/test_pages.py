@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+import pytest
 from fastapi.testclient import TestClient
 from web_support import FormClient
 
@@ -142,3 +143,126 @@ def test_an_adopted_table_lists_its_rows_with_links_by_its_own_key(
         view.status_code == 200 and "INV-000042" in view.text and 'href="/o/Invoice__c/42/edit"' in view.text
     )
     assert pages.get("/o/Invoice__c/42/edit").status_code == 200
+
+
+def test_home_search_works_without_javascript_and_lists_objects_with_records_first(
+    pages: TestClient, sqlite_platform: Platform
+) -> None:
+    sqlite_platform.records.insert("Case", {"Subject": "x"})
+    html = pages.get("/").text
+    cards = re.findall(r'<span class="count" data-object="(\w+)">(\d+)</span>', html)
+    assert cards[0] == ("Case", "1") and all(count == "0" for _, count in cards[1:])
+    assert 'type="search" id="q" name="q"' in html and '<label for="q"' in html
+    found = pages.get("/", params={"q": "contr"}).text
+    assert re.findall(r'data-object="(\w+)"', found) == ["Contract"]
+    assert "1 object(s) match" in found
+    assert 'data-object="Account"' in pages.get("/", params={"q": "account_id"}).text  # its field's name
+    none = pages.get("/", params={"q": "<nope>"}).text
+    assert 'id="no-match" >' in none and "&lt;nope&gt;" in none and "<nope>" not in none
+
+
+def test_long_names_wrap_at_word_parts() -> None:
+    from autonumber.web.pages import word_breaks
+
+    assert str(word_breaks("AlternativePaymentMethod")) == "Alternative<wbr>Payment<wbr>Method"
+    assert str(word_breaks("Contract_Number__c")) == "Contract_<wbr>Number__<wbr>c"
+    assert str(word_breaks("<b>XMLParser")) == "&lt;b&gt;XML<wbr>Parser"
+
+
+def test_rules_filter_pages_and_groups_by_object(
+    pages: TestClient, admin_token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from autonumber.web import pages as page_module
+
+    pages.post("/login", data={"token": admin_token})
+    everything = re.findall(r'<tr id="([^"]+)" class="field-row">', pages.get("/rules").text)
+    monkeypatch.setattr(page_module, "RULES_PAGE_SIZE", 2)
+    first = pages.get("/rules").text
+    assert re.findall(r'<tr id="([^"]+)" class="field-row">', first) == everything[:2]
+    assert 'href="?page=2" id="next-page"' in first
+    second = pages.get("/rules", params={"page": 2}).text
+    assert re.findall(r'<tr id="([^"]+)" class="field-row">', second) == everything[2:4]
+    monkeypatch.undo()
+    only = pages.get("/rules", params={"object": "contract"}).text
+    assert re.findall(r'<tr id="([^"]+)" class="field-row">', only) == [
+        "Contract.ContractNumber",
+        "Contract.Contract_Number__c",
+    ]
+    assert 'data-object="Contract"' in only and 'value="contract"' in only
+    scoped = pages.get("/rules", params={"scope": "per_prefix"}).text
+    rows = re.findall(r'<tr id="([^"]+)" class="field-row">', scoped)
+    assert "Contract.Contract_Number__c" in rows and "Case.CaseNumber" not in rows
+    assert "No autonumber field matches" in pages.get("/rules", params={"status": "quarantined"}).text
+    assert pages.get("/rules", params={"scope": "weekly"}).status_code == 422
+
+
+def test_rules_editor_is_labelled_and_only_for_an_admin(
+    pages: TestClient, admin_token: str, sqlite_platform: Platform
+) -> None:
+    from autonumber.web import create_app
+
+    with FormClient(
+        create_app(sqlite_platform), headers={"Accept": "text/html"}, follow_redirects=False
+    ) as c:
+        html = c.get("/rules").text
+        assert "field-row" in html and "editor-row" not in html and 'class="editor"' not in html
+    pages.post("/login", data={"token": admin_token})
+    html = pages.get("/rules").text
+    editor = html[html.index('data-field="Case.CaseNumber"') :]
+    editor = editor[: editor.index("</form>")]
+    inputs = re.findall(r'<(?:input|select) id="([^"]+)" name="(\w+)"', editor)
+    assert [name for _, name in inputs] == ["format", "scope", "start", "numbering", "time_zone"]
+    for input_id, _ in inputs:
+        assert f'<label for="{input_id}">' in editor
+
+
+def test_navigation_offers_log_in_then_log_out(pages: TestClient, admin_token: str) -> None:
+    html = pages.get("/o/Case").text
+    assert '<a href="/login?next=/o/Case" id="nav-login"' in html
+    pages.post("/login", data={"token": admin_token})
+    html = pages.get("/o/Case").text
+    assert 'id="nav-logout"' in html and 'id="nav-login"' not in html
+
+
+def test_fields_sharing_a_label_show_their_api_names(pages: TestClient) -> None:
+    html = pages.get("/o/Contract/new").text
+    labels = re.findall(r'<label for="f-(\w+)">([^<]+)<', html)
+    texts = [text.strip() for _, text in labels]
+    assert len(texts) == len(set(texts))
+    assert "Contract Number (ContractNumber)" in texts and "Contract Number (Contract_Number__c)" in texts
+
+
+def test_an_adopted_tables_schema_is_typed_and_its_key_is_not_an_input(sqlite_platform: Platform) -> None:
+    import sqlalchemy as sa
+
+    from autonumber.objects import adopt_table
+    from autonumber.web import create_app
+
+    with sqlite_platform.db.begin() as conn:
+        conn.execute(sa.text("CREATE TABLE invoices (id INTEGER PRIMARY KEY, number VARCHAR(20), due DATE)"))
+        adopt_table(conn, "Invoice__c", "invoices")
+    sqlite_platform.catalog.refresh()
+    with FormClient(create_app(sqlite_platform)) as c:
+        schemas = c.get("/openapi.json").json()["components"]["schemas"]
+    assert "id" not in schemas["Invoice__cIn"]["properties"]
+    assert schemas["Invoice__cIn"]["properties"]["number"] == {"type": ["string", "null"], "maxLength": 20}
+    assert schemas["Invoice__cIn"]["properties"]["due"] == {"type": ["string", "null"], "format": "date"}
+    stored = schemas["Invoice__c"]["properties"]["id"]
+    assert stored["type"] == ["integer", "null"] and stored["readOnly"] is True
+
+
+def test_docs_pages_link_back_and_load_one_small_document_each(pages: TestClient) -> None:
+    html = pages.get("/docs").text
+    assert '<a href="/" id="back-to-console"' in html and '<a href="/docs/records/Account"' in html
+    assert "'/openapi/core.json'" in html or '"/openapi/core.json"' in html
+    core = pages.get("/openapi/core.json").json()
+    assert "/api/autonumber/preview" in core["paths"] and not any("/records/" in p for p in core["paths"])
+    account = pages.get("/openapi/records/Account.json").json()
+    assert set(account["paths"]) == {
+        "/api/records/Account",
+        "/api/records/Account/bulk",
+        "/api/records/Account/{record_id}",
+    }
+    assert {"Account", "AccountIn"} <= set(account["components"]["schemas"])
+    assert "CaseIn" not in account["components"]["schemas"]
+    assert pages.get("/docs/records/Nope").status_code == 404

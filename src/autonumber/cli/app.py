@@ -18,12 +18,55 @@ from . import (
     spec_cmd,
 )
 
+TOP_EXAMPLES = """\b
+Examples:
+  autonumber setup apply --db sqlite:///autonumber.db
+  autonumber records insert Case --data '{"Subject": "Printer jam"}'
+  autonumber field set Case CaseNumber --format 'CS-{YYYY}-{000000}'
+  autonumber serve --port 8000
+
+Every command takes --db (default: AUTONUMBER_DATABASE_URL, else sqlite:///autonumber.db)."""
+
+GROUP_EXAMPLES = {
+    "db": ["autonumber db init --db sqlite:///autonumber.db", "autonumber db status"],
+    "format": [
+        "autonumber format check 'INV-{YYYY}-{0000}' --scope per_day",
+        "autonumber format preview 'INV-{YYYY}-{0000}' --counter 42",
+    ],
+    "records": [
+        'autonumber records insert Account --data \'{"Name": "Acme", "BillingCountryCode": "SG"}\'',
+        "autonumber records list Account --limit 5",
+    ],
+    "setup": ["autonumber setup apply", "autonumber setup verify"],
+    "spec": ["autonumber spec check", "autonumber spec apply data-specs/2026-04-18-autonumber-v2-seed.md"],
+    "field": [
+        "autonumber field add Account Member_No__c --format 'MB-{000000}' --numbering gapless",
+        "autonumber field set Case CaseNumber --format 'CS-{YYYY}{MM}{DD}-{0000}' --scope per_day",
+    ],
+    "demo": ["autonumber demo legacy --rows 5000 --db sqlite:///demo.db"],
+    "object": [
+        "autonumber object add Shipment__c --field 'Name:text(80)' --field 'AccountId:ref(Account)'",
+        "autonumber object adopt Invoice__c --table invoices",
+    ],
+    "audit": ["autonumber audit gaps Case.CaseNumber", "autonumber audit prune --older-than 400d"],
+}
+"""One or two runnable lines per command group, shown under its --help (`\\b` keeps click from
+re-wrapping them)."""
+
+
+def examples(lines: list[str]) -> str:
+    """An epilog block of example command lines."""
+    return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
+
+
 app = typer.Typer(
     name="autonumber",
     help="Salesforce-grade auto-numbers for CRM records, driven by display formats kept as metadata.",
+    epilog=TOP_EXAMPLES,
     no_args_is_help=True,
     add_completion=False,
     pretty_exceptions_enable=False,
+    rich_markup_mode=None,
 )
 
 
@@ -47,12 +90,15 @@ def _main(
 
 app.command("run")(run_cmd.run)
 app.command("serve")(serve_cmd.serve)
-app.add_typer(db_cmd.app, name="db")
-app.add_typer(format_cmd.app, name="format")
-app.add_typer(records_cmd.app, name="records")
-app.add_typer(setup_cmd.app, name="setup")
-app.add_typer(spec_cmd.app, name="spec")
-app.add_typer(field_cmd.app, name="field")
-app.add_typer(demo_cmd.app, name="demo")
-app.add_typer(object_cmd.app, name="object")
-app.add_typer(audit_cmd.app, name="audit")
+for name, module in (
+    ("db", db_cmd),
+    ("format", format_cmd),
+    ("records", records_cmd),
+    ("setup", setup_cmd),
+    ("spec", spec_cmd),
+    ("field", field_cmd),
+    ("demo", demo_cmd),
+    ("object", object_cmd),
+    ("audit", audit_cmd),
+):
+    app.add_typer(module.app, name=name, epilog=examples(GROUP_EXAMPLES[name]))

@@ -16,7 +16,9 @@ if TYPE_CHECKING:
 from .common import DEFAULT_URL, DbOption
 
 app = typer.Typer(
-    help="Audit the numbers a counter moved past; prune the reservation journal.", no_args_is_help=True
+    rich_markup_mode=None,
+    help="Audit the numbers a counter moved past; prune the reservation journal.",
+    no_args_is_help=True,
 )
 
 

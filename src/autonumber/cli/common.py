@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, Literal
 
 import typer
 
@@ -12,7 +12,13 @@ from autonumber.defaults import DATABASE_ENV, DEFAULT_URL
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["DEFAULT_URL", "DbOption", "console"]
+__all__ = ["DEFAULT_URL", "DbOption", "Numbering", "Scope", "console"]
+
+Scope = Literal["global", "per_day", "per_prefix"]
+"""A counter scope, as an option type so --help lists the choices (the grammar's `SCOPES`; a unit
+test keeps the two equal without the CLI importing the grammar at start-up)."""
+Numbering = Literal["standard", "gapless"]
+"""A numbering policy (the grammar's `NUMBERING`)."""
 
 DbOption = Annotated[
     str,

@@ -11,7 +11,9 @@ from .common import DEFAULT_URL, DbOption, console
 if TYPE_CHECKING:
     from autonumber.db.status import DatabaseStatus
 
-app = typer.Typer(help="Create the system schema and inspect a database.", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None, help="Create the system schema and inspect a database.", no_args_is_help=True
+)
 
 
 @app.command("init")

@@ -8,7 +8,7 @@ import typer
 
 from .common import DEFAULT_URL, DbOption
 
-app = typer.Typer(help="Demo data for trying the product.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Demo data for trying the product.", no_args_is_help=True)
 
 
 @app.command("legacy")

@@ -10,13 +10,15 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import DEFAULT_URL, DbOption
+from .common import DEFAULT_URL, DbOption, Numbering, Scope
 
 if TYPE_CHECKING:
     from autonumber.rules import FieldChange, RuleSpec
 
 app = typer.Typer(
-    help="Add autonumber fields and change their rules (validated, seeded, verified).", no_args_is_help=True
+    rich_markup_mode=None,
+    help="Add autonumber fields and change their rules (validated, seeded, verified).",
+    no_args_is_help=True,
 )
 
 ObjectArg = Annotated[
@@ -29,7 +31,7 @@ FormatOption = Annotated[
     str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.", show_default=False)
 ]
 NumberingOption = Annotated[
-    str | None,
+    Numbering | None,
     typer.Option(
         "--numbering",
         help="standard (reserved off the caller's transaction; a rollback leaves a gap) or "
@@ -64,7 +66,7 @@ def add_cmd(
     object_name: ObjectArg,
     field: FieldArg,
     fmt: FormatOption,
-    scope: Annotated[str, typer.Option("--scope", help="global, per_day or per_prefix.")] = "global",
+    scope: Annotated[Scope, typer.Option("--scope", help="The counter's scope.")] = "global",
     start: Annotated[int, typer.Option("--start", min=0, help="First number when no value exists.")] = 1,
     length: Annotated[
         int | None, typer.Option("--length", min=1, max=255, help="Column length (default 30).")
@@ -100,7 +102,7 @@ def set_cmd(
     field: FieldArg,
     fmt: FormatOption,
     scope: Annotated[
-        str | None, typer.Option("--scope", help="Default: the stored scope.", show_default=False)
+        Scope | None, typer.Option("--scope", help="Default: the stored scope.", show_default=False)
     ] = None,
     start: Annotated[
         int | None, typer.Option("--start", min=0, help="Default: the stored start.", show_default=False)

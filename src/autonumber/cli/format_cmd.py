@@ -8,19 +8,19 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, tzinfo
-from typing import TYPE_CHECKING, Annotated
+from typing import TYPE_CHECKING, Annotated, get_args
 
 import typer
 
 from autonumber.api_names import API_NAME_PATTERN
 from autonumber.errors import ConfigError
 
-from .common import DEFAULT_URL, DbOption
+from .common import DEFAULT_URL, DbOption, Scope
 
 if TYPE_CHECKING:
     from autonumber.format import FormatReport
 
-app = typer.Typer(help="Check and preview display formats.", no_args_is_help=True)
+app = typer.Typer(rich_markup_mode=None, help="Check and preview display formats.", no_args_is_help=True)
 
 _SET = re.compile(rf"({API_NAME_PATTERN}\.{API_NAME_PATTERN})=(.*)", re.DOTALL)
 
@@ -44,7 +44,12 @@ def print_report(report: FormatReport) -> None:
 def check(
     fmt: FormatArg,
     scope: Annotated[
-        str, typer.Option("--scope", help="Counter scope: global, per_day or per_prefix.")
+        str,
+        typer.Option(
+            "--scope",
+            metavar="<" + "|".join(get_args(Scope)) + ">",
+            help="Counter scope (another value is reported as rule 9).",
+        ),
     ] = "global",
     object_name: Annotated[
         str | None,

@@ -8,7 +8,9 @@ import typer
 
 from .common import DEFAULT_URL, DbOption
 
-app = typer.Typer(help="Custom objects and adopted application tables.", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None, help="Custom objects and adopted application tables.", no_args_is_help=True
+)
 
 ObjectArg = Annotated[
     str, typer.Argument(metavar="OBJECT", help="Object API name, e.g. Shipment__c.", show_default=False)

@@ -13,7 +13,11 @@ from autonumber.errors import RecordError
 
 from .common import DEFAULT_URL, DbOption
 
-app = typer.Typer(help="Insert and read records; autonumbers are assigned on insert.", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None,
+    help="Insert and read records; autonumbers are assigned on insert.",
+    no_args_is_help=True,
+)
 ObjectArg = Annotated[str, typer.Argument(help="Object API name, e.g. Account, Contract, Case.")]
 
 

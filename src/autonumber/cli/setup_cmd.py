@@ -9,7 +9,11 @@ import typer
 
 from .common import DEFAULT_URL, DbOption, console
 
-app = typer.Typer(help="Bootstrap and cut over a database; verify its invariants.", no_args_is_help=True)
+app = typer.Typer(
+    rich_markup_mode=None,
+    help="Bootstrap and cut over a database; verify its invariants.",
+    no_args_is_help=True,
+)
 
 SpecOption = Annotated[
     Path | None,

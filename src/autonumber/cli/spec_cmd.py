@@ -12,6 +12,7 @@ from autonumber.setup.paths import MODULE_PATH, SPEC_PATH
 from .common import DEFAULT_URL, DbOption
 
 app = typer.Typer(
+    rich_markup_mode=None,
     help="Generate/check the seed module from the canonical data-spec; apply data-specs.",
     no_args_is_help=True,
 )
@@ -67,7 +68,8 @@ def apply_cmd(
         typer.Option(
             "--env",
             envvar="AUTONUMBER_ENV",
-            help="staging or production (or AUTONUMBER_ENV).",
+            metavar="<staging|production>",
+            help="The environment the spec is applied in.",
             show_default=False,
         ),
     ] = None,

@@ -15,7 +15,7 @@ from . import errors
 from .api import WORKER, api, ops
 from .auth import AdminAuth, cross_origin
 from .openapi import install_docs
-from .pages import pages
+from .pages import pages, word_breaks
 from .service import Console
 
 HERE = Path(__file__).parent
@@ -46,6 +46,7 @@ def create_app(
     auth = AdminAuth(admin_token, api_token=api_token, engine=platform.db, secret=secret)
     app.state.console = Console(platform, auth)
     app.state.templates = Jinja2Templates(directory=HERE / "templates")
+    app.state.templates.env.filters["wbr"] = word_breaks
     app.mount("/static", StaticFiles(directory=HERE / "static"), name="static")
     app.include_router(api)
     app.include_router(ops)

@@ -2,24 +2,29 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable
-from typing import Annotated, Any
-from urllib.parse import quote, unquote
+from itertools import groupby
+from typing import Annotated, Any, Literal
+from urllib.parse import quote, unquote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
+from markupsafe import Markup, escape
 from starlette.concurrency import run_in_threadpool
 
 from autonumber.commands import objects
 from autonumber.errors import AutonumberError, RecordError
+from autonumber.format.tokens import NUMBERING, SCOPES
 from autonumber.records import MAX_OFFSET
 from autonumber.setup.standard import CORE_OBJECTS
 
 from .api import ConsoleDep, console
 from .auth import API_ENV, COOKIE, CSRF_COOKIE, ENV, new_csrf_cookie
-from .service import Console, FormField
+from .service import Console, FieldFilter, FormField
 
 PAGE_SIZE = 25
+RULES_PAGE_SIZE = 40
 MAX_PAGE = MAX_OFFSET // PAGE_SIZE
 FLASH = "autonumber_flash"
 
@@ -42,6 +47,15 @@ def nav_objects(objects: Iterable[str]) -> list[str]:
     """The core objects that exist, in the pack's order (the full pack has 127 objects)."""
     present = set(objects)
     return [name for name in NAV_OBJECTS if name in present]
+
+
+WORD_PART = re.compile(r"(?<=[a-z0-9])(?=[A-Z])|(?<=[A-Z])(?=[A-Z][a-z])|(?<=_)(?=[^_])|(?<=\.)")
+
+
+def word_breaks(name: str) -> Markup:
+    """`name` escaped, with a `<wbr>` at each word part (camel case, `_`, `.`), so a long API name
+    wraps as `AlternativePayment|Method` rather than mid-word."""
+    return Markup("<wbr>").join(escape(part) for part in WORD_PART.split(name))
 
 
 def render(request: Request, name: str, context: dict[str, Any], status: int = 200) -> Response:
@@ -79,9 +93,9 @@ def redirect(url: str, flash: str | None = None) -> RedirectResponse:
 
 
 @pages.get("/", response_class=HTMLResponse)
-def home(request: Request, c: ConsoleDep) -> Response:
-    """The objects with their record counts and autonumber fields."""
-    return render(request, "home.html", {"summaries": c.objects()})
+def home(request: Request, c: ConsoleDep, q: Annotated[str, Query(max_length=200)] = "") -> Response:
+    """The objects with their record counts and autonumber fields; `q` filters them by name."""
+    return render(request, "home.html", {"summaries": c.objects(q), "q": q, "page_id": "home"})
 
 
 @pages.get("/o/{object}", response_class=HTMLResponse)
@@ -212,11 +226,44 @@ async def save(request: Request, object: str, record_id: str, c: ConsoleDep) -> 
 
 
 @pages.get("/rules", response_class=HTMLResponse)
-def rules_page(request: Request, c: ConsoleDep) -> Response:
-    """Every autonumber field, its counters, and a format editor with live preview."""
+def rules_page(
+    request: Request,
+    c: ConsoleDep,
+    object: Annotated[str, Query(max_length=200)] = "",
+    field: Annotated[str, Query(max_length=200)] = "",
+    scope: Annotated[Literal["", "global", "per_day", "per_prefix"], Query()] = "",
+    status: Annotated[Literal["", "ok", "quarantined"], Query()] = "",
+    page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+) -> Response:
+    """The autonumber fields the filter keeps, a page at a time and grouped by object, with their
+    counters; a format editor with live preview on each for a logged-in admin."""
     if c.admin.enabled and not c.admin.is_admin(request):
-        return redirect("/login?next=/rules")
-    return render(request, "rules.html", {"fields": c.fields()})
+        return redirect(f"/login?next={quote(str(request.url.path) + _query(request))}")
+    where = FieldFilter(object=object, field=field, scope=scope, status=status)
+    found = c.fields(where)
+    pages_ = max(1, -(-len(found) // RULES_PAGE_SIZE))
+    shown = found[(page - 1) * RULES_PAGE_SIZE : page * RULES_PAGE_SIZE]
+    groups = [(name, list(items)) for name, items in groupby(shown, key=lambda f: f.object)]
+    args = {"object": object, "field": field, "scope": scope, "status": status}
+    return render(
+        request,
+        "rules.html",
+        {
+            "groups": groups,
+            "total": len(found),
+            "page": page,
+            "pages": pages_,
+            "filter": args,
+            "page_url": lambda n: "?" + urlencode({**{k: v for k, v in args.items() if v}, "page": n}),
+            "scopes": SCOPES,
+            "numberings": NUMBERING,
+            "page_id": "rules",
+        },
+    )
+
+
+def _query(request: Request) -> str:
+    return f"?{request.url.query}" if request.url.query else ""
 
 
 @pages.get("/rules/{field_id}/gaps", response_class=HTMLResponse)

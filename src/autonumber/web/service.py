@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from autonumber.catalog import CatalogSnapshot, FieldRow
@@ -65,6 +66,40 @@ def label_of(name: str) -> str:
     return re.sub(r"(?<=[a-z])(?=[A-Z])", " ", base).strip()
 
 
+@dataclass(frozen=True)
+class FieldFilter:
+    """Which autonumber fields the rules page shows: object and field by substring (any case),
+    scope and status exactly; empty means any."""
+
+    object: str = ""
+    field: str = ""
+    scope: str = ""
+    status: str = ""
+
+    def keeps(self, row: FieldRow, quarantined: bool) -> bool:
+        """Whether the field passes every criterion that is set."""
+        status = "quarantined" if quarantined else "ok"
+        return (
+            matches(self.object, row.info.object)
+            and matches(self.field, row.info.name)
+            and self.scope in ("", row.scope)
+            and self.status in ("", status)
+        )
+
+
+def distinct_labels(fields: list[FormField]) -> list[FormField]:
+    """Fields that would share a label get their API name appended, so a form never shows two
+    inputs called the same (Contract has `ContractNumber` and `Contract_Number__c`)."""
+    seen = Counter(f.label for f in fields)
+    return [replace(f, label=f"{f.label} ({f.name})") if seen[f.label] > 1 else f for f in fields]
+
+
+def matches(query: str, *texts: str) -> bool:
+    """Whether any text contains `query`, ignoring case (an empty query matches everything)."""
+    q = query.strip().casefold()
+    return not q or any(q in t.casefold() for t in texts)
+
+
 class Console:
     """Objects, records, forms and autonumber rules for the HTTP layer."""
 
@@ -82,13 +117,18 @@ class Console:
         """The object name, or UnknownObject (404)."""
         return self.snapshot.require_object(name).name
 
-    def objects(self) -> list[ObjectSummary]:
-        """Every object with its record count."""
+    def objects(self, query: str = "") -> list[ObjectSummary]:
+        """Objects with their record counts: the ones holding records first, then the rest.
+
+        `query` keeps the objects whose name or autonumber field names contain it (any case), so
+        the home page's search works without JavaScript too."""
         snap = self.snapshot
-        return [
+        out = [
             ObjectSummary(name, self.platform.records.count(name), snap.autonumber_fields(name))
             for name in sorted(snap.objects)
+            if matches(query, name, *snap.autonumber_fields(name))
         ]
+        return sorted(out, key=lambda s: s.count == 0)
 
     def insert(self, obj: str, data: Mapping[str, Any], idempotency_key: str | None = None) -> dict[str, Any]:
         """Insert one record, numbers assigned (once per idempotency key)."""
@@ -144,7 +184,7 @@ class Console:
             else:
                 out.append(FormField(info.name, label_of(info.name), "text", info.max_length))
         rank = {"text": 1, "select": 2, "autonumber": 3}
-        return sorted(out, key=lambda f: (f.name != "Name", rank[f.kind]))
+        return distinct_labels(sorted(out, key=lambda f: (f.name != "Name", rank[f.kind])))
 
     def _picker(self, target: str) -> list[tuple[str, str]]:
         if target not in self.snapshot.objects:
@@ -180,12 +220,17 @@ class Console:
         return out
 
     # --- autonumber rules ------------------------------------------------------------------------
-    def fields(self) -> list[FieldOut]:
-        """Every autonumber field with its rule, counters and status."""
+    def fields(self, where: FieldFilter | None = None) -> list[FieldOut]:
+        """Every autonumber field (or those `where` keeps) with its rule, counters and status."""
         snap = self.snapshot
-        return self._described(
-            snap, [r for obj in sorted(snap.fields) for r in snap.fields[obj] if r.format is not None]
-        )
+        keep = where or FieldFilter()
+        rows = [
+            r
+            for obj in sorted(snap.fields)
+            for r in snap.fields[obj]
+            if r.format is not None and keep.keeps(r, r.id in snap.quarantined)
+        ]
+        return self._described(snap, rows)
 
     def _described(self, snap: CatalogSnapshot, rows: list[FieldRow]) -> list[FieldOut]:
         states = counter_states(self.platform.db, [r.id for r in rows])

@@ -54,5 +54,8 @@ document.querySelectorAll("form.editor").forEach((form) => {
   form.addEventListener("submit", (ev) => {
     if (form.classList.contains("invalid")) ev.preventDefault();
   });
-  refresh(form);
+  // Preview when the editor is opened, not for every field on page load.
+  const details = form.closest("details");
+  if (details) details.addEventListener("toggle", () => { if (details.open) refresh(form); });
+  else refresh(form);
 });

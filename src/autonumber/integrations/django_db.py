@@ -15,6 +15,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from django.db import connections
+from sqlalchemy.dialects.sqlite import DATETIME
 from sqlalchemy.engine import URL, Connection, Engine, make_url
 from sqlalchemy.pool import NullPool
 
@@ -129,6 +130,18 @@ def _close_before_test_database_drop(alias: str) -> None:
     creation.destroy_test_db = destroy_test_db
 
 
+class _ConvertedDateTime(DATETIME):
+    """Django's sqlite3 connections convert DATETIME columns to datetime objects already."""
+
+    def result_processor(self, dialect: Any, coltype: Any) -> Any:
+        parse = super().result_processor(dialect, coltype)
+
+        def process(value: Any) -> Any:
+            return parse(value) if isinstance(value, str) and parse is not None else value
+
+        return process
+
+
 def _do_nothing(*_args: Any) -> None:
     """Django owns the lent connection: it commits, rolls back and closes it."""
 
@@ -145,6 +158,8 @@ def _borrowing_engine(alias: str) -> Engine:
                 return wrapper.connection
 
             engine = sa.create_engine(url, creator=lend, poolclass=NullPool, pool_reset_on_return=None)
+            if engine.dialect.name == "sqlite":
+                engine.dialect.colspecs = {**engine.dialect.colspecs, sa.DateTime: _ConvertedDateTime}
             for name in ("do_commit", "do_rollback", "do_close", "do_terminate"):
                 setattr(engine.dialect, name, _do_nothing)
             _borrowing[url] = engine

@@ -17,6 +17,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
+from django.core.management.base import CommandError
 from django.db import DEFAULT_DB_ALIAS, models, router, transaction
 from django.db.migrations.operations.base import Operation
 from django.db.models.signals import post_migrate
@@ -95,6 +96,15 @@ def _autonumber_fields(model: type[models.Model]) -> list[AutoNumberField]:
     return [f for f in model._meta.local_concrete_fields if isinstance(f, AutoNumberField)]
 
 
+def _sync(alias: str, model: type[models.Model], field: AutoNumberField) -> None:
+    """sync_field inside the current migration's transaction; a refusal is one CommandError line."""
+    try:
+        sync_field(borrowed_engine(alias), model._meta.db_table, rule_of(model, field))
+    except AutonumberError as exc:
+        raise CommandError(f"autonumber field {model._meta.label}.{field.name}: {exc}") from exc
+    _refresh_after_commit(alias)
+
+
 class RegisterAutoNumber(Operation):  # type: ignore[misc]
     """Migration operation: register a model's AutoNumberField inside the migration's transaction.
 
@@ -122,8 +132,7 @@ class RegisterAutoNumber(Operation):  # type: ignore[misc]
         field = model._meta.get_field(self.name)
         if field not in _autonumber_fields(model):
             raise AutonumberError(f"{app_label}.{self.model_name}.{self.name} is not an AutoNumberField")
-        sync_field(borrowed_engine(alias), model._meta.db_table, rule_of(model, field))
-        _refresh_after_commit(alias)
+        _sync(alias, model, field)
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         pass
@@ -152,8 +161,7 @@ def sync_after_migrate(sender: Any, using: str = DEFAULT_DB_ALIAS, apps: Any = N
             continue
         with transaction.atomic(using=using):
             for field in fields:
-                sync_field(engine, model._meta.db_table, rule_of(model, field))
-            _refresh_after_commit(using)
+                _sync(using, model, field)
 
 
 post_migrate.connect(sync_after_migrate, dispatch_uid="autonumber.sync_after_migrate")

@@ -100,8 +100,9 @@ def _sync(alias: str, model: type[models.Model], field: AutoNumberField) -> None
     """sync_field inside the current migration's transaction; a refusal is one CommandError line."""
     try:
         sync_field(borrowed_engine(alias), model._meta.db_table, rule_of(model, field))
-    except AutonumberError as exc:
-        raise CommandError(f"autonumber field {model._meta.label}.{field.name}: {exc}") from exc
+    except (AutonumberError, sa.exc.SQLAlchemyError) as exc:
+        reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
+        raise CommandError(f"autonumber field {model._meta.label}.{field.name}: {reason}") from exc
     _refresh_after_commit(alias)
 
 

@@ -137,7 +137,8 @@ def test_refused_registration_leaves_the_migration_unapplied(project: Project) -
     assert "INV-2026-0000X" in done.stderr and "Traceback" not in done.stderr, done.stderr
     shown = project.manage("showmigrations", "shop").stdout
     assert "[X] 0001_bad_row" in shown and "[ ] 0002_register_number" in shown, shown
-    assert project.rule() is None
+    rule = project.rule()  # MariaDB commits DDL as it goes: the table may be adopted, with no rule
+    assert rule is None or rule[0] is None, rule
 
 
 def test_the_projects_own_manage_py_test_passes(project: Project) -> None:

@@ -29,12 +29,13 @@ from autonumber.format import check_format
 from autonumber.rules.store import RuleSpec, check_enums
 
 from .common import ensure_field
-from .django_db import borrowed, close_platforms, database_settings, database_url, platform_for
+from .django_db import borrowed, close_platforms, database_settings, database_url, platform_for, registered
 from .django_migrations import RegisterAutoNumber, rule_of
 
 __all__ = [
     "AutoNumberField",
     "ReadOnlyAutoNumber",
+    "NeedsAtomic",
     "RegisterAutoNumber",
     "close_platforms",
     "database_settings",
@@ -45,8 +46,6 @@ __all__ = [
 
 LOADED = "_autonumber_loaded"
 RULE_ATTRS = ("format", "scope", "start", "numbering", "time_zone")
-
-_fields: dict[tuple[str, str, str, RuleSpec], str] = {}
 
 
 class ReadOnlyAutoNumber(AutonumberError):
@@ -70,8 +69,8 @@ class NeedsAtomic(GaplessNeedsTransaction):
 def register(model: type[models.Model], field: AutoNumberField, alias: str = "default") -> str:
     """Adopt the model's table and add the field's rule (idempotent); return the field id."""
     rule = rule_of(model, field)
-    key = (database_url(alias), rule.object, rule.field, rule)
-    found = _fields.get(key)
+    key = (database_url(alias), rule)
+    found = registered.get(key)
     if found is not None:
         return found
     wrapper = connections[alias]
@@ -87,7 +86,7 @@ def register(model: type[models.Model], field: AutoNumberField, alias: str = "de
             ) from None
     else:
         field_id = ensure_field(platform, rule.object, model._meta.db_table, rule)
-    _fields[key] = field_id
+    registered[key] = field_id
     return field_id
 
 

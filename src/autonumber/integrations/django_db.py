@@ -27,6 +27,8 @@ DRIVERS = {"sqlite": "sqlite", "mysql": "mysql+pymysql", "postgresql": "postgres
 _lock = threading.Lock()
 _platforms: dict[str, Platform] = {}
 _borrowing: dict[str, Engine] = {}
+registered: dict[tuple[str, Any], str] = {}
+"""Field ids of the rules this process registered, by (database URL, rule); cleared with the platforms."""
 _watched: set[int] = set()
 
 
@@ -109,6 +111,7 @@ def close_platforms() -> None:
         for platform in _platforms.values():
             platform.close()
         _platforms.clear()
+        registered.clear()
         for engine in _borrowing.values():
             engine.dispose()
         _borrowing.clear()

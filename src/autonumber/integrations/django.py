@@ -34,8 +34,8 @@ from .django_migrations import RegisterAutoNumber, rule_of
 
 __all__ = [
     "AutoNumberField",
-    "ReadOnlyAutoNumber",
     "NeedsAtomic",
+    "ReadOnlyAutoNumber",
     "RegisterAutoNumber",
     "close_platforms",
     "database_settings",
@@ -158,7 +158,11 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
             report = check_format(self.format, scope=self.scope)
         except AutonumberError as exc:
             return [checks.Error(f"invalid autonumber rule: {exc}", obj=self, id="autonumber.E001")]
-        if report.max_length is not None and self.max_length is not None and report.max_length > self.max_length:
+        if (
+            report.max_length is not None
+            and self.max_length is not None
+            and report.max_length > self.max_length
+        ):
             return [
                 checks.Error(
                     f"format {self.format!r} renders {report.max_length} characters, "

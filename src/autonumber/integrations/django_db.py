@@ -41,7 +41,9 @@ def database_settings(url: str) -> dict[str, Any]:
         return {"ENGINE": "django.db.backends.sqlite3", "NAME": u.database or ":memory:"}
     engines = {"mysql": "mysql", "mariadb": "mysql", "postgresql": "postgresql"}
     if backend not in engines:
-        raise AutonumberError(f"database URL {u.render_as_string()!r}: use sqlite, mysql/mariadb or postgresql")
+        raise AutonumberError(
+            f"database URL {u.render_as_string()!r}: use sqlite, mysql/mariadb or postgresql"
+        )
     return {
         "ENGINE": f"django.db.backends.{engines[backend]}",
         "NAME": u.database or "",
@@ -73,9 +75,8 @@ def database_url(alias: str = "default") -> str:
             pairs = dict(p.split("=", 1) for p in query.split("&") if "=" in p)
             return URL.create(driver, database=path, query={**pairs, "uri": "true"}).render_as_string()
         return URL.create(driver, database=name).render_as_string()
-    if vendor == "postgresql" and getattr(wrapper, "Database", None) is not None:
-        if wrapper.Database.__name__ == "psycopg2":
-            driver = "postgresql+psycopg2"
+    if vendor == "postgresql" and getattr(getattr(wrapper, "Database", None), "__name__", "") == "psycopg2":
+        driver = "postgresql+psycopg2"
     port = settings.get("PORT")
     url = URL.create(
         driver,

@@ -10,7 +10,12 @@ class Migration(migrations.Migration):
         migrations.CreateModel(
             name="Invoice",
             fields=[
-                ("id", models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name="ID")),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
                 ("customer", models.CharField(max_length=40)),
                 (
                     "number",

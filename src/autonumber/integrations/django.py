@@ -28,7 +28,7 @@ from autonumber.errors import AutonumberError, GaplessNeedsTransaction
 from autonumber.format import check_format
 from autonumber.rules.store import RuleSpec, check_enums
 
-from .common import ensure_field
+from .common import ReadOnlyAutoNumber, ensure_field
 from .django_db import borrowed, close_platforms, database_settings, database_url, platform_for, registered
 from .django_migrations import RegisterAutoNumber, rule_of
 
@@ -46,12 +46,6 @@ __all__ = [
 
 LOADED = "_autonumber_loaded"
 RULE_ATTRS = ("format", "scope", "start", "numbering", "time_zone")
-
-
-class ReadOnlyAutoNumber(AutonumberError):
-    """An autonumber field changed on a saved instance."""
-
-    exit_code = 2
 
 
 class NeedsAtomic(GaplessNeedsTransaction):

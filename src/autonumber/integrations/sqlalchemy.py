@@ -76,10 +76,13 @@ def autonumbered(
     scope: str = "global",
     start: int = 1,
     numbering: str = "standard",
+    time_zone: str = "UTC",
     object_name: str | None = None,
 ) -> Binding:
     """Bind a mapped string column to an autonumber rule and number new instances at flush.
 
+    `numbering="gapless"` takes the number inside the session's transaction (no gaps, callers of
+    one counter wait on each other); `time_zone` (an IANA name) is where the date tokens are read.
     The table (which must exist) is adopted as object `object_name` (default: the table name) and
     the rule added through the rules package when it is not registered yet: calling this again,
     from this or another process, changes nothing.
@@ -93,7 +96,9 @@ def autonumbered(
     if not isinstance(table, sa.Table) or len(columns) != 1 or column.table is not table:
         raise TypeError(f"{attribute}: bind a plain column of a mapped table")
     name = object_name or table.name
-    rule = RuleSpec(name, column.name, format, scope=scope, start=start, numbering=numbering)
+    rule = RuleSpec(
+        name, column.name, format, scope=scope, start=start, numbering=numbering, time_zone=time_zone
+    )
     field_id = ensure_field(platform, name, table.name, rule)
     with _lock:
         found = _bindings.get((cls, attribute.key))

@@ -1,11 +1,9 @@
 """A minimal FastAPI application over SQLAlchemy ORM models, numbered by `autonumbered`:
 what an application outside the platform writes (its own engine, sessions and routes)."""
 
-from __future__ import annotations
-
 from collections.abc import Iterator
-from typing import Annotated
 from contextlib import asynccontextmanager
+from typing import Annotated
 
 import sqlalchemy as sa
 from fastapi import Depends, FastAPI, HTTPException

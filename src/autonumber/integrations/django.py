@@ -123,6 +123,18 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
             kwargs["time_zone"] = self.time_zone
         return name, path, args, kwargs
 
+    def rule(self, object_name: str) -> RuleSpec:
+        """The rule this field declares, on the object `object_name` (its table's name)."""
+        return RuleSpec(
+            object_name,
+            self.column or self.name,
+            self.format,
+            scope=self.scope,
+            start=self.start,
+            numbering=self.numbering,
+            time_zone=self.time_zone,
+        )
+
     def formfield(self, **kwargs: Any) -> Any:
         """A disabled input: forms (the admin's included) show the number and never change it."""
         kwargs.setdefault("disabled", True)
@@ -138,15 +150,7 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
         autonumber.E002: the number can be longer than max_length."""
         model = getattr(self, "model", None)
         where = f"{model._meta.label}.{self.name}" if model is not None else self.name
-        rule = RuleSpec(
-            where,
-            self.name,
-            self.format,
-            scope=self.scope,
-            start=self.start,
-            numbering=self.numbering,
-            time_zone=self.time_zone,
-        )
+        rule = self.rule(where)
         try:
             check_enums(rule)
             report = check_format(self.format, scope=self.scope)

@@ -38,16 +38,7 @@ if TYPE_CHECKING:
 
 def rule_of(model: type[models.Model], field: AutoNumberField) -> RuleSpec:
     """The rule a model's field declares, on the object named after its table."""
-    table = model._meta.db_table
-    return RuleSpec(
-        table,
-        field.column,
-        field.format,
-        scope=field.scope,
-        start=field.start,
-        numbering=field.numbering,
-        time_zone=field.time_zone,
-    )
+    return field.rule(model._meta.db_table)
 
 
 def sync_field(engine: Engine, table: str, rule: RuleSpec) -> list[str]:

@@ -141,8 +141,8 @@ def _insert_rows(statement: sa.Insert, multiparams: Any, params: Any) -> list[di
 def _refuse_unnumbered_insert(
     conn: sa.Connection, clause: Any, multiparams: Any, params: Any, options: Any
 ) -> None:
-    if not isinstance(clause, sa.Insert) or not isinstance(clause.table, sa.Table):
-        return
+    if not _bindings or not isinstance(clause, sa.Insert) or not isinstance(clause.table, sa.Table):
+        return  # every statement of every engine passes here: the common case returns at once
     for binding in _bound():
         if clause.table is not binding.table and clause.table.name != binding.table.name:
             continue

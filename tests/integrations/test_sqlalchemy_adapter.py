@@ -12,6 +12,7 @@ from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import autonumber
 from autonumber.db import create_engine
+from autonumber.integrations.common import ReadOnlyAutoNumber
 from autonumber.integrations.sqlalchemy import autonumbered, unbind
 from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
@@ -157,3 +158,35 @@ def test_several_flushes_in_one_transaction(platform: Platform, app_engine: sa.E
         s.add(Invoice(customer="next"))
         s.commit()
     assert invoice_counters(stored(app_engine)) == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_number_is_read_only_once_persistent(platform: Platform, app_engine: sa.Engine) -> None:
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    with Session(app_engine) as s:
+        invoice = Invoice(customer="a")
+        s.add(invoice)
+        s.commit()
+        issued = invoice.number
+        invoice.customer = "a2"  # other columns stay editable
+        invoice.number = issued  # assigning the same value is no change
+        with pytest.raises(ReadOnlyAutoNumber, match="read-only afterwards"):
+            invoice.number = "INV-2026-99999"
+        s.commit()
+    with Session(app_engine) as s:
+        assert s.scalars(sa.select(Invoice.number)).all() == [issued]
+
+
+def test_core_insert_that_leaves_the_number_empty_is_refused(
+    platform: Platform, app_engine: sa.Engine
+) -> None:
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    table = Invoice.__table__
+    with app_engine.begin() as conn:
+        with pytest.raises(ReadOnlyAutoNumber, match="Core insert\\(\\) is not numbered"):
+            conn.execute(sa.insert(table), [{"customer": "x"}, {"customer": "y"}])
+        with pytest.raises(ReadOnlyAutoNumber, match="leaves number empty"):
+            conn.execute(sa.insert(table).values(customer="z"))
+        conn.execute(sa.insert(table), [{"customer": "given", "number": "EXT-1"}])  # numbered by the caller
+    with Session(app_engine) as s, pytest.raises(ReadOnlyAutoNumber, match="leaves number empty"):
+        s.execute(sa.insert(Invoice), [{"customer": "bulk"}])
+    assert stored(app_engine) == ["EXT-1"]

@@ -36,6 +36,10 @@ class SQLiteDialect(Dialect):
         return {"pool_size": pool_size, "max_overflow": pool_size * 4, "pool_timeout": 60}
 
     def configure_engine(self, engine: Engine) -> None:
+        # a shared-cache database (Django's in-memory test database) locks tables, not the file:
+        # readers must not wait on the one writer's table locks (it may be the caller's transaction)
+        shared_cache = engine.url.query.get("cache") == "shared"
+
         @event.listens_for(engine, "connect")
         def _on_connect(dbapi_connection: Any, _record: Any) -> None:
             dbapi_connection.isolation_level = None
@@ -43,6 +47,8 @@ class SQLiteDialect(Dialect):
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")
             cursor.execute("PRAGMA synchronous=NORMAL")
+            if shared_cache:
+                cursor.execute("PRAGMA read_uncommitted=1")
             cursor.close()
 
         @event.listens_for(engine, "begin")

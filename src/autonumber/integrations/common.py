@@ -2,12 +2,18 @@
 
 from __future__ import annotations
 
-from autonumber.errors import RuleQuarantined, UnknownField
+from autonumber.errors import AutonumberError, RuleQuarantined, UnknownField
 from autonumber.identifiers import check_api_name
 from autonumber.objects.adopt import adopt_table
 from autonumber.rules.fields import add_field, stored_rule
 from autonumber.rules.store import RuleSpec
 from autonumber.runtime import Platform
+
+
+class ReadOnlyAutoNumber(AutonumberError):
+    """An autonumber field changed on a saved instance (or left empty where nothing numbers it)."""
+
+    exit_code = 2
 
 
 def ensure_field(platform: Platform, object_name: str, table: str, rule: RuleSpec) -> str:

@@ -1,97 +1,86 @@
 """Django adapter: `AutoNumberField(format="INV-{YYYY}-{00000}", scope="per_prefix")` on a model.
 
 The field is filled on the first save (`pre_save`, so `bulk_create` is numbered too) and read-only
-afterwards. The engine reaches the same database as the model through a Platform built from
-Django's `DATABASES` entry of the connection in use. The model's table is adopted and the rule
-registered by the `RegisterAutoNumber` migration operation, or on first use when no migration ran.
+afterwards; in forms (the admin included) it is a disabled input showing the number. The engine
+reaches the same database as the model through a Platform built from Django's `DATABASES` entry of
+the connection in use. `migrate` registers the field's rule and keeps it in step with the
+migrations (django_migrations.py); a model used before any migration registers it on first use.
 
-Numbers are reserved on the platform's own connection, committed before the row's INSERT: a
-rolled-back transaction leaves a gap. On SQLite a reservation needs the write lock, so number rows
-outside a transaction that has already written (autocommit saves and `bulk_create` are fine).
+Where the number is taken:
+- `standard` numbering, outside a transaction, or inside one on MariaDB/PostgreSQL: on the
+  platform's own connection, committed before the row's INSERT (a rolled-back transaction leaves
+  a gap, and concurrent transactions never wait on each other);
+- inside `transaction.atomic()` on SQLite: on Django's own connection, in the caller's transaction
+  (SQLite has one writer: another connection would wait for the caller's lock for ever), so the
+  numbers roll back with the rows;
+- `gapless` numbering: always in the caller's transaction (a save outside `atomic()` is refused).
 """
 
 from __future__ import annotations
 
-import threading
 from typing import Any
 
-from django.db import connections, models, transaction
-from django.db.migrations.operations.base import Operation
-from sqlalchemy.engine import URL
+from django import forms
+from django.core import checks
+from django.db import connections, models
 
-from autonumber.errors import AutonumberError
-from autonumber.rules.store import RuleSpec
-from autonumber.runtime import Platform, connect
+from autonumber.errors import AutonumberError, GaplessNeedsTransaction
+from autonumber.format import check_format
+from autonumber.rules.store import RuleSpec, check_enums
 
-from .common import ensure_field
+from .common import ReadOnlyAutoNumber, ensure_field
+from .django_db import borrowed, close_platforms, database_settings, database_url, platform_for, registered
+from .django_migrations import RegisterAutoNumber, rule_of
 
-DRIVERS = {"sqlite": "sqlite", "mysql": "mysql+pymysql", "postgresql": "postgresql+psycopg"}
+__all__ = [
+    "AutoNumberField",
+    "NeedsAtomic",
+    "ReadOnlyAutoNumber",
+    "RegisterAutoNumber",
+    "close_platforms",
+    "database_settings",
+    "database_url",
+    "platform_for",
+    "register",
+]
+
 LOADED = "_autonumber_loaded"
-
-_lock = threading.Lock()
-_platforms: dict[str, Platform] = {}
-_fields: dict[tuple[str, str, str], str] = {}
+RULE_ATTRS = ("format", "scope", "start", "numbering", "time_zone")
 
 
-class ReadOnlyAutoNumber(AutonumberError):
-    """An autonumber field changed on a saved instance."""
+class NeedsAtomic(GaplessNeedsTransaction):
+    """A gapless field saved outside `transaction.atomic()`: its number could not roll back with the row."""
 
-    exit_code = 2
-
-
-def database_url(alias: str = "default") -> str:
-    """The SQLAlchemy URL of a Django database alias (sqlite3, mysql or postgresql backend)."""
-    settings = connections[alias].settings_dict
-    vendor = connections[alias].vendor
-    driver = DRIVERS.get(vendor)
-    if driver is None:
-        raise AutonumberError(
-            f"database {alias!r}: Django backend {vendor!r} is not supported "
-            f"(use one of {', '.join(DRIVERS)})"
+    def __init__(self, field_id: str) -> None:
+        self.field_id = field_id
+        AutonumberError.__init__(
+            self,
+            f"{field_id} is a gapless field: save it inside transaction.atomic() so its number "
+            "commits or rolls back with the row (the admin and bulk_create already do)",
         )
-    if vendor == "sqlite":
-        return URL.create(driver, database=str(settings["NAME"])).render_as_string()
-    port = settings.get("PORT")
-    url = URL.create(
-        driver,
-        username=settings.get("USER") or None,
-        password=settings.get("PASSWORD") or None,
-        host=settings.get("HOST") or "127.0.0.1",
-        port=int(port) if port else None,
-        database=str(settings["NAME"]),
-    )
-    return url.render_as_string(hide_password=False)
-
-
-def platform_for(alias: str = "default") -> Platform:
-    """The Platform over a Django database alias, opened once per process."""
-    with _lock:
-        platform = _platforms.get(alias)
-        if platform is None:
-            platform = _platforms[alias] = connect(database_url(alias))
-        return platform
-
-
-def close_platforms() -> None:
-    """Close every Platform opened for Django (tests; a process keeps them for its lifetime)."""
-    with _lock:
-        for platform in _platforms.values():
-            platform.close()
-        _platforms.clear()
-        _fields.clear()
 
 
 def register(model: type[models.Model], field: AutoNumberField, alias: str = "default") -> str:
     """Adopt the model's table and add the field's rule (idempotent); return the field id."""
-    opts = model._meta
-    key = (alias, opts.db_table, field.column)
-    found = _fields.get(key)
+    rule = rule_of(model, field)
+    key = (database_url(alias), rule)
+    found = registered.get(key)
     if found is not None:
         return found
-    rule = RuleSpec(opts.db_table, field.column, field.format, scope=field.scope, start=field.start)
-    field_id = ensure_field(platform_for(alias), opts.db_table, opts.db_table, rule)
-    with _lock:
-        _fields[key] = field_id
+    wrapper = connections[alias]
+    platform = platform_for(alias)
+    if wrapper.vendor == "sqlite" and wrapper.in_atomic_block:
+        try:
+            field_id = platform.catalog.current().field_id(rule.name)
+        except AutonumberError:
+            raise AutonumberError(
+                f"{model.__name__}.{field.name}: the autonumber rule is not registered yet and SQLite "
+                "cannot register it inside transaction.atomic(); run `manage.py migrate` (it registers "
+                "every AutoNumberField) or save once outside a transaction"
+            ) from None
+    else:
+        field_id = ensure_field(platform, rule.object, model._meta.db_table, rule)
+    registered[key] = field_id
     return field_id
 
 
@@ -99,16 +88,28 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
     """A text column numbered by the engine on first save; read-only afterwards."""
 
     description = "Autonumber"
+    non_db_attrs = (*models.CharField.non_db_attrs, *RULE_ATTRS)
+    """A rule change is no schema change: migrate hands it to the rules package instead."""
 
-    def __init__(self, *args: Any, format: str, scope: str = "global", start: int = 1, **kwargs: Any) -> None:
+    def __init__(
+        self,
+        *args: Any,
+        format: str,
+        scope: str = "global",
+        start: int = 1,
+        numbering: str = "standard",
+        time_zone: str = "UTC",
+        **kwargs: Any,
+    ) -> None:
         self.format = format
         self.scope = scope
         self.start = start
+        self.numbering = numbering
+        self.time_zone = time_zone
         kwargs.setdefault("max_length", 64)
         kwargs.setdefault("unique", True)
         kwargs["null"] = True
         kwargs["blank"] = True
-        kwargs["editable"] = False
         super().__init__(*args, **kwargs)
 
     def deconstruct(self) -> Any:
@@ -116,7 +117,60 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
         for key in ("null", "blank", "editable"):
             kwargs.pop(key, None)
         kwargs.update(format=self.format, scope=self.scope, start=self.start)
+        if self.numbering != "standard":
+            kwargs["numbering"] = self.numbering
+        if self.time_zone != "UTC":
+            kwargs["time_zone"] = self.time_zone
         return name, path, args, kwargs
+
+    def rule(self, object_name: str) -> RuleSpec:
+        """The rule this field declares, on the object `object_name` (its table's name)."""
+        return RuleSpec(
+            object_name,
+            self.column or self.name,
+            self.format,
+            scope=self.scope,
+            start=self.start,
+            numbering=self.numbering,
+            time_zone=self.time_zone,
+        )
+
+    def formfield(self, **kwargs: Any) -> Any:
+        """A disabled input: forms (the admin's included) show the number and never change it."""
+        kwargs.setdefault("disabled", True)
+        kwargs.setdefault("required", False)
+        kwargs.setdefault("help_text", self.help_text or "Assigned on the first save.")
+        return forms.CharField(max_length=self.max_length, **kwargs)
+
+    def check(self, **kwargs: Any) -> list[checks.CheckMessage]:
+        return [*super().check(**kwargs), *self._check_rule()]
+
+    def _check_rule(self) -> list[checks.CheckMessage]:
+        """autonumber.E001: the format, scope, numbering, time zone or start is invalid;
+        autonumber.E002: the number can be longer than max_length."""
+        model = getattr(self, "model", None)
+        where = f"{model._meta.label}.{self.name}" if model is not None else self.name
+        rule = self.rule(where)
+        try:
+            check_enums(rule)
+            report = check_format(self.format, scope=self.scope)
+        except AutonumberError as exc:
+            return [checks.Error(f"invalid autonumber rule: {exc}", obj=self, id="autonumber.E001")]
+        if (
+            report.max_length is not None
+            and self.max_length is not None
+            and report.max_length > self.max_length
+        ):
+            return [
+                checks.Error(
+                    f"format {self.format!r} renders {report.max_length} characters, "
+                    f"more than max_length={self.max_length}",
+                    hint="raise max_length or shorten the format",
+                    obj=self,
+                    id="autonumber.E002",
+                )
+            ]
+        return []
 
     def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
         super().contribute_to_class(cls, name, private_only)
@@ -163,41 +217,16 @@ class _Pending:
         record = {
             f.column: getattr(instance, f.attname) for f in instance._meta.concrete_fields if f is not field
         }
-        value = platform_for(alias).engine.assign_one(field_id, record)
+        platform = platform_for(alias)
+        wrapper = connections[alias]
+        gapless = platform.engine.rule(field_id).gapless
+        if gapless and not wrapper.in_atomic_block:
+            raise NeedsAtomic(field_id)
+        if gapless or (wrapper.vendor == "sqlite" and wrapper.in_atomic_block):
+            with borrowed(alias) as conn:
+                value = platform.engine.assign_one(field_id, record, conn)
+        else:
+            value = platform.engine.assign_one(field_id, record)
         setattr(instance, field.attname, value)
         instance.__dict__.setdefault(LOADED, {})[field.attname] = value
         return value
-
-
-class RegisterAutoNumber(Operation):  # type: ignore[misc]
-    """Migration operation: adopt the model's table and register its AutoNumberField's rule.
-
-    Runs after the migration's transaction commits (the platform reads the table on its own
-    connection); the database state is otherwise untouched, so reversing it does nothing.
-    """
-
-    reversible = True
-
-    def __init__(self, model_name: str, name: str) -> None:
-        self.model_name = model_name
-        self.name = name
-
-    def deconstruct(self) -> tuple[str, list[str], dict[str, Any]]:
-        return self.__class__.__name__, [self.model_name, self.name], {}
-
-    def state_forwards(self, app_label: str, state: Any) -> None:
-        pass
-
-    def database_forwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        model = to_state.apps.get_model(app_label, self.model_name)
-        field = model._meta.get_field(self.name)
-        if not isinstance(field, AutoNumberField):
-            raise AutonumberError(f"{app_label}.{self.model_name}.{self.name} is not an AutoNumberField")
-        alias = schema_editor.connection.alias
-        transaction.on_commit(lambda: register(model, field, alias), using=alias)
-
-    def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
-        pass  # numbers already issued stay issued: the rule and its counter are kept
-
-    def describe(self) -> str:
-        return f"Register autonumber field {self.model_name}.{self.name}"

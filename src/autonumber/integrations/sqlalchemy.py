@@ -8,6 +8,11 @@ another session's numbering. On SQLite a session that has already flushed in its
 the database's write lock: its later flushes reserve inside that transaction (the only writer
 possible), so those numbers roll back with it instead of leaving a gap. A field whose rule has the
 `gapless` numbering policy is always numbered inside the session's transaction.
+
+A number is read-only once the instance is persistent: assigning another value raises
+ReadOnlyAutoNumber at once, before any flush. A Core `insert()` (or an ORM bulk insert) into a
+bound table bypasses the session's numbering, so one that leaves the number empty is refused
+before it reaches the database.
 """
 
 from __future__ import annotations
@@ -24,7 +29,7 @@ from sqlalchemy.orm import InstrumentedAttribute, Mapper, Session, SessionTransa
 from autonumber.rules.store import RuleSpec
 from autonumber.runtime import Platform
 
-from .common import ensure_field
+from .common import ReadOnlyAutoNumber, ensure_field
 
 WROTE = "autonumber_wrote"
 """Session.info key: this session's transaction has flushed (on SQLite it holds the write lock)."""
@@ -40,6 +45,8 @@ class Binding:
     key: str
     field_id: str
     platform: Platform
+    table: sa.Table
+    column: str
 
     def pending(self, session: Session) -> list[Any]:
         """The session's new instances of the class without a number, in the order they were added."""
@@ -69,10 +76,13 @@ def autonumbered(
     scope: str = "global",
     start: int = 1,
     numbering: str = "standard",
+    time_zone: str = "UTC",
     object_name: str | None = None,
 ) -> Binding:
     """Bind a mapped string column to an autonumber rule and number new instances at flush.
 
+    `numbering="gapless"` takes the number inside the session's transaction (no gaps, callers of
+    one counter wait on each other); `time_zone` (an IANA name) is where the date tokens are read.
     The table (which must exist) is adopted as object `object_name` (default: the table name) and
     the rule added through the rules package when it is not registered yet: calling this again,
     from this or another process, changes nothing.
@@ -86,15 +96,66 @@ def autonumbered(
     if not isinstance(table, sa.Table) or len(columns) != 1 or column.table is not table:
         raise TypeError(f"{attribute}: bind a plain column of a mapped table")
     name = object_name or table.name
-    rule = RuleSpec(name, column.name, format, scope=scope, start=start, numbering=numbering)
+    rule = RuleSpec(
+        name, column.name, format, scope=scope, start=start, numbering=numbering, time_zone=time_zone
+    )
     field_id = ensure_field(platform, name, table.name, rule)
     with _lock:
         found = _bindings.get((cls, attribute.key))
         if found is not None and found.field_id == field_id and found.platform is platform:
             return found
-        binding = Binding(cls, attribute.key, field_id, platform)
+        binding = Binding(cls, attribute.key, field_id, platform, table, column.name)
         _bindings[(cls, attribute.key)] = binding
+        if not event.contains(attribute, "set", _refuse_change):
+            event.listen(attribute, "set", _refuse_change, active_history=True)
     return binding
+
+
+def _refuse_change(target: Any, value: Any, oldvalue: Any, initiator: Any) -> Any:
+    """A persistent instance's number is read-only (its binding still in place)."""
+    state = sa.inspect(target)
+    if state.persistent and value != oldvalue and oldvalue is not None:
+        key = initiator.key
+        if any(b.key == key and isinstance(target, b.cls) for b in _bound()):
+            raise ReadOnlyAutoNumber(
+                f"{type(target).__name__}.{key} is an autonumber: assigned at the first flush and "
+                f"read-only afterwards ({oldvalue!r})"
+            )
+    return value
+
+
+def _insert_rows(statement: sa.Insert, multiparams: Any, params: Any) -> list[dict[str, Any]]:
+    """The rows a Core insert will write, as column name → value (statement values included)."""
+    values = {getattr(k, "key", k): v for k, v in (getattr(statement, "_values", None) or {}).items()}
+    given = multiparams if isinstance(multiparams, list | tuple) and multiparams else [params or {}]
+    rows = []
+    for row in given:
+        merged = dict(values)
+        if isinstance(row, dict):
+            merged.update(row)
+        rows.append(merged)
+    return rows
+
+
+@event.listens_for(sa.engine.Engine, "before_execute")
+def _refuse_unnumbered_insert(
+    conn: sa.Connection, clause: Any, multiparams: Any, params: Any, options: Any
+) -> None:
+    if not _bindings or not isinstance(clause, sa.Insert) or not isinstance(clause.table, sa.Table):
+        return  # every statement of every engine passes here: the common case returns at once
+    for binding in _bound():
+        if clause.table is not binding.table and clause.table.name != binding.table.name:
+            continue
+        if getattr(clause, "select", None) is not None:
+            rows: list[dict[str, Any]] = [{}]
+        else:
+            rows = _insert_rows(clause, multiparams, params)
+        if any(row.get(binding.column) is None for row in rows):
+            raise ReadOnlyAutoNumber(
+                f"insert into {binding.table.name} leaves {binding.column} empty: a Core insert() "
+                "is not numbered; add the rows through an ORM Session (session.add), or "
+                "platform.records.insert, or give each row its number"
+            )
 
 
 def unbind(attribute: InstrumentedAttribute[Any]) -> None:

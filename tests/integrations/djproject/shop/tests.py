@@ -1,0 +1,29 @@
+"""The project's own tests, run by `manage.py test` on a test database the runner creates."""
+
+from django.contrib.auth.models import User
+from django.db import transaction
+from django.test import TestCase
+
+from .models import Invoice
+
+
+class InvoiceNumbers(TestCase):
+    def test_two_saves_in_one_transaction_are_numbered_in_order(self) -> None:
+        with transaction.atomic():
+            first = Invoice.objects.create(customer="Acme")
+            second = Invoice.objects.create(customer="Globex")
+        self.assertTrue(first.number.startswith("INV-"))
+        self.assertEqual(int(second.number[-5:]), int(first.number[-5:]) + 1)
+
+    def test_admin_add_form_numbers_and_change_form_shows_it(self) -> None:
+        User.objects.create_superuser("admin", "admin@example.com", "pw")
+        self.client.login(username="admin", password="pw")
+        response = self.client.post("/admin/shop/invoice/add/", {"customer": "Initech"})
+        self.assertEqual(response.status_code, 302)
+        invoice = Invoice.objects.get(customer="Initech")
+        self.assertTrue(invoice.number.startswith("INV-"))
+        page = self.client.get(f"/admin/shop/invoice/{invoice.pk}/change/").content.decode()
+        self.assertIn(invoice.number, page)
+        self.client.post(f"/admin/shop/invoice/{invoice.pk}/change/", {"customer": "I2", "number": "X-1"})
+        invoice.refresh_from_db()
+        self.assertEqual((invoice.customer, invoice.number[:4]), ("I2", "INV-"))

@@ -58,11 +58,16 @@ def reconcile_system_schema(engine: Engine) -> list[str]:
     this release's schema version and stamped with it; an existing one is not stamped (only a
     migration's last step does that: setup/upgrade.py)."""
     with engine.begin() as conn:
-        fresh = system_field.name not in table_names(conn)
-        changes = reconcile_tables(conn, SYSTEM_TABLES)
-        if fresh:
-            stamp(conn, SCHEMA_VERSION, "created at this version")
-        return changes
+        return reconcile_system_tables(conn)
+
+
+def reconcile_system_tables(conn: Connection) -> list[str]:
+    """reconcile_system_schema inside the caller's transaction (the Django migration's)."""
+    fresh = system_field.name not in table_names(conn)
+    changes = reconcile_tables(conn, SYSTEM_TABLES)
+    if fresh:
+        stamp(conn, SCHEMA_VERSION, "created at this version")
+    return changes
 
 
 def create_legacy_tables(engine: Engine) -> list[str]:

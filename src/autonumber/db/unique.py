@@ -98,7 +98,9 @@ class _Columns:
         return target.table in self.tables and target.column in self.columns(target.table)
 
     def has_unique_index(self, target: Target) -> bool:
-        for index in self.inspector.get_indexes(target.table):
+        # SQLite keeps an inline `UNIQUE` column constraint (Django's) as an automatic index only
+        sqlite = self.inspector.dialect.name == "sqlite"
+        for index in self.inspector.get_indexes(target.table, None, include_auto_indexes=sqlite):
             if index.get("unique") and list(index["column_names"]) == [target.column]:
                 return True
         return any(

@@ -23,8 +23,8 @@ from django.db.migrations.operations.base import Operation
 from django.db.models.signals import post_migrate
 from sqlalchemy.engine import Engine
 
-from autonumber.db.schema import reconcile_tables
-from autonumber.db.tables import SYSTEM_TABLES, system_object
+from autonumber.db.schema import reconcile_system_tables
+from autonumber.db.tables import system_object
 from autonumber.errors import AutonumberError
 from autonumber.objects.adopt import adopt_table
 from autonumber.rules.fields import add_field, set_rule, stored_rule
@@ -44,13 +44,13 @@ def rule_of(model: type[models.Model], field: AutoNumberField) -> RuleSpec:
 def sync_field(engine: Engine, table: str, rule: RuleSpec) -> list[str]:
     """Bring the stored rule of `rule.object.rule.field` in step with `rule`; return the changes.
 
-    The system tables are created if missing (what `autonumber db init` does), a field not yet
-    registered is adopted and added, a differing rule is changed with `set_rule`.
+    Missing system tables are created at this release's schema version (as `db init` does), a
+    field not yet registered is adopted and added, a differing rule is changed with `set_rule`.
     """
     with engine.connect() as conn, conn.begin():
         changes: list[str] = []
         if not sa.inspect(conn).has_table(system_object.name):
-            changes += reconcile_tables(conn, SYSTEM_TABLES)
+            changes += reconcile_system_tables(conn)
         stored = stored_rule(conn, rule.object, rule.field)
         if stored is None or stored.format is None:
             changes += adopt_table(conn, rule.object, table)

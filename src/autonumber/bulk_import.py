@@ -108,7 +108,7 @@ class Checkpoint:
     def before_commit(self, batch: Batch) -> None:
         """Record the batch about to commit; flushed to disk before the COMMIT is sent."""
         pending = batch.labels[-1].number
-        probe = batch.records[-1]["Id"]
+        probe = batch.last_id
         self._write({"object": self.object_name, "done": self.done, "pending": pending, "probe": probe})
         self.done = pending
 
@@ -157,7 +157,7 @@ def run_import(
         before_commit=checkpoint.before_commit if checkpoint is not None else None,
     )
     for batch in stream:
-        summary.inserted += len(batch.records)
+        summary.inserted += len(batch)
         summary.last_line = batch.labels[-1].number
         stored(batch)
     if checkpoint is not None:

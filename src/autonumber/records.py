@@ -37,10 +37,23 @@ Rejected = Callable[[Any, RecordError], None]
 
 @dataclass(frozen=True)
 class Batch:
-    """One written batch of a streamed insert: its rows' labels and the records as stored."""
+    """One written batch of a streamed insert: its rows' labels and the rows as written."""
 
     labels: list[Any]
-    records: list[dict[str, Any]]
+    rows: list[dict[str, Any]]
+    table: sa.Table
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def last_id(self) -> str:
+        """The Id of the batch's last row."""
+        return str(self.rows[-1]["Id"])
+
+    def records(self) -> list[dict[str, Any]]:
+        """The records as stored, as JSON-ready dicts (made on demand: a quiet import never pays)."""
+        return [_plain({col.name: r.get(col.name) for col in self.table.c}) for r in self.rows]
 
 
 def new_id() -> str:
@@ -156,7 +169,7 @@ class Records:
             numbered = ((f"{object_name} record #{i}", row) for i, row in enumerate(rows, 1))
             stored: list[dict[str, Any]] = []
             for batch in self.insert_stream(object_name, numbered, conn, batch_size=batch_size or BATCH_SIZE):
-                stored += batch.records
+                stored += batch.records()
             return stored
         rows = list(rows)
         snapshot = self.catalog.current()
@@ -270,7 +283,7 @@ class Records:
         table = snapshot.table(object_name)
         self._write(snapshot, object_name, table, records, c, inside=inside, bulk=True)
         metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
-        return Batch(labels, [_plain({col.name: r.get(col.name) for col in table.c}) for r in records])
+        return Batch(labels, records, table)
 
     def _write_own(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Write checked records in a short transaction of their own (the group-commit writer).

@@ -90,7 +90,7 @@ def _source(stack: ExitStack, file: str) -> tuple[BinaryIO, str, int | None]:
 
 
 def _emit_batch(out: IO[str], batch: Batch) -> None:
-    for record in batch.records:
+    for record in batch.records():
         out.write(json.dumps(record, ensure_ascii=False, default=str) + "\n")
 
 
@@ -128,7 +128,7 @@ def run_file_import(
         def stored(batch: Batch) -> None:
             if not quiet:
                 _emit_batch(out, batch)
-            progress.advance(len(batch.records))
+            progress.advance(len(batch))
 
         p = stack.enter_context(platform(url))
         summary = run_import(p.records, object_name, lines, options, stored=stored, rejected=rejected)

@@ -133,10 +133,12 @@ def run_import(
     *,
     stored: Callable[[Batch], None] = lambda _: None,
     rejected: Callable[[Line, RecordError], None] = lambda _line, _exc: None,
+    summary: ImportSummary | None = None,
 ) -> ImportSummary:
     """Import the lines `lines(after)` yields past line `after`; `stored` hears each written batch
-    (committed, in `commit_every` mode; provisional until this returns, otherwise)."""
-    summary = ImportSummary(object_name)
+    (committed, in `commit_every` mode; provisional until this returns, otherwise). `summary` is
+    filled in as the import goes (a caller reads how far a failed import got)."""
+    summary = summary or ImportSummary(object_name)
     checkpoint = _checkpoint(records, object_name, options)
     after = 0
     if checkpoint is not None:
@@ -176,5 +178,7 @@ def _checkpoint(records: Records, object_name: str, options: ImportOptions) -> C
     if records.catalog.current().is_adopted(object_name):
         raise RecordError(f"{object_name} is an adopted table: --commit-every needs platform-generated Ids")
     if options.checkpoint is None:
-        raise RecordError("--commit-every needs a checkpoint file (--checkpoint FILE) to resume from")
+        if options.resume:
+            raise RecordError("--resume needs the checkpoint file of the import (--checkpoint FILE)")
+        return None  # committed batch by batch, but nothing to resume from (an HTTP import)
     return Checkpoint(options.checkpoint, object_name)

@@ -58,7 +58,7 @@ def read_lines(
         yield Line(source, number, text.rstrip("\r\n"))
 
 
-def parse_object(text: str, where: str) -> dict[str, Any]:
+def parse_object(text: str, where: object) -> dict[str, Any]:
     """One line's JSON object, or a RecordError naming `where`."""
     try:
         value = json.loads(text)
@@ -73,7 +73,7 @@ def rows(lines: Iterator[Line], rejected: Callable[[Line, RecordError], None] | 
     """`(line, object)` pairs; a line that is not a JSON object raises, or goes to `rejected`."""
     for line in lines:
         try:
-            yield line, parse_object(line.text, str(line))
+            yield line, parse_object(line.text, line)
         except RecordError as exc:
             if rejected is None:
                 raise

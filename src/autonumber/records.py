@@ -255,7 +255,7 @@ class Records:
         snapshot = self.catalog.current()
         for label, row in rows:
             try:
-                record = self._checked(snapshot, object_name, table, row, str(label))
+                record = self._checked(snapshot, object_name, table, row, label)
             except RecordError as exc:
                 if rejected is None:
                     raise
@@ -442,10 +442,12 @@ class Records:
         object_name: str,
         table: sa.Table,
         data: Mapping[str, Any],
-        where: str,
+        where: object,
         *,
         allow_id: bool = False,
     ) -> dict[str, Any]:
+        """The record to write; `where` (text, or a label whose str() is) is formatted only into an
+        error, so a streamed import does not build one string per row."""
         if not isinstance(data, Mapping):
             raise RecordError(f"{where}: expected a JSON object of field values, got {type(data).__name__}")
         autonumbers = snapshot.autonumber_field_set(object_name)
@@ -467,7 +469,7 @@ class Records:
         return record
 
     @staticmethod
-    def _value(where: str, object_name: str, column: sa.Column[Any], value: Any) -> Any:
+    def _value(where: object, object_name: str, column: sa.Column[Any], value: Any) -> Any:
         return checked_value(where, object_name, column, value)
 
     def get(self, object_name: str, record_id: str, conn: Connection | None = None) -> dict[str, Any]:

@@ -78,3 +78,10 @@ def test_an_endless_line_is_refused_at_the_bound(client: TestClient, platform: P
 def test_json_bodies_still_take_the_json_route(client: TestClient) -> None:
     r = client.post("/api/records/Case/bulk", json={"records": [{"Subject": "j"}]})
     assert r.status_code == 201 and r.json()["records"][0]["CaseNumber"] == "00000001"
+
+
+def test_an_idempotency_key_is_refused_rather_than_ignored(client: TestClient, platform: Platform) -> None:
+    headers = {**NDJSON, "Idempotency-Key": "k1"}
+    r = client.post("/api/records/Case/bulk", content=b'{"Subject": "a"}\n', headers=headers)
+    assert r.status_code == 422 and "Idempotency-Key is not supported" in r.json()["error"]
+    assert platform.records.count("Case") == 0

@@ -11,6 +11,7 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, gen
 from pydantic_core import to_json
 
 from autonumber.bulk_import import ImportOptions
+from autonumber.errors import RecordError
 from autonumber.records import BATCH_SIZE, MAX_OFFSET
 
 from .models import (
@@ -123,6 +124,11 @@ async def import_records(
 ) -> ImportOut:
     """NDJSON body, streamed: one record per line, in batches; all or nothing unless `commit_every`
     (rows per committed batch); `on_error=skip` imports the valid lines and lists the others."""
+    if "idempotency-key" in request.headers:  # a replayed stream would be imported twice: refuse
+        raise RecordError(
+            "Idempotency-Key is not supported with an NDJSON body; use commit_every and send the "
+            "lines after the last stored one again"
+        )
     options = ImportOptions(batch_size, commit_every, keep_going=on_error == "skip")
     stream = body_stream(request.stream())
     return await run_in_threadpool(c.import_ndjson, object, stream, options)

@@ -3,7 +3,7 @@ inserted (docs/engine.md). Autonumber fields cannot be supplied by the caller no
 
 from __future__ import annotations
 
-import uuid
+import os
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -57,8 +57,13 @@ class Batch:
 
 
 def new_id() -> str:
-    """A platform-generated record Id."""
-    return uuid.uuid4().hex
+    """A platform-generated record Id: a random (version 4) UUID as 32 hex digits, the same as
+    `uuid.uuid4().hex` without building a UUID object (a fifth of the cost; an import makes one
+    per row)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return raw.hex()
 
 
 def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:

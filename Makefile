@@ -6,7 +6,7 @@ DB ?= sqlite:///autonumber.db
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test install install-dev bench bench-quick bench-job bench-cli soak clean chromium wrk
+.PHONY: run test install install-dev bench bench-quick bench-job bench-cli bench-import soak clean chromium wrk
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,8 @@ wrk:
 
 ## make bench: the full benchmark (≈20 min, `python -m bench` from this directory; the harness is the
 ## bench/ package, never installed); bench-quick < 5 min; bench-job only the record/HTTP rows;
-## bench-cli only the CLI start-up row; soak restarts the local servers.
+## bench-cli only the CLI start-up row; bench-import the bulk import (100k and 1M rows);
+## soak restarts the local servers.
 bench: $(DEVSTAMP) wrk
 	$(BIN)/python -m bench
 
@@ -59,6 +60,9 @@ bench-quick: $(DEVSTAMP) wrk
 
 bench-cli: $(DEVSTAMP)
 	$(BIN)/python -m bench --only cli
+
+bench-import: $(DEVSTAMP)
+	$(BIN)/python -m bench --only import
 
 soak: $(DEVSTAMP)
 	bash bench/soak_restart.sh

@@ -30,6 +30,7 @@ ONLY = {
     "counter": "the hot-counter rows",
     "job": "records.insert against the native-insert and django-sequences peers, and the HTTP rows",
     "cli": "the CLI start-up row (no database)",
+    "import": "bulk import (records insert-many) against the executemany and COPY peers, with peak RSS",
 }
 
 
@@ -72,6 +73,7 @@ def parser() -> argparse.ArgumentParser:
         help="also run bench/bench_*.py (with --only all)",
     )
     p.add_argument("--only", choices=list(ONLY), default="all", help="which rows to measure")
+    p.add_argument("--import-rows", type=int, action="append", help="row counts of --only import; repeat it")
     p.add_argument("--http-workers", type=int, default=2, help="Uvicorn workers of both HTTP servers")
     return p
 
@@ -100,6 +102,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = p.parse_args(argv)
     if args.http_workers < 1:
         p.error("--http-workers must be at least 1")
+    if args.only == "import":
+        from . import bench_import
+
+        urls = {"sqlite": args.sqlite_url, "mysql": args.mysql_url, "postgresql": args.pg_url}
+        chosen = {b: urls[b] for b in args.backend or list(urls)}
+        bench_import.run(args.quick, chosen, args.import_rows)
+        return 0
     doc = summarise(run(config_of(args)))
     print(terminal(doc))
     print(f"results: {write_json(doc, args.results)}")

@@ -3,9 +3,10 @@ inserted (docs/engine.md). Autonumber fields cannot be supplied by the caller no
 
 from __future__ import annotations
 
-import uuid
-from collections.abc import Iterator, Mapping, Sequence
+import os
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
+from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
 from typing import Any
@@ -15,7 +16,7 @@ from sqlalchemy.engine import Connection
 
 from . import idempotency
 from .catalog import Catalog, CatalogSnapshot, Rule
-from .db.base import Dialect, to_utc
+from .db.base import Dialect, by_fields, to_utc
 from .db.objects import key_column
 from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
@@ -28,11 +29,41 @@ SYSTEM_COLUMNS = ("Id", "CreatedDate")
 MAX_LIMIT = 10_000
 MAX_OFFSET = 1_000_000_000
 """Paging bounds every backend accepts (a larger offset is refused, not sent to the database)."""
+BATCH_SIZE = 5_000
+"""Rows per batch of a streamed insert: one reservation per batch and counter, one bulk write."""
+Rejected = Callable[[Any, RecordError], None]
+"""Hears a row refused by the checks (its label and why) when the caller imports the rest."""
+
+
+@dataclass(frozen=True)
+class Batch:
+    """One written batch of a streamed insert: its rows' labels and the rows as written."""
+
+    labels: list[Any]
+    rows: list[dict[str, Any]]
+    table: sa.Table
+
+    def __len__(self) -> int:
+        return len(self.rows)
+
+    @property
+    def last_id(self) -> str:
+        """The Id of the batch's last row."""
+        return str(self.rows[-1]["Id"])
+
+    def records(self) -> list[dict[str, Any]]:
+        """The records as stored, as JSON-ready dicts (made on demand: a quiet import never pays)."""
+        return [_plain({col.name: r.get(col.name) for col in self.table.c}) for r in self.rows]
 
 
 def new_id() -> str:
-    """A platform-generated record Id."""
-    return uuid.uuid4().hex
+    """A platform-generated record Id: a random (version 4) UUID as 32 hex digits, the same as
+    `uuid.uuid4().hex` without building a UUID object (a fifth of the cost; an import makes one
+    per row)."""
+    raw = bytearray(os.urandom(16))
+    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    return raw.hex()
 
 
 def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
@@ -58,11 +89,8 @@ def insert_rows(
     """One INSERT; many rows go as one multi-row INSERT (SQLAlchemy's "insertmanyvalues" batching,
     which RETURNING turns on for every backend, with the statement compiled once and cached), or as
     one executemany where the driver pipelines it (`Dialect.executemany_pipelined`)."""
-    shapes: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
-    for record in records:  # callers of one group may set different fields
-        shapes.setdefault(tuple(sorted(record)), []).append(record)
     many_values = conn.dialect.insert_executemany_returning  # MySQL proper has no RETURNING
-    for rows in shapes.values():
+    for rows in by_fields(records).values():  # callers of one group may set different fields
         if len(rows) == 1 or not many_values or dialect.executemany_pipelined:
             conn.execute(sa.insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
         else:
@@ -128,16 +156,27 @@ class Records:
     def insert_many(
         self,
         object_name: str,
-        rows: Sequence[Mapping[str, Any]],
+        rows: Iterable[Mapping[str, Any]],
         conn: Connection | None = None,
         *,
         idempotency_key: str | None = None,
+        batch_size: int | None = None,
     ) -> list[dict[str, Any]]:
-        """Insert many records of one object; each autonumber field is assigned with one batch.
+        """Insert many records of one object in one transaction; return them as stored.
 
-        Every value is checked before any number is reserved. When our own COMMIT fails with the
-        outcome unknown, CommitOutcomeUnknown names the Ids to look up.
+        A list (or other sequence) without `batch_size` is one batch: every value is checked before
+        any number is reserved. Any other iterable, or a `batch_size`, is streamed through
+        `insert_stream` in batches of that size (checked batch by batch; a bad row rolls back the
+        whole transaction). When our own COMMIT fails with the outcome unknown,
+        CommitOutcomeUnknown names the Ids to look up.
         """
+        if idempotency_key is None and (batch_size is not None or not isinstance(rows, Sequence)):
+            numbered = ((f"{object_name} record #{i}", row) for i, row in enumerate(rows, 1))
+            stored: list[dict[str, Any]] = []
+            for batch in self.insert_stream(object_name, numbered, conn, batch_size=batch_size or BATCH_SIZE):
+                stored += batch.records()
+            return stored
+        rows = list(rows)
         snapshot = self.catalog.current()
         table = snapshot.table(object_name)
         records = [
@@ -168,6 +207,88 @@ class Records:
             raise
         metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
+
+    def insert_stream(
+        self,
+        object_name: str,
+        rows: Iterable[tuple[Any, Mapping[str, Any]]],
+        conn: Connection | None = None,
+        *,
+        batch_size: int = BATCH_SIZE,
+        commit_each: bool = False,
+        rejected: Rejected | None = None,
+        before_commit: Callable[[Batch], None] | None = None,
+    ) -> Iterator[Batch]:
+        """Insert `(label, values)` pairs from any iterable in batches, holding one batch at a time.
+
+        Each batch is checked (errors name `str(label)`), its cross-record tokens resolved once,
+        one reservation made per counter, and its rows written by the backend's bulk path. By
+        default every batch goes into ONE transaction (the caller's `conn`, or ours, committed when
+        the iterator is exhausted; closing it early rolls everything back). `commit_each`: each
+        batch is its own transaction with its numbers reserved inside it, so a kill leaves whole
+        batches; `before_commit` hears each batch just before its COMMIT (progress records).
+        `rejected`: a row refused by the checks is reported there and skipped instead of raising.
+        """
+        if batch_size < 1:
+            raise RecordError(f"batch size must be at least 1, got {batch_size}")
+        table = self.catalog.current().table(object_name)  # UnknownObject before reading a row
+        batches = self._checked_batches(object_name, table, rows, batch_size, rejected)
+        if not commit_each:
+            with self._txn(conn) as c:
+                for labels, records in batches:
+                    yield self._write_batch(object_name, labels, records, c, inside=False)
+            return
+        if conn is not None:
+            raise RecordError("commit_each commits batches itself: it cannot run in a caller's transaction")
+        for labels, records in batches:
+            with self._db.begin() as c:
+                batch = self._write_batch(object_name, labels, records, c, inside=True)
+                if before_commit is not None:
+                    before_commit(batch)
+            yield batch
+
+    def _checked_batches(
+        self,
+        object_name: str,
+        table: sa.Table,
+        rows: Iterable[tuple[Any, Mapping[str, Any]]],
+        batch_size: int,
+        rejected: Rejected | None,
+    ) -> Iterator[tuple[list[Any], list[dict[str, Any]]]]:
+        labels: list[Any] = []
+        records: list[dict[str, Any]] = []
+        snapshot = self.catalog.current()
+        for label, row in rows:
+            try:
+                record = self._checked(snapshot, object_name, table, row, label)
+            except RecordError as exc:
+                if rejected is None:
+                    raise
+                rejected(label, exc)
+                continue
+            labels.append(label)
+            records.append(record)
+            if len(records) >= batch_size:
+                yield labels, records
+                labels, records, snapshot = [], [], self.catalog.current()
+        if records:
+            yield labels, records
+
+    def _write_batch(
+        self,
+        object_name: str,
+        labels: list[Any],
+        records: list[dict[str, Any]],
+        c: Connection,
+        *,
+        inside: bool,
+    ) -> Batch:
+        snapshot = self.catalog.current()
+        self._refuse_quarantined(snapshot, object_name)
+        table = snapshot.table(object_name)
+        self._write(snapshot, object_name, table, records, c, inside=inside, bulk=True)
+        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
+        return Batch(labels, records, table)
 
     def _write_own(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """Write checked records in a short transaction of their own (the group-commit writer).
@@ -218,6 +339,10 @@ class Records:
             return None
         return stored if len(stored) == len(records) else None
 
+    def exists(self, object_name: str, record_id: str) -> bool:
+        """Whether a record with this Id is stored (a resumed import asks about its last batch)."""
+        return bool(self._stored(object_name, [record_id]))
+
     def _stored(self, object_name: str, ids: Sequence[str]) -> list[dict[str, Any]]:
         """The stored records with these Ids, in that order (those found)."""
         table = self.catalog.current().table(object_name)
@@ -253,9 +378,11 @@ class Records:
         c: Connection,
         *,
         inside: bool = False,
+        bulk: bool = False,
     ) -> None:
         """Assign the numbers, publish RecordBeforeCreate, insert the rows in `c`'s transaction;
-        `inside`: the numbers are reserved in that transaction itself (the group writer)."""
+        `inside`: the numbers are reserved in that transaction itself (the group writer);
+        `bulk`: the rows go by the backend's bulk path (COPY on PostgreSQL), without RETURNING."""
         adopted = snapshot.is_adopted(object_name)
         at = None
         rules = _lock_order(snapshot.rules_of(object_name), inside)
@@ -276,6 +403,8 @@ class Records:
         try:
             if adopted:
                 _insert_adopted(c, table, records)
+            elif bulk:
+                self.engine.dialect.bulk_insert(c, table, records)
             else:
                 insert_rows(c, table, records, self.engine.dialect)
         except sa.exc.DBAPIError as exc:
@@ -318,10 +447,12 @@ class Records:
         object_name: str,
         table: sa.Table,
         data: Mapping[str, Any],
-        where: str,
+        where: object,
         *,
         allow_id: bool = False,
     ) -> dict[str, Any]:
+        """The record to write; `where` (text, or a label whose str() is) is formatted only into an
+        error, so a streamed import does not build one string per row."""
         if not isinstance(data, Mapping):
             raise RecordError(f"{where}: expected a JSON object of field values, got {type(data).__name__}")
         autonumbers = snapshot.autonumber_field_set(object_name)
@@ -343,7 +474,7 @@ class Records:
         return record
 
     @staticmethod
-    def _value(where: str, object_name: str, column: sa.Column[Any], value: Any) -> Any:
+    def _value(where: object, object_name: str, column: sa.Column[Any], value: Any) -> Any:
         return checked_value(where, object_name, column, value)
 
     def get(self, object_name: str, record_id: str, conn: Connection | None = None) -> dict[str, Any]:

@@ -49,14 +49,16 @@ def check_text(value: str, what: str) -> str:
     return value
 
 
-def checked_value(where: str, object_name: str, column: sa.Column[Any], value: Any) -> Any:
+def checked_value(where: object, object_name: str, column: sa.Column[Any], value: Any) -> Any:
     """The value to store in `column`, or a RecordError naming `where` and the field."""
     if value is None:
         return None
+    kind = column.type
+    if _plain_text_fits(kind, value):  # the common case, without building an error message
+        return value
     name = f"{where}: {object_name}.{column.name}"
     if not isinstance(value, SCALARS):
         raise RecordError(f"{name} must be a scalar, got {type(value).__name__}")
-    kind = column.type
     if isinstance(kind, sa.String):
         return _text(name, kind, value)
     if isinstance(kind, sa.Boolean):
@@ -71,6 +73,13 @@ def checked_value(where: str, object_name: str, column: sa.Column[Any], value: A
     if isinstance(kind, sa.DateTime | sa.Date):
         return _when(name, kind, value)
     return value
+
+
+def _plain_text_fits(kind: sa.types.TypeEngine[Any], value: Any) -> bool:
+    """ASCII text without NUL that fits a text column: stored as given (no lone surrogate either)."""
+    if type(value) is not str or not isinstance(kind, sa.String) or "\x00" in value:
+        return False
+    return value.isascii() and (kind.length is None or len(value) <= kind.length)
 
 
 def _shown(value: Any) -> str:

@@ -117,3 +117,20 @@ def test_every_records_command_has_help_with_an_example() -> None:
     assert set(group.commands) == {"insert", "insert-many", "get", "list"}
     for name, command in group.commands.items():
         assert "Example: autonumber records " + name in (command.help or ""), name
+
+
+def test_progress_is_plain_lines_when_stderr_is_not_a_terminal(
+    db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from autonumber.cli import import_cmd
+
+    monkeypatch.setattr(import_cmd, "PLAIN_EVERY", 0.0)  # a line after every batch
+    file = tmp_path / "cases.jsonl"
+    file.write_text("".join(f'{{"Subject": "s{i}"}}\n' for i in range(7)))
+    argv = ["records", "insert-many", "Case", "--file", str(file), "--batch-size", "3", "--quiet", "--db", db]
+    assert _run(argv) == 0
+    out, err = capsys.readouterr()
+    assert out.startswith("inserted 7 Case records") and len(out.splitlines()) == 1
+    written = [line.split(" rows written")[0] for line in err.splitlines()]
+    assert written == ["Case: 3", "Case: 6", "Case: 7"], err
+    assert "\x1b" not in err, "no terminal control codes in a log"

@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
-from autonumber.errors import RecordError
+from autonumber.jsonl import MAX_LINE_BYTES
 
 from .common import DEFAULT_URL, DbOption
 
@@ -26,13 +25,9 @@ def _emit(record: dict[str, Any]) -> None:
 
 
 def _parse_object(text: str, where: str) -> dict[str, Any]:
-    try:
-        value = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
-    if not isinstance(value, dict):
-        raise RecordError(f"{where}: expected a JSON object of field values, got {type(value).__name__}")
-    return value
+    from autonumber.jsonl import parse_object
+
+    return parse_object(text, where)
 
 
 @app.command("insert")
@@ -53,36 +48,53 @@ def insert(
 @app.command("insert-many")
 def insert_many(
     object_name: ObjectArg,
-    file: Annotated[Path, typer.Option("--file", help="JSON Lines: one JSON object per line.")],
+    file: Annotated[str, typer.Option("--file", help="JSON Lines, one JSON object per line; - reads stdin.")],
     db: DbOption = DEFAULT_URL,
+    batch_size: Annotated[
+        int, typer.Option("--batch-size", min=1, max=1_000_000, help="Rows per batch (one reservation each).")
+    ] = 5000,
+    commit_every: Annotated[
+        int | None,
+        typer.Option(
+            "--commit-every", min=1, max=1_000_000, help="Commit every N rows (a batch) with its numbers."
+        ),
+    ] = None,
+    resume: Annotated[
+        bool, typer.Option("--resume", help="Continue a --commit-every import after a kill.")
+    ] = False,
+    checkpoint: Annotated[
+        Path | None,
+        typer.Option("--checkpoint", help="Progress file of --commit-every (default FILE.checkpoint)."),
+    ] = None,
+    errors: Annotated[
+        Path | None,
+        typer.Option("--errors", help="Write refused lines here with their reason; import the rest."),
+    ] = None,
+    max_line_bytes: Annotated[
+        int, typer.Option("--max-line-bytes", min=1, help="Refuse a longer line (file:line).")
+    ] = MAX_LINE_BYTES,
+    quiet: Annotated[
+        bool, typer.Option("--quiet", "-q", help="Print one summary line, not the records.")
+    ] = False,
 ) -> None:
-    """Insert every line of a JSONL file in ONE transaction; print the stored records, one per line.
+    """Stream a JSONL file into an object in batches; print the stored records, one per line.
 
-    Nothing is written when any line is invalid (the error names its line). A progress bar is
-    shown on stderr when it is a terminal.
+    By default the whole file is ONE transaction: a bad line (named file:line) writes nothing, and
+    the records are printed once it committed. --commit-every N commits each batch of N rows and
+    records progress in a checkpoint file; after a kill, the same command with --resume continues
+    after the last committed line. --errors FILE writes refused lines there and imports the rest.
+    Progress goes to stderr: a bar on a terminal, a line every few seconds otherwise.
 
     Example: autonumber records insert-many Case --file cases.jsonl --db sqlite:///autonumber.db
     """
-    try:
-        lines = file.read_text(encoding="utf-8").splitlines()
-    except OSError as exc:
-        raise RecordError(f"cannot read {file}: {exc.strerror or exc}") from None
-    except UnicodeDecodeError as exc:
-        line = exc.object[: exc.start].count(b"\n") + 1
-        raise RecordError(f"{file}:{line}: not UTF-8 text (byte 0x{exc.object[exc.start]:02x})") from None
-    from rich.console import Console
-    from rich.progress import Progress
+    from autonumber.bulk_import import ImportOptions
 
-    from autonumber.commands import records
+    from .import_cmd import run_file_import
 
-    rows = [
-        (f"{file}:{n}", _parse_object(line, f"{file}:{n}")) for n, line in enumerate(lines, 1) if line.strip()
-    ]
-    with Progress(console=Console(stderr=True), disable=not sys.stderr.isatty(), transient=True) as bar:
-        task = bar.add_task(f"inserting {object_name}", total=len(rows))
-        stored = records.insert_many(db, object_name, rows, lambda done: bar.advance(task, done))
-    for record in stored:
-        _emit(record)
+    if checkpoint is None and commit_every is not None and file != "-":
+        checkpoint = Path(file + ".checkpoint")
+    options = ImportOptions(batch_size, commit_every, checkpoint, resume, keep_going=errors is not None)
+    run_file_import(db, object_name, file, options, errors=errors, max_line_bytes=max_line_bytes, quiet=quiet)
 
 
 @app.command("get")

@@ -229,6 +229,13 @@ class Dialect:
         """Whether a database error is a unique/primary-key violation."""
         return False
 
+    def bulk_insert(self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
+        """Write many checked rows the fastest way this backend has, in `conn`'s transaction, with
+        no RETURNING (an import knows its Ids). Here: one executemany per set of fields, which
+        PyMySQL rewrites as multi-row INSERTs and SQLite runs as one prepared statement."""
+        for group in by_fields(rows).values():
+            conn.execute(sa.insert(table), group)
+
     def drop_table_if_exists(self, conn: Connection, table_name: str) -> None:
         """Drop a table by name when it exists."""
         conn.execute(sa.text(f"DROP TABLE IF EXISTS {self.quote(conn, table_name)}"))
@@ -237,6 +244,15 @@ class Dialect:
     def quote(conn: Connection, name: str) -> str:
         """Quote a validated identifier for this backend."""
         return conn.dialect.identifier_preparer.quote(name)
+
+
+def by_fields(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, ...], list[Mapping[str, Any]]]:
+    """Rows grouped by the fields they set (callers may set different ones; a missing field takes
+    its column default, so it must not be sent as NULL)."""
+    shapes: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    for row in rows:
+        shapes.setdefault(tuple(sorted(row)), []).append(row)
+    return shapes
 
 
 def _orig(exc: BaseException) -> BaseException:

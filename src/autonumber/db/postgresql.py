@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from typing import Any
 
@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import LockTimeout
 
-from .base import Dialect, driver_code, lock_key, server_flag
+from .base import Dialect, by_fields, driver_code, lock_key, server_flag
 from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS
@@ -33,6 +33,26 @@ class PostgreSQLDialect(Dialect):
 
     def insert(self, table: sa.Table) -> Any:
         return pg_insert(table)
+
+    def bulk_insert(self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
+        """COPY … FROM STDIN on the transaction's own psycopg connection: the server's bulk path.
+        Names are quoted by psycopg's `Identifier` (they are validated API names already)."""
+        import psycopg
+        from psycopg import sql
+
+        raw = conn.connection.dbapi_connection
+        if not isinstance(raw, psycopg.Connection) or is_cockroach(conn.engine):
+            super().bulk_insert(conn, table, rows)
+            return
+        name = sql.Identifier(table.schema, table.name) if table.schema else sql.Identifier(table.name)
+        for fields, group in by_fields(rows).items():
+            columns = sql.SQL(", ").join(sql.Identifier(f) for f in fields)
+            with (
+                raw.cursor() as cursor,
+                cursor.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(name, columns)) as copy,
+            ):
+                for row in group:
+                    copy.write_row([row[f] for f in fields])
 
     def configure_engine(self, engine: Engine) -> None:
         @event.listens_for(engine, "connect")

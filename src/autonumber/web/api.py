@@ -3,14 +3,16 @@
 from __future__ import annotations
 
 import os
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
 from fastapi.concurrency import run_in_threadpool
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest, multiprocess
 from pydantic_core import to_json
 
-from autonumber.records import MAX_OFFSET
+from autonumber.bulk_import import ImportOptions
+from autonumber.errors import RecordError
+from autonumber.records import BATCH_SIZE, MAX_OFFSET
 
 from .models import (
     BulkIn,
@@ -19,6 +21,7 @@ from .models import (
     FieldOut,
     GapsOut,
     HealthOut,
+    ImportOut,
     PreviewIn,
     PreviewOut,
     ReadyOut,
@@ -26,6 +29,7 @@ from .models import (
     RecordPage,
     RuleChangeIn,
 )
+from .ndjson import NdjsonRoute, body_stream
 from .service import Console
 
 
@@ -108,6 +112,38 @@ def create_record(
     # encoded by pydantic-core at once: the hottest endpoint skips the response model's re-validation
     body = to_json(c.insert(object, data, idempotency_key=key))
     return Response(body, status_code=201, media_type="application/json")
+
+
+async def import_records(
+    object: str,
+    request: Request,
+    c: ConsoleDep,
+    commit_every: Annotated[int | None, Query(ge=1, le=1_000_000)] = None,
+    batch_size: Annotated[int, Query(ge=1, le=100_000)] = BATCH_SIZE,
+    on_error: Annotated[Literal["fail", "skip"], Query()] = "fail",
+) -> ImportOut:
+    """NDJSON body, streamed: one record per line, in batches; all or nothing unless `commit_every`
+    (rows per committed batch); `on_error=skip` imports the valid lines and lists the others."""
+    if "idempotency-key" in request.headers:  # a replayed stream would be imported twice: refuse
+        raise RecordError(
+            "Idempotency-Key is not supported with an NDJSON body; use commit_every and send the "
+            "lines after the last stored one again"
+        )
+    options = ImportOptions(batch_size, commit_every, keep_going=on_error == "skip")
+    stream = body_stream(request.stream())
+    return await run_in_threadpool(c.import_ndjson, object, stream, options)
+
+
+api.add_api_route(  # before the JSON route of the same path: it matches NDJSON bodies only
+    "/records/{object}/bulk",
+    import_records,
+    methods=["POST"],
+    status_code=201,
+    tags=["records"],
+    dependencies=[WriterDep],
+    include_in_schema=False,
+    route_class_override=NdjsonRoute,
+)
 
 
 @api.post("/records/{object}/bulk", status_code=201, tags=["records"], dependencies=[WriterDep])

@@ -12,6 +12,7 @@ RecordIn = dict[str, Scalar]
 """A record as field name → scalar value; autonumber fields, Id and CreatedDate are refused."""
 
 MAX_BULK = 1000
+MAX_REJECTED = 1000
 
 
 class ErrorOut(BaseModel):
@@ -38,6 +39,24 @@ class BulkIn(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     records: list[RecordIn] = Field(min_length=1, max_length=MAX_BULK)
+
+
+class RejectedLine(BaseModel):
+    """A line of an NDJSON import refused by the checks, with why."""
+
+    line: int
+    error: str
+
+
+class ImportOut(BaseModel):
+    """What an NDJSON import stored (read the records back by listing them; a million would not fit
+    one answer) and which lines it refused (the first MAX_REJECTED, with `rejected_count` in all)."""
+
+    object: str
+    count: int
+    last_line: int
+    rejected_count: int
+    rejected: list[RejectedLine]
 
 
 class BulkOut(BaseModel):

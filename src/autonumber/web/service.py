@@ -4,20 +4,32 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
-from typing import Any, Literal
+from typing import Any, BinaryIO, Literal
 
+from autonumber.bulk_import import ImportOptions, ImportSummary, run_import
 from autonumber.catalog import CatalogSnapshot, FieldRow
 from autonumber.commands.audit import gaps_on
 from autonumber.commands.fields import change_field, field_row
 from autonumber.db.objects import key_column
 from autonumber.errors import RecordError
 from autonumber.format import parse_format
+from autonumber.jsonl import Line, read_lines
 from autonumber.runtime import Platform
 
 from .auth import AdminAuth
-from .models import CounterOut, FieldOut, GapOut, GapsOut, PreviewIn, PreviewOut
+from .models import (
+    MAX_REJECTED,
+    CounterOut,
+    FieldOut,
+    GapOut,
+    GapsOut,
+    ImportOut,
+    PreviewIn,
+    PreviewOut,
+    RejectedLine,
+)
 from .preview import preview
 from .state import counter_states, record_types, rows_by_id
 
@@ -140,6 +152,34 @@ class Console:
         """Insert records in one transaction (once per idempotency key)."""
         return self.platform.records.insert_many(
             self.require_object(obj), rows, idempotency_key=idempotency_key
+        )
+
+    def import_ndjson(self, obj: str, stream: BinaryIO, options: ImportOptions) -> ImportOut:
+        """Stream an NDJSON body into an object (all or nothing, or committed batch by batch). A
+        failure under `commit_every` says which lines are stored, so the client can send the rest."""
+        name = self.require_object(obj)
+        rejected: list[RejectedLine] = []
+        summary = ImportSummary(name)
+
+        def refuse(line: Line, exc: RecordError) -> None:
+            if len(rejected) < MAX_REJECTED:
+                rejected.append(RejectedLine(line=line.number, error=str(exc)))
+
+        def lines(after: int) -> Iterator[Line]:
+            return read_lines(stream, "body", after=after)
+
+        try:
+            run_import(self.platform.records, name, lines, options, rejected=refuse, summary=summary)
+        except RecordError as exc:
+            if options.commit_every is None or not summary.last_line:
+                raise
+            raise RecordError(f"{exc} (lines 1-{summary.last_line} are stored)") from exc
+        return ImportOut(
+            object=name,
+            count=summary.inserted,
+            last_line=summary.last_line,
+            rejected_count=summary.rejected,
+            rejected=rejected,
         )
 
     def get(self, obj: str, record_id: str) -> dict[str, Any]:

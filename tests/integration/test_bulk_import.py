@@ -1,0 +1,221 @@
+"""Streamed bulk import on every backend: batches from a generator, all or nothing, --errors, and
+--commit-every surviving a SIGKILL then --resume with every row exactly once."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+from engine_support import ReservationLog, assert_unique_contiguous, make_platform
+
+from autonumber.bulk_import import Checkpoint, ImportOptions, run_import
+from autonumber.errors import RecordError
+from autonumber.jsonl import Line, read_lines
+from autonumber.records import Batch
+from autonumber.runtime import Platform
+from support import run_cli
+
+
+@pytest.fixture
+def platform(db_url: str) -> Iterator[Platform]:
+    p = make_platform(db_url)
+    yield p
+    p.close()
+
+
+def _subjects(p: Platform) -> list[str]:
+    return [r["Subject"] for r in p.records.list("Case", limit=10_000)]
+
+
+def _case_numbers(p: Platform) -> list[str]:
+    return [r["CaseNumber"] for r in p.records.list("Case", limit=10_000)]
+
+
+def _write_cases(path: Path, count: int, bad: dict[int, str] | None = None) -> None:
+    lines = [json.dumps({"Subject": f"s{i}"}) for i in range(1, count + 1)]
+    for number, text in (bad or {}).items():
+        lines[number - 1] = text
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+
+
+def test_a_generator_streams_in_batches_one_reservation_per_batch_and_field(platform: Platform) -> None:
+    log = ReservationLog(platform)
+    rows = (
+        {"Account_Country_Code__c": "SG", "RecordTypeId": "rt_Contract_Services_Agreement"} for _ in range(25)
+    )
+    stored = platform.records.insert_many("Contract", rows, batch_size=10)
+    assert sorted(r.count for r in log.items) == [5, 5, 10, 10, 10, 10], "2 fields x 3 batches"
+    assert [r["ContractNumber"] for r in stored] == [f"{i:08d}" for i in range(1, 26)]
+    assert platform.records.count("Contract") == 25
+
+
+def test_insert_stream_yields_each_batch(platform: Platform) -> None:
+    labelled = ((f"row {i}", {"Subject": f"s{i}"}) for i in range(1, 18))
+    sizes = [len(batch) for batch in platform.records.insert_stream("Case", labelled, batch_size=5)]
+    assert sizes == [5, 5, 5, 2]
+    assert_unique_contiguous(_case_numbers(platform))
+    assert platform.records.count("Case") == 17
+
+
+def test_a_bad_line_in_the_middle_writes_nothing(
+    platform: Platform, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file = tmp_path / "cases.jsonl"
+    _write_cases(file, 50, {27: '{"Subject": 7}'})
+    code, out = run_cli(
+        ["records", "insert-many", "Case", "--file", str(file), "--batch-size", "10", "--db", db_url], capsys
+    )
+    assert code == 2
+    assert f"{file}:27: Case.Subject must be text" in out, out
+    assert len(out.strip().splitlines()) == 1, "no record printed: nothing was stored"
+    assert platform.records.count("Case") == 0
+
+
+def test_errors_mode_writes_rejected_lines_and_imports_the_rest(
+    platform: Platform, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    file, errors = tmp_path / "cases.jsonl", tmp_path / "rejected.jsonl"
+    _write_cases(file, 30, {4: "{not json", 12: '{"CaseNumber": "9"}', 29: "[1]"})
+    argv = [
+        "records",
+        "insert-many",
+        "Case",
+        "--file",
+        str(file),
+        "--batch-size",
+        "7",
+        "--errors",
+        str(errors),
+    ]
+    code, out = run_cli([*argv, "--quiet", "--db", db_url], capsys)
+    assert code == 0, out
+    assert "inserted 27 Case records" in out and "3 lines rejected" in out
+    rejected = [json.loads(line) for line in errors.read_text().splitlines()]
+    assert [r["line"] for r in rejected] == [4, 12, 29]
+    assert (
+        "invalid JSON" in rejected[0]["error"] and "CaseNumber is an autonumber field" in rejected[1]["error"]
+    )
+    assert rejected[1]["text"] == '{"CaseNumber": "9"}'
+    assert sorted(_subjects(platform)) == sorted(f"s{i}" for i in range(1, 31) if i not in (4, 12, 29))
+    assert_unique_contiguous(_case_numbers(platform))
+
+
+def test_resume_after_a_failure_before_and_after_a_commit(
+    platform: Platform, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The checkpoint's two cases: the pending batch committed before the process died (its probe
+    Id is stored: continue after `pending`), or it rolled back (continue after `done`)."""
+    file, checkpoint = tmp_path / "cases.jsonl", tmp_path / "cases.checkpoint"
+    _write_cases(file, 40)
+    options = ImportOptions(commit_every=10, checkpoint=checkpoint)
+    resumed = ImportOptions(commit_every=10, checkpoint=checkpoint, resume=True)
+
+    def lines(after: int) -> Iterator[Line]:
+        return read_lines(file.open("rb"), str(file), after=after)
+
+    class Died(Exception):
+        pass
+
+    def die_at(line: int) -> Callable[[Batch], None]:
+        def check(batch: Batch) -> None:
+            if batch.labels[-1].number == line:
+                raise Died
+
+        return check
+
+    with pytest.raises(Died):  # after batch 2's COMMIT
+        run_import(platform.records, "Case", lines, options, stored=die_at(20))
+    state = json.loads(checkpoint.read_text())
+    assert state["pending"] == 20 and platform.records.exists("Case", state["probe"])
+    assert platform.records.count("Case") == 20
+    with pytest.raises(RecordError, match="unfinished import"):
+        run_import(platform.records, "Case", lines, options)
+
+    original = Checkpoint.before_commit
+
+    def fail_after_checkpoint(self: Checkpoint, batch: Batch) -> None:
+        original(self, batch)
+        die_at(30)(batch)  # inside batch 3's transaction, after its checkpoint: it rolls back
+
+    monkeypatch.setattr(Checkpoint, "before_commit", fail_after_checkpoint)
+    with pytest.raises(Died):
+        run_import(platform.records, "Case", lines, resumed)
+    monkeypatch.undo()
+    state = json.loads(checkpoint.read_text())
+    assert state["pending"] == 30 and not platform.records.exists("Case", state["probe"])
+    assert platform.records.count("Case") == 20
+    summary = run_import(platform.records, "Case", lines, resumed)
+    assert summary.resumed_after == 20 and summary.inserted == 20
+    assert sorted(_subjects(platform)) == sorted(f"s{i}" for i in range(1, 41))
+    assert_unique_contiguous(_case_numbers(platform))
+
+
+def _count_when(p: Platform, wanted: int, process: subprocess.Popen[bytes]) -> int:
+    """Poll the table until it holds `wanted` rows (the process must still be running)."""
+    deadline = time.monotonic() + 120
+    while (count := p.records.count("Case")) < wanted:
+        assert process.poll() is None, process.stderr.read() if process.stderr else ""
+        assert time.monotonic() < deadline, f"{count} rows after 120 s"
+        time.sleep(0.05)
+    return count
+
+
+def test_sigkill_mid_import_then_resume_stores_every_row_once(
+    platform: Platform, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The importer reads stdin; three batches are fed and committed, then half of a fourth, and the
+    process is killed while it waits for more. `--resume` on the whole file finishes the job."""
+    file, checkpoint = tmp_path / "cases.jsonl", tmp_path / "import.checkpoint"
+    _write_cases(file, 100)
+    lines = file.read_bytes().splitlines(keepends=True)
+    argv = ["records", "insert-many", "Case", "--commit-every", "20", "--checkpoint", str(checkpoint)]
+    command = [sys.executable, "-c", "from autonumber.cli import main; main()", *argv, "--db", db_url]
+    process = subprocess.Popen(
+        [*command, "--file", "-", "--quiet"],
+        stdin=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        env=os.environ.copy(),
+    )
+    assert process.stdin is not None
+    try:
+        process.stdin.write(b"".join(lines[:70]))
+        process.stdin.flush()
+        assert _count_when(platform, 60, process) == 60
+    finally:
+        process.send_signal(signal.SIGKILL)
+        process.wait()
+    assert platform.records.count("Case") == 60, "whole batches only"
+    code, out = run_cli([*argv, "--file", str(file), "--resume", "--quiet", "--db", db_url], capsys)
+    assert code == 0, out
+    assert "inserted 40 Case records" in out and "resumed after line 60" in out
+    assert sorted(_subjects(platform)) == sorted(f"s{i}" for i in range(1, 101))
+    assert len(set(_case_numbers(platform))) == 100
+    code, out = run_cli([*argv, "--file", str(file), "--resume", "--quiet", "--db", db_url], capsys)
+    assert code == 0 and "inserted 0 Case records" in out, "a finished import resumes to nothing"
+    assert platform.records.count("Case") == 100
+
+
+def test_an_endless_line_fails_fast(
+    platform: Platform, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    argv = [
+        "records",
+        "insert-many",
+        "Case",
+        "--file",
+        "/dev/zero",
+        "--max-line-bytes",
+        "4096",
+        "--db",
+        db_url,
+    ]
+    code, out = run_cli(argv, capsys)
+    assert code == 2 and "/dev/zero:1: line longer than 4096 bytes" in out, out
+    assert platform.records.count("Case") == 0

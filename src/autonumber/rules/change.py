@@ -376,7 +376,8 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
                 _write(conn, plan)
                 plan.lines += _move_prefix_keys(conn, plan)
             touched = {p.field_id for p in plans if p.writes}
-            findings = check(conn, touched) if touched and verify else []
+            indexed_next = {p.field_id for p in plans if p.adopted or p.new_column is not None}
+            findings = check(conn, touched, indexed_next) if touched and verify else []
             if findings:
                 raise VerifyError(findings)
     except BaseException:

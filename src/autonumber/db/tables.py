@@ -29,9 +29,9 @@ class ExactText(TypeDecorator[str]):
         if dialect.name in ("mysql", "mariadb"):
             collation = "utf8mb4_nopad_bin" if getattr(dialect, "is_mariadb", False) else "utf8mb4_0900_bin"
             return dialect.type_descriptor(
-                mysql.VARCHAR(self.impl.length, charset="utf8mb4", collation=collation)
+                mysql.VARCHAR(self.impl_instance.length, charset="utf8mb4", collation=collation)
             )
-        return dialect.type_descriptor(sa.String(self.impl.length))
+        return dialect.type_descriptor(sa.String(self.impl_instance.length))
 
 
 class utc_now6(FunctionElement[Any]):

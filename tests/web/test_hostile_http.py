@@ -190,3 +190,35 @@ def test_a_format_with_a_control_character_is_refused(
     r = raw_json(admin, "POST", "/api/autonumber/preview", f'{{"format": "{fmt}"}}')
     assert "rule 11" in json_error(r, 422)
     assert admin.get("/api/autonumber/fields").json() == before
+
+
+def test_a_500_says_connection_close_before_the_server_drops_the_socket(sqlite_platform: Platform) -> None:
+    """After an unhandled error Uvicorn closes the connection; the answer must say so, or a client
+    reusing the keep-alive socket gets ECONNRESET on its next request."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from autonumber.web import create_app
+    from autonumber.web.server import serve_in_thread
+
+    app = create_app(sqlite_platform)
+
+    @app.get("/api/test-bug")
+    def bug() -> None:
+        raise RuntimeError("a bug")
+
+    with serve_in_thread(app) as base:
+        url = urlsplit(base)
+        conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=30)
+        try:
+            conn.request("GET", "/api/records/Case")
+            ok = conn.getresponse()
+            ok.read()
+            assert ok.status == 200 and (ok.getheader("connection") or "").lower() != "close"
+            conn.request("GET", "/api/test-bug")
+            r = conn.getresponse()
+            body = r.read()
+            assert r.status == 500 and r.getheader("connection", "").lower() == "close"
+            assert b"RuntimeError" in body and b"a bug" not in body
+        finally:
+            conn.close()

@@ -186,9 +186,15 @@ def _on_commit(conn: Connection) -> None:
 
 
 def _on_rollback(conn: Connection) -> None:
-    held: list[Pending] | None = conn.info.pop(PENDING, None)
-    for p in held or ():
-        p.journal.outcome(p.db, [(r, p.state, p.detail) for r in p.ranges])
+    """Runs while the caller's error propagates: it must never raise over that error. On a
+    connection the database killed even `conn.info` raises, and those values are then left as
+    `reserved` lines (the audit reports them as "outcome not recorded")."""
+    try:
+        held: list[Pending] | None = conn.info.pop(PENDING, None)
+        for p in held or ():
+            p.journal.outcome(p.db, [(r, p.state, p.detail) for r in p.ranges])
+    except Exception as exc:  # the caller's error is the one to see; this is logged for operators
+        log.warning("reservation journal: outcome of a rolled-back transaction not recorded: %s", exc)
 
 
 def watch(engine: Engine) -> None:

@@ -26,12 +26,11 @@ class ExactText(TypeDecorator[str]):
     cache_ok = True
 
     def load_dialect_impl(self, dialect: sa.Dialect) -> sa.types.TypeEngine[Any]:
+        length = getattr(self.impl_instance, "length", None)
         if dialect.name in ("mysql", "mariadb"):
             collation = "utf8mb4_nopad_bin" if getattr(dialect, "is_mariadb", False) else "utf8mb4_0900_bin"
-            return dialect.type_descriptor(
-                mysql.VARCHAR(self.impl_instance.length, charset="utf8mb4", collation=collation)
-            )
-        return dialect.type_descriptor(sa.String(self.impl_instance.length))
+            return dialect.type_descriptor(mysql.VARCHAR(length, charset="utf8mb4", collation=collation))
+        return dialect.type_descriptor(sa.String(length))
 
 
 class utc_now6(FunctionElement[Any]):

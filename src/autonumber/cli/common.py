@@ -12,7 +12,13 @@ from autonumber.defaults import DATABASE_ENV, DEFAULT_URL
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["DEFAULT_URL", "DbOption", "console"]
+__all__ = ["DEFAULT_URL", "MAX_COUNTER", "MAX_ROWS", "DbOption", "console"]
+
+MAX_ROWS = 10_000_000
+"""The most demo rows a command generates: more is a typo, not a demo."""
+
+MAX_COUNTER = 10**18 - 1
+"""The largest counter value (an 18-digit counter, BIGINT headroom): the bound of every number option."""
 
 DbOption = Annotated[
     str,

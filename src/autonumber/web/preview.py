@@ -6,9 +6,8 @@ from datetime import UTC, datetime, tzinfo
 
 from autonumber.catalog import CatalogSnapshot
 from autonumber.commands.fields import field_row
-from autonumber.errors import RecordError
 from autonumber.format import FormatReport, check_format
-from autonumber.format.zones import local_time, zone_of
+from autonumber.format.zones import check_instant, local_time, zone_of
 from autonumber.rules import carried_overrides
 from autonumber.values import check_text
 
@@ -40,15 +39,6 @@ def preview(snapshot: CatalogSnapshot, req: PreviewIn) -> PreviewOut:
     return _render(report, req, obj, zone_of(zone or "UTC"))
 
 
-def _check_instant(at: datetime, zone: tzinfo) -> None:
-    """A RecordError when `at` has no date in UTC or in `zone` (years 1-9999 only)."""
-    try:
-        at.astimezone(UTC)
-        local_time(at, zone)
-    except (OverflowError, ValueError):
-        raise RecordError(f"at {at.isoformat()} falls outside the years 1-9999 in UTC or in {zone}") from None
-
-
 def _render(report: FormatReport, req: PreviewIn, obj: str | None, zone: tzinfo) -> PreviewOut:
     fmt = report.format
     if req.at is not None:
@@ -56,7 +46,7 @@ def _render(report: FormatReport, req: PreviewIn, obj: str | None, zone: tzinfo)
     else:
         day = req.date or local_time(datetime.now(UTC), zone).date()
         at = datetime(day.year, day.month, day.day, tzinfo=zone)
-    _check_instant(at, zone)
+    check_instant(at, zone)
     values = {
         check_text(k, "a sample value's name"): check_text(v, f"the sample value of {k}")
         for k, v in req.values.items()

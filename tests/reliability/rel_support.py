@@ -123,3 +123,14 @@ def killed_before(
         for engine in engines:
             event.remove(engine, "before_cursor_execute", before)
         admin_engine.dispose()
+
+
+def other_sessions(admin: sa.Connection) -> list[int]:
+    """The server ids of every other session on `admin`'s database (the tests' own database)."""
+    if admin.dialect.name == "postgresql":
+        stmt = (
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    else:
+        stmt = "SELECT ID FROM information_schema.processlist WHERE DB = DATABASE() AND ID <> CONNECTION_ID()"
+    return sorted(int(r[0]) for r in admin.execute(sa.text(stmt)))

@@ -21,7 +21,13 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.db.objects import shared_object_table
 from autonumber.db.tables import system_field, system_object, system_record_type
-from autonumber.errors import AutonumberError, RuleQuarantined, UnknownField, UnknownObject
+from autonumber.errors import (
+    AutonumberError,
+    DatabaseUnavailable,
+    RuleQuarantined,
+    UnknownField,
+    UnknownObject,
+)
 from autonumber.format import (
     FieldInfo,
     Format,
@@ -386,6 +392,12 @@ class Catalog:
             return self._refresh_locked(None)
 
     def _refresh_locked(self, previous: CatalogSnapshot | None) -> CatalogSnapshot:
+        try:
+            return self._read_locked(previous)
+        except (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.PendingRollbackError) as exc:
+            raise DatabaseUnavailable("reading the catalog", exc) from exc
+
+    def _read_locked(self, previous: CatalogSnapshot | None) -> CatalogSnapshot:
         with self._engine.connect() as conn:
             if previous is not None:
                 objects, fields = _read_rows(conn)

@@ -19,3 +19,9 @@ API_TOKEN_ENV = "AUTONUMBER_API_TOKEN"
 
 SECRET_ENV = "AUTONUMBER_SECRET_KEY"
 """The key signing web sessions and CSRF tokens (shared by every worker)."""
+
+FORWARDED_ALLOW_IPS_ENV = "AUTONUMBER_FORWARDED_ALLOW_IPS"
+"""Proxies whose X-Forwarded-For/-Proto the web server believes (comma-separated); none by default."""
+
+ALLOWED_HOSTS_ENV = "AUTONUMBER_ALLOWED_HOSTS"
+"""Host header values the web server answers (comma-separated); `serve` sets it for its workers."""

@@ -225,6 +225,19 @@ class ConnectionBudgetExhausted(AutonumberError):
         )
 
 
+class DatabaseUnavailable(AutonumberError):
+    """The database dropped or refused the connection before anything was committed: safe to retry.
+
+    Raised `from` the driver's own error (`__cause__`), whose message it carries.
+    """
+
+    def __init__(self, what: str, cause: BaseException) -> None:
+        first = (str(getattr(cause, "orig", None) or cause).splitlines() or [""])[0][:200]
+        super().__init__(
+            f"the database is unavailable while {what} ({type(cause).__name__}: {first}); retry later"
+        )
+
+
 class CommitOutcomeUnknown(AutonumberError):
     """The connection failed during COMMIT: the records may or may not be stored. Look them up by Id
     (or retry with the same idempotency key) before inserting again."""

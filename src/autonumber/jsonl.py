@@ -64,6 +64,10 @@ def parse_object(text: str, where: object) -> dict[str, Any]:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise RecordError(f"{where}: invalid JSON: {exc.msg} (column {exc.colno})") from None
+    except ValueError as exc:  # an integer longer than Python converts (4,300 digits)
+        raise RecordError(f"{where}: {str(exc).splitlines()[0]}") from None
+    except RecursionError:
+        raise RecordError(f"{where}: JSON nested too deeply") from None
     if not isinstance(value, dict):
         raise RecordError(f"{where}: expected a JSON object of field values, got {type(value).__name__}")
     return value

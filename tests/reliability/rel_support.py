@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import threading
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
 from typing import Any
 
 import sqlalchemy as sa
@@ -75,3 +77,60 @@ def kill_session(admin: sa.Connection, server_id: int) -> None:
     except sa.exc.DBAPIError as exc:  # 1094: unknown thread id (it ended on its own meanwhile)
         if "1094" not in str(exc.orig):
             raise
+
+
+def server_id(dbapi_connection: Any, dialect_name: str) -> int:
+    """The server-side id of one open DBAPI connection."""
+    cursor = dbapi_connection.cursor()
+    cursor.execute("SELECT pg_backend_pid()" if dialect_name == "postgresql" else "SELECT CONNECTION_ID()")
+    found = int(cursor.fetchone()[0])
+    cursor.close()
+    return found
+
+
+def kill_and_wait(admin: sa.Connection, target: int) -> None:
+    """End a session and return once the server has ended it (PostgreSQL waits up to 10 s)."""
+    if admin.dialect.name == "postgresql":
+        admin.execute(sa.select(sa.func.pg_terminate_backend(target, 10_000)))
+    else:
+        kill_session(admin, target)  # MariaDB's KILL returns once the session is marked killed
+
+
+@contextmanager
+def killed_before(
+    admin_url: str, matches: Callable[[str], bool], *engines: sa.Engine, times: int = 1
+) -> Iterator[list[str]]:
+    """Kill the session of one of `engines` that is about to run a statement `matches` accepts (the
+    first `times` such statements), so that statement meets a dead connection; yields the hits."""
+    admin_engine = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    hit: list[str] = []
+    lock = threading.Lock()
+
+    def before(conn: sa.Connection, cursor: Any, statement: str, *_: Any) -> None:
+        with lock:
+            if len(hit) >= times or not matches(statement):
+                return
+            hit.append(statement)
+        target = server_id(conn.connection.dbapi_connection, conn.dialect.name)
+        with admin_engine.connect() as admin:
+            kill_and_wait(admin, target)
+
+    for engine in engines:
+        event.listen(engine, "before_cursor_execute", before)
+    try:
+        yield hit
+    finally:
+        for engine in engines:
+            event.remove(engine, "before_cursor_execute", before)
+        admin_engine.dispose()
+
+
+def other_sessions(admin: sa.Connection) -> list[int]:
+    """The server ids of every other session on `admin`'s database (the tests' own database)."""
+    if admin.dialect.name == "postgresql":
+        stmt = (
+            "SELECT pid FROM pg_stat_activity WHERE datname = current_database() AND pid <> pg_backend_pid()"
+        )
+    else:
+        stmt = "SELECT ID FROM information_schema.processlist WHERE DB = DATABASE() AND ID <> CONNECTION_ID()"
+    return sorted(int(r[0]) for r in admin.execute(sa.text(stmt)))

@@ -13,12 +13,22 @@ from collections.abc import Iterator
 
 import pytest
 import sqlalchemy as sa
-from rel_support import kill_session, live_sessions, make_platform, number, stored_numbers, track_server_ids
+from fastapi.testclient import TestClient
+from rel_support import (
+    kill_session,
+    killed_before,
+    live_sessions,
+    make_platform,
+    number,
+    stored_numbers,
+    track_server_ids,
+)
 
 from autonumber.db import create_engine
 from autonumber.engine import STRATEGIES
-from autonumber.errors import AutonumberError
+from autonumber.errors import AutonumberError, DatabaseUnavailable
 from autonumber.runtime import Platform
+from autonumber.web import create_app
 
 CALLERS = 16
 KILL_FOR = 2.5
@@ -119,3 +129,83 @@ def test_killed_reservation_sessions_never_hand_out_a_number_twice(
     stored = stored_numbers(p)
     assert len(stored) == len(set(stored)), "a number was stored twice"
     assert set(stored) == set(handed), "stored numbers differ from the ones returned to callers"
+
+
+def _writes_case(statement: str) -> bool:
+    text = statement.lstrip().upper()
+    return text.startswith("INSERT INTO") and "CASE" in text.split("(")[0] and "_SYSTEM" not in text
+
+
+def _reads_case(statement: str) -> bool:
+    text = statement.lstrip().upper()
+    return text.startswith("SELECT") and ("FROM `CASE`" in text or 'FROM "CASE"' in text)
+
+
+def test_a_killed_insert_raises_the_database_error_not_the_journal_hook_error(server_db_url: str) -> None:
+    """Group commit off: the insert's transaction holds numbers reserved off it, so its rollback
+    runs the journal hook on a connection the server killed; the caller sees the database's error."""
+    p = make_platform(server_db_url, group_commit=False)
+    try:
+        with (
+            killed_before(server_db_url, _writes_case, p.db) as hit,
+            pytest.raises(sa.exc.DBAPIError) as caught,
+        ):
+            p.records.insert("Case", {"Subject": "killed"})
+        assert hit and _clear(caught.value), caught.value
+        assert p.records.count("Case") == 0
+        after = p.records.insert("Case", {"Subject": "after"})  # the pool recovers
+        assert p.records.count("Case") == 1 and after["CaseNumber"]
+    finally:
+        p.close()
+
+
+def test_a_killed_catalog_refresh_is_database_unavailable(server_db_url: str) -> None:
+    p = make_platform(server_db_url)
+    try:
+        objects = killed_before(server_db_url, lambda s: "_System_Object" in s, p.fresh_db)
+        with objects as hit, pytest.raises(DatabaseUnavailable) as caught:
+            p.catalog.refresh()
+        assert hit and isinstance(caught.value.__cause__, sa.exc.DBAPIError)
+        assert "retry later" in str(caught.value)
+        assert p.catalog.refresh().version  # the next read works
+    finally:
+        p.close()
+
+
+@pytest.mark.parametrize("group_commit", [True, False], ids=["group", "alone"])
+def test_killed_sessions_under_http_are_503_never_500(server_db_url: str, group_commit: bool) -> None:
+    """A request whose database session dies mid-way answers 503 with Retry-After (or a stored
+    record), never a 500; a retry with the same Idempotency-Key stores exactly one record."""
+    p = make_platform(server_db_url, group_commit=group_commit)
+    pools = [e for e in (p.db, p.group_db, p.fresh_db) if e is not None]
+    try:
+        with TestClient(create_app(p)) as client:  # a 500 would raise out of the client
+            client.post("/api/records/Case", json={"Subject": "warm-up"})
+            with killed_before(server_db_url, _reads_case, *pools) as hit:
+                r = client.get("/api/records/Case")
+            assert hit and r.status_code == 503 and r.headers["Retry-After"], r.text
+            assert r.json()["error"]
+            assert client.get("/api/records/Case").status_code == 200
+
+            headers = {"Idempotency-Key": "killed-once"}
+            with killed_before(server_db_url, _writes_case, *pools) as hit:
+                r = client.post("/api/records/Case", json={"Subject": "k"}, headers=headers)
+            assert hit and r.status_code in (201, 503), r.text
+            if r.status_code == 503:
+                assert r.headers["Retry-After"] and r.json()["error"]
+            again = client.post("/api/records/Case", json={"Subject": "k"}, headers=headers)
+            assert again.status_code == 201, again.text
+            if r.status_code == 201:
+                assert again.json()["Id"] == r.json()["Id"]
+
+            body = {"records": [{"Subject": f"b{i}"} for i in range(3)]}
+            with killed_before(server_db_url, _writes_case, *pools) as hit:
+                r = client.post("/api/records/Case/bulk", json=body, headers={"Idempotency-Key": "bulk-k"})
+            assert hit and r.status_code in (201, 503), r.text
+            again = client.post("/api/records/Case/bulk", json=body, headers={"Idempotency-Key": "bulk-k"})
+            assert again.status_code == 201, again.text
+        assert p.records.count("Case") == 1 + 1 + 3  # warm-up, one keyed create, one keyed bulk
+        numbers = [number(v) for v in stored_numbers(p)]
+        assert len(numbers) == len(set(numbers))
+    finally:
+        p.close()

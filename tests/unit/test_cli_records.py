@@ -134,3 +134,70 @@ def test_progress_is_plain_lines_when_stderr_is_not_a_terminal(
     written = [line.split(" rows written")[0] for line in err.splitlines()]
     assert written == ["Case: 3", "Case: 6", "Case: 7"], err
     assert "\x1b" not in err, "no terminal control codes in a log"
+
+
+def _deep_json(depth: int) -> str:
+    return '{"Subject": ' + "[" * depth + "]" * depth + "}"
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["records", "insert", "Case", "--data", '{"Subject": "x", "Priority": ' + "9" * 5000 + "}"],
+        ["records", "insert", "Case", "--data", _deep_json(100_000)],
+        ["demo", "legacy", "--rows", "99999999999999999999"],
+        ["audit", "prune", "--older-than", "99999999999d"],
+        ["audit", "prune", "--older-than", "36501d"],
+        ["audit", "gaps", "Case.CaseNumber", "--to", "99999999999999999999"],
+        ["format", "preview", "X-{YYYY}-{00}", "--at", "9999-12-31T23:00:00-12:00"],
+        [
+            "format",
+            "preview",
+            "X-{YYYY}-{00}",
+            "--at",
+            "0001-01-01T00:00:00+00:00",
+            "--time-zone",
+            "America/Los_Angeles",
+        ],
+        ["format", "preview", "X-{00}", "--counter", "99999999999999999999"],
+    ],
+    ids=[
+        "5000-digits",
+        "deep-json",
+        "demo-rows",
+        "prune-huge",
+        "prune-century",
+        "gaps-to",
+        "at-9999",
+        "at-0001",
+        "counter",
+    ],
+)
+def test_out_of_range_input_is_one_line_exit_2(
+    db: str, argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run([*argv, "--db", db] if argv[0] not in ("format",) else argv) == 2
+    out, err = capsys.readouterr()
+    assert "internal error" not in err and "Traceback" not in err + out
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert lines and (len(lines) == 1 or "Usage:" in err), err  # ours, or Click's usage error
+
+
+def test_an_interrupt_inside_a_driver_call_is_not_an_internal_error(
+    db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """^C during insert-many on MariaDB: pymysql is cut off mid-read and the rollback on the way out
+    fails with an error of its own, raised while the KeyboardInterrupt is handled."""
+    from autonumber.cli import import_cmd
+
+    def interrupted(*_: object, **__: object) -> None:
+        try:
+            raise KeyboardInterrupt
+        except KeyboardInterrupt:
+            raise ConnectionResetError("connection cut off while reading") from None
+
+    monkeypatch.setattr(import_cmd, "run_import", interrupted)
+    Path("rows.jsonl").write_text('{"Subject": "a"}\n', encoding="utf-8")
+    assert _run(["records", "insert-many", "Case", "--file", "rows.jsonl", "--db", db]) == 130
+    err = capsys.readouterr().err
+    assert err.startswith("error: interrupted") and "internal error" not in err

@@ -254,3 +254,17 @@ def test_the_reservation_statement_is_built_once_and_takes_its_values_as_paramet
     assert first is second, "the statement was built again on the second call"
     assert "Case.CaseNumber" not in rec.sql[0] and "99999995" not in rec.sql[0]  # values are bound
     assert params == {"b_field_id": "Case.CaseNumber", "b_scope_key": "", "b_n": 5, "b_limit": 99999995}
+
+
+def test_idempotency_keys_get_a_binary_no_pad_collation_on_the_mysql_family() -> None:
+    from sqlalchemy.schema import CreateTable
+
+    from autonumber.db.tables import idempotency_table
+
+    mariadb = mysql.dialect()
+    mariadb.is_mariadb = True
+    assert "utf8mb4_nopad_bin" in str(CreateTable(idempotency_table).compile(dialect=mariadb))
+    assert "utf8mb4_0900_bin" in str(CreateTable(idempotency_table).compile(dialect=mysql.dialect()))
+    for name in ("sqlite", "postgresql"):
+        ddl = str(CreateTable(idempotency_table).compile(dialect=SA_DIALECTS[name]))
+        assert "idempotency_key VARCHAR(255) NOT NULL" in ddl and "COLLATE" not in ddl

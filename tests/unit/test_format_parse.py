@@ -37,6 +37,13 @@ from autonumber.format import MAX_WIDTH, CrossRef, TokenKind, parse_format
         ("{Account.}{0000}", 0, 0),
         ("{1Account.Name}{0000}", 0, 0),
         ("X-{0000}-{HH}", 0, 9),
+        ("Q-\x00{00000000}", 11, 2),  # NUL (PostgreSQL cannot store it)
+        ("Q-{0000}\n", 11, 8),  # newline
+        ("\tQ-{0000}", 11, 0),
+        ("Q\x7f-{0000}", 11, 1),  # DEL
+        ("Q\x85-{0000}", 11, 1),  # C1 next line
+        ("Q-{0000}\ud800", 11, 8),  # lone surrogate
+        ("Q\u2028{0000}", 11, 1),  # line separator
     ],
 )
 def test_rejects_with_rule_and_position(fmt: str, rule: int, position: int | None) -> None:
@@ -47,6 +54,14 @@ def test_rejects_with_rule_and_position(fmt: str, rule: int, position: int | Non
     assert info.value.format == fmt
     assert str(info.value).startswith(f"rule {rule}: format ")
     assert "\n" not in str(info.value)
+
+
+def test_control_character_message_names_the_code_point_and_encodes() -> None:
+    with pytest.raises(FormatError) as info:
+        parse_format("Q-\ud800{0000}")
+    message = str(info.value)
+    assert "U+D800" in message and "position 2" in message
+    message.encode("utf-8")  # a lone surrogate is escaped in the message, so it can be written out
 
 
 def test_messages_are_actionable() -> None:
@@ -126,7 +141,7 @@ def test_random_strings_raise_only_format_error() -> None:
             parse_format(s)
             ok += 1
         except FormatError as exc:
-            assert 0 <= exc.rule <= 10
+            assert 0 <= exc.rule <= 11
     assert ok > 0  # the generator reaches valid formats too
 
 
@@ -135,7 +150,7 @@ def test_any_text_parses_or_raises_format_error(text: str) -> None:
     try:
         f = parse_format(text)
     except FormatError as exc:
-        assert exc.format == text and 0 <= exc.rule <= 10
+        assert exc.format == text and 0 <= exc.rule <= 11
     else:
         assert "".join(t.text for t in f.tokens) == text
 

@@ -82,7 +82,7 @@ def test_missing_cross_value_fails_closed(cross: dict[str, str] | None) -> None:
 
 
 def test_literals_that_look_like_code_render_verbatim() -> None:
-    tricky = "a'b\"c\\d\n%s%%f'{x}'\t€-"
+    tricky = "a'b\"c\\d %s%%f'{x}' €-"  # control characters such as \n are refused (rule 11)
     tricky = tricky.replace("{", "(").replace("}", ")")
     f = parse_format(tricky + "{00}" + tricky)
     assert f.render(7, AT) == tricky + "07" + tricky
@@ -94,7 +94,11 @@ def test_format_pickles_by_source() -> None:
     assert g == f and g.render(5, AT) == "P-2026-005"
 
 
-_LIT = st.text(st.characters(blacklist_characters="{}", blacklist_categories=("Cs",)), min_size=1, max_size=6)
+_LIT = st.text(  # rule 11 refuses control characters, surrogates and line breaks
+    st.characters(blacklist_characters="{}", blacklist_categories=("Cc", "Cs", "Zl", "Zp")),
+    min_size=1,
+    max_size=6,
+)
 _TOK = st.sampled_from(["{YYYY}", "{YY}", "{MM}", "{DD}", "{A.X}", "{RecordType.Code}"])
 
 

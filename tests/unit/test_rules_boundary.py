@@ -32,6 +32,8 @@ ALLOWED = {
     ("setup/apply.py", "autonumber.rules.seed", "seed_counters"): "cut-over: the seed phase",
     ("setup/apply.py", "autonumber.rules.verify", "verify"): "whole-database verify phase",
     ("setup/report.py", "autonumber.rules.verify", "verify"): "whole-database verify",
+    ("setup/upgrade.py", "autonumber.rules", "state"): "migration 1: the setup state table",
+    ("setup/upgrade.py", "autonumber.rules.seed", "migrate_keys"): "migration 1: 0.1.0 per_prefix keys",
     ("setup/dataspec.py", "autonumber.rules.store", "check_enums"): "reading a spec checks enum values",
     ("specapply/operations.py", "autonumber.rules.legacy", "LEGACY_NAMES"): "rollback: legacy names",
     ("specapply/operations.py", "autonumber.rules.scan", "pages"): "rollback reads live values",

@@ -18,7 +18,7 @@ import autonumber
 from autonumber.cli import main
 from autonumber.commands import setup
 from autonumber.db import create_engine
-from autonumber.db.tables import system_object, system_record_type
+from autonumber.db.tables import idempotency_table, system_object, system_record_type
 from autonumber.db.version import SCHEMA_VERSION
 from autonumber.errors import SchemaTooOld
 from autonumber.setup.upgrade import current_version
@@ -99,6 +99,15 @@ def test_upgrade_then_verify_numbers_duplicates_and_a_second_run(release: str, o
         table = sa.Table("Case", sa.MetaData(), autoload_with=p.db)
         with pytest.raises(sa.exc.IntegrityError), p.db.begin() as conn:
             conn.execute(sa.insert(table).values(Id=uuid.uuid4().hex[:18], CaseNumber=old["Case"][0]))
+        keys = ["order-CaseKey", "order-casekey", "order-ÇaseKey", "order-CaseKey "]
+        with p.db.begin() as conn:  # migration 2: distinct keys stay distinct on every backend
+            conn.execute(
+                sa.insert(idempotency_table),
+                [
+                    {"idempotency_key": k, "object_name": "Case", "request_digest": "d", "record_ids": "[]"}
+                    for k in keys
+                ],
+            )
     assert setup.verify_setup(old_db) == []
 
 

@@ -131,3 +131,94 @@ def test_bulk_rows_with_different_fields_are_stored(client: TestClient, platform
     assert r.status_code == 201, r.text
     stored = [platform.records.get("Account", rec["Id"]) for rec in r.json()["records"]]
     assert [(s["Name"], s["BillingCountryCode"]) for s in stored] == [("A", "SG"), ("B", None), (None, None)]
+
+
+def json_error(r: Any, status: int) -> str:
+    """The one-line error of a JSON error answer with `status`."""
+    assert r.status_code == status, r.text
+    assert r.headers["content-type"].startswith("application/json")
+    message = r.json()["error"]
+    assert isinstance(message, str) and message and "\n" not in message
+    return message
+
+
+@pytest.mark.parametrize(
+    "req",
+    [
+        {"format": "X-{YYYY}-{00}", "at": "9999-12-31T23:59:59-12:00", "time_zone": "Pacific/Kiritimati"},
+        {"format": "X-{YYYY}-{00}", "at": "0001-01-01T00:00:00+14:00"},
+        {"format": "X-{YYYY}-{00}", "at": "9999-12-31T23:00:00+00:00", "time_zone": "Pacific/Kiritimati"},
+        {"format": "X-{YYYY}-{00}", "at": "0001-01-01T00:00:00+00:00", "time_zone": "America/Los_Angeles"},
+    ],
+)
+def test_preview_at_the_edge_of_the_calendar_is_422(client: TestClient, req: dict[str, str]) -> None:
+    assert "years 1-9999" in json_error(client.post("/api/autonumber/preview", json=req), 422)
+
+
+@pytest.mark.parametrize(
+    "body",
+    [
+        '{"format": "{Account.BillingCountryCode}-{00}", '
+        '"values": {"Account.BillingCountryCode": "\\ud800"}}',
+        '{"format": "X-{00}", "values": {"\\udfff": "x"}}',
+        '{"format": "X-{00}", "field": "Case.\\ud800"}',
+        '{"format": "X-{00}", "field": "\\ud800"}',
+        '{"format": "X-{00}", "object": "\\ud800"}',
+        '{"format": "X-{00}", "time_zone": "\\ud800"}',
+        '{"format": "X-\\ud800{00}"}',
+    ],
+)
+def test_preview_with_a_lone_surrogate_is_4xx(client: TestClient, body: str) -> None:
+    r = raw_json(client, "POST", "/api/autonumber/preview", body)
+    assert 400 <= r.status_code < 500, r.text
+    json_error(r, r.status_code)
+
+
+@pytest.mark.parametrize("scope_key", ["%00", "a%00b"])
+def test_gaps_with_a_nul_scope_key_is_422(client: TestClient, scope_key: str) -> None:
+    r = client.get(f"/api/autonumber/fields/Case.CaseNumber/gaps?scope_key={scope_key}")
+    assert "scope key" in json_error(r, 422)
+
+
+@pytest.mark.parametrize("fmt", ["Q-\\u0000{00000000}", "Q-{0000}\\n", "Q\\u007f{0000}", "Q-\\u0085{0000}"])
+def test_a_format_with_a_control_character_is_refused(
+    admin: TestClient, platform: Platform, fmt: str
+) -> None:
+    before = admin.get("/api/autonumber/fields").json()
+    r = raw_json(admin, "PUT", "/api/autonumber/fields/Case.CaseNumber", f'{{"format": "{fmt}"}}')
+    assert "rule 11" in json_error(r, 422)
+    r = raw_json(admin, "POST", "/api/autonumber/preview", f'{{"format": "{fmt}"}}')
+    assert "rule 11" in json_error(r, 422)
+    assert admin.get("/api/autonumber/fields").json() == before
+
+
+def test_a_500_says_connection_close_before_the_server_drops_the_socket(sqlite_platform: Platform) -> None:
+    """After an unhandled error Uvicorn closes the connection; the answer must say so, or a client
+    reusing the keep-alive socket gets ECONNRESET on its next request."""
+    import http.client
+    from urllib.parse import urlsplit
+
+    from autonumber.web import create_app
+    from autonumber.web.server import serve_in_thread
+
+    app = create_app(sqlite_platform)
+
+    @app.get("/api/test-bug")
+    def bug() -> None:
+        raise RuntimeError("a bug")
+
+    with serve_in_thread(app) as base:
+        url = urlsplit(base)
+        conn = http.client.HTTPConnection(url.hostname or "", url.port, timeout=30)
+        try:
+            conn.request("GET", "/api/records/Case")
+            ok = conn.getresponse()
+            ok.read()
+            assert ok.status == 200 and (ok.getheader("connection") or "").lower() != "close"
+            conn.request("GET", "/api/test-bug")
+            r = conn.getresponse()
+            body = r.read()
+            assert r.status == 500 and r.getheader("connection", "").lower() == "close"
+            assert b"RuntimeError" in body and b"a bug" not in body
+        finally:
+            conn.close()

@@ -128,3 +128,33 @@ def test_keys_are_kept_at_least_a_day(platform: Platform) -> None:
     assert idempotency.purge(platform.db, older_than=timedelta(0)) == 0  # never less than 24 h
     again = platform.records.insert("Case", {"Subject": "x"}, idempotency_key="kept")
     assert platform.records.count("Case") == 1 and again["CaseNumber"]
+
+
+KEY_VARIANTS = ["order-CaseKey", "order-casekey", "order-CASEKEY", "order-ÇaseKey", "order-CaseKey "]
+"""Keys MariaDB's default collation takes for one (case, accent, trailing space)."""
+
+
+def test_keys_differing_in_case_or_accent_are_distinct(client: TestClient, platform: Platform) -> None:
+    ids = []
+    for key in KEY_VARIANTS:
+        headers = {"Idempotency-Key": key.encode("latin-1")}  # a header is Latin-1 on the wire
+        r = client.post("/api/records/Case", json={"Subject": key}, headers=headers)
+        assert r.status_code == 201, (key, r.text)
+        assert r.json()["Subject"] == key  # its own record, not the first variant's
+        ids.append(r.json()["Id"])
+    assert len(set(ids)) == len(KEY_VARIANTS)
+    assert platform.records.count("Case") == len(KEY_VARIANTS)
+    again = client.post(
+        "/api/records/Case",
+        json={"Subject": "order-ÇaseKey"},
+        headers={"Idempotency-Key": "order-ÇaseKey".encode("latin-1")},
+    )
+    assert again.status_code == 201 and again.json()["Id"] == ids[3]
+
+
+def test_library_keys_are_compared_exactly(platform: Platform) -> None:
+    keys = [*KEY_VARIANTS, "order-çasekey", "order-ｃasekey", "order-ÇaseKey\u0301"]
+    ids = [platform.records.insert("Case", {"Subject": k}, idempotency_key=k)["Id"] for k in keys]
+    assert len(set(ids)) == len(keys)
+    assert [platform.records.insert("Case", {"Subject": k}, idempotency_key=k)["Id"] for k in keys] == ids
+    assert platform.records.count("Case") == len(keys)

@@ -1,19 +1,23 @@
 """Console and API security: same-origin check, CSRF tokens, signed expiring sessions that logout
-ends on the server, login rate limiting, the optional API token, the loud warning of `serve`."""
+ends on the server, login rate limiting that headers cannot reset, the Host allowlist, Secure
+cookies over HTTPS, the optional API token, the loud warning of `serve`."""
 
 from __future__ import annotations
 
 import re
 import time
 from collections.abc import Iterator
+from typing import Any
 
+import httpx
 import pytest
 from fastapi.testclient import TestClient
-from web_support import FormClient, csrf_token
+from web_support import CSRF_INPUT, FormClient, csrf_token
 
 from autonumber.runtime import Platform
 from autonumber.web import auth as web_auth
 from autonumber.web import create_app
+from autonumber.web.server import default_allowed_hosts, proxy_options, serve_in_thread
 
 ADMIN = "admin-secret"
 API = "api-secret"
@@ -170,3 +174,82 @@ def test_serve_warns_loudly_on_a_public_host_without_an_api_token(
     monkeypatch.setenv(web_auth.API_ENV, "t")
     _warn_if_exposed("0.0.0.0")
     assert capsys.readouterr().err == ""
+
+
+def _login_over_http(http: Any, token: str, forwarded_for: str, proto: str = "http") -> Any:
+    page = http.get("/login", headers={"X-Forwarded-For": forwarded_for, "X-Forwarded-Proto": proto})
+    found = CSRF_INPUT.search(page.text)
+    assert found, page.text
+    headers = {"X-Forwarded-For": forwarded_for, "X-Forwarded-Proto": proto}
+    return http.post("/login", data={"token": token, "csrf_token": found.group(1)}, headers=headers)
+
+
+def test_forwarded_for_cannot_reset_the_login_rate_limit(sqlite_platform: Platform) -> None:
+    """Uvicorn's own default believes X-Forwarded-For from 127.0.0.1; ours believes no proxy."""
+    app = create_app(sqlite_platform, admin_token=ADMIN)
+    with serve_in_thread(app) as base, httpx.Client(base_url=base, timeout=30) as http:
+        for i in range(web_auth.LOGIN_ATTEMPTS):
+            assert _login_over_http(http, "guess", f"203.0.113.{i}").status_code == 401
+        r = _login_over_http(http, ADMIN, "198.51.100.7")
+        assert r.status_code == 429 and web_auth.COOKIE not in r.cookies
+
+
+def test_a_trusted_proxy_names_the_client_and_its_https(sqlite_platform: Platform) -> None:
+    app = create_app(sqlite_platform, admin_token=ADMIN)
+    with (
+        serve_in_thread(app, forwarded_allow_ips="127.0.0.1") as base,
+        httpx.Client(base_url=base, timeout=30) as http,
+    ):
+        for _ in range(web_auth.LOGIN_ATTEMPTS):
+            assert _login_over_http(http, "guess", "203.0.113.1").status_code == 401
+        assert _login_over_http(http, ADMIN, "203.0.113.1").status_code == 429
+        r = _login_over_http(http, ADMIN, "198.51.100.7", proto="https")  # another client
+        assert r.status_code == 303
+        cookies = r.headers.get_list("set-cookie")
+        assert cookies and all("; secure" in c.lower() for c in cookies), cookies
+
+
+def test_cookies_are_secure_only_over_https(sqlite_platform: Platform) -> None:
+    app = create_app(sqlite_platform, admin_token=ADMIN)
+    with TestClient(app, base_url="https://testserver") as https:
+        r = https.get("/login")
+        assert "secure" in r.headers["set-cookie"].lower()
+    with TestClient(app, base_url="http://testserver") as plain:
+        r = plain.get("/login", headers={"X-Forwarded-Proto": "https"})  # no trusted proxy said so
+        assert "secure" not in r.headers["set-cookie"].lower()
+
+
+def test_a_host_not_served_is_refused(sqlite_platform: Platform) -> None:
+    """DNS rebinding: evil.example resolves to this server; its pages may not talk to the API."""
+    app = create_app(sqlite_platform, allowed_hosts=["localhost", "127.0.0.1", "::1", "*.corp.example"])
+    with TestClient(app, base_url="http://localhost:8000") as c:
+        assert c.get("/api/records/Case").status_code == 200
+        for host in ("127.0.0.1:8000", "[::1]:8000", "crm.corp.example", "LOCALHOST"):
+            assert c.get("/api/records/Case", headers={"Host": host}).status_code == 200, host
+        for host in ("evil.example", "evil.example:8000", "corp.example.evil", "localhost.evil", ""):
+            headers = {"Host": host, "Origin": f"http://{host}"}
+            r = c.post("/api/records/Case", json={"Subject": "x"}, headers=headers)
+            assert r.status_code == 400, (host, r.text)
+            assert "--allowed-host" in r.json()["error"]
+    assert sqlite_platform.records.count("Case") == 0
+
+
+def test_the_origin_check_compares_the_scheme(sqlite_platform: Platform) -> None:
+    app = create_app(sqlite_platform)
+    with TestClient(app, base_url="https://testserver") as c:
+        r = c.post("/api/records/Case", json={"Subject": "x"}, headers={"Origin": "http://testserver"})
+        assert r.status_code == 403 and "http://testserver" in r.json()["error"]
+        r = c.post("/api/records/Case", json={"Subject": "x"}, headers={"Origin": "https://testserver"})
+        assert r.status_code == 201
+    assert sqlite_platform.records.count("Case") == 1
+
+
+def test_serve_trusts_no_proxy_and_serves_its_own_names_by_default() -> None:
+    assert proxy_options(None) == {"proxy_headers": False, "forwarded_allow_ips": None}
+    assert proxy_options(" 10.0.0.1, 10.0.0.0/8 ") == {
+        "proxy_headers": True,
+        "forwarded_allow_ips": "10.0.0.1,10.0.0.0/8",
+    }
+    assert default_allowed_hosts("127.0.0.1") == ["localhost", "127.0.0.1", "::1"]
+    assert default_allowed_hosts("192.0.2.5") == ["192.0.2.5", "localhost", "127.0.0.1", "::1"]
+    assert "0.0.0.0" not in default_allowed_hosts("0.0.0.0")

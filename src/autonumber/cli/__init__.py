@@ -31,9 +31,28 @@ def main(argv: Sequence[str] | None = None) -> None:
     except AutonumberError as exc:
         _fail(str(exc), exc.exit_code)
     except Exception as exc:  # a bug: still one line and a non-zero exit, never a traceback
+        if _interrupted(exc):
+            _fail("interrupted (^C); a batch that was not reported as stored was rolled back", INTERRUPTED)
         if _is_database_error(exc):
             _fail(f"database error: {getattr(exc, 'orig', None) or exc}", 1)
         _fail(f"internal error ({type(exc).__name__}: {exc}); please report it", 1)
+
+
+INTERRUPTED = 130
+"""The exit status of a command ended by ^C (128 + SIGINT), as shells report it."""
+
+
+def _interrupted(exc: BaseException) -> bool:
+    """True when ^C caused `exc`: a driver cut off mid-read fails on the way out with an error of
+    its own, whose context is the KeyboardInterrupt."""
+    seen: set[int] = set()
+    cause: BaseException | None = exc
+    while cause is not None and id(cause) not in seen:
+        if isinstance(cause, KeyboardInterrupt):
+            return True
+        seen.add(id(cause))
+        cause = cause.__cause__ or cause.__context__
+    return False
 
 
 def _is_database_error(exc: Exception) -> bool:

@@ -13,7 +13,7 @@ from autonumber.errors import ConfigError
 if TYPE_CHECKING:
     from autonumber.audit import GapReport
 
-from .common import DEFAULT_URL, DbOption
+from .common import DEFAULT_URL, MAX_COUNTER, DbOption
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -31,10 +31,12 @@ def gaps_cmd(
         str | None, typer.Option("--scope-key", help="Only this counter scope.", show_default=False)
     ] = None,
     lo: Annotated[
-        int | None, typer.Option("--from", min=0, help="Lowest value checked.", show_default=False)
+        int | None,
+        typer.Option("--from", min=0, max=MAX_COUNTER, help="Lowest value checked.", show_default=False),
     ] = None,
     hi: Annotated[
-        int | None, typer.Option("--to", min=0, help="Highest value checked.", show_default=False)
+        int | None,
+        typer.Option("--to", min=0, max=MAX_COUNTER, help="Highest value checked.", show_default=False),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     db: DbOption = DEFAULT_URL,
@@ -84,11 +86,13 @@ def prune_cmd(
     Example: autonumber audit prune --older-than 400d
     """
     from autonumber.commands import audit
-    from autonumber.engine.journal import parse_age
+    from autonumber.engine.journal import MAX_AGE, parse_age
 
     try:
         age = parse_age(older_than)
     except ValueError:
-        raise ConfigError(f"--older-than {older_than!r} is not an age; use e.g. 90d, 12h or 30m") from None
+        raise ConfigError(
+            f"--older-than {older_than!r} is not an age up to {MAX_AGE.days}d; use e.g. 90d, 12h or 30m"
+        ) from None
     removed = audit.prune_journal(db, age)
     typer.echo(f"removed {removed} journal line(s) older than {older_than}")

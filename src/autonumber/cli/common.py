@@ -12,13 +12,19 @@ from autonumber.defaults import DATABASE_ENV, DEFAULT_URL
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["DEFAULT_URL", "DbOption", "Numbering", "Scope", "console"]
+__all__ = ["DEFAULT_URL", "MAX_COUNTER", "MAX_ROWS", "DbOption", "Numbering", "Scope", "console"]
 
 Scope = Literal["global", "per_day", "per_prefix"]
 """A counter scope, as an option type so --help lists the choices (the grammar's `SCOPES`; a unit
 test keeps the two equal without the CLI importing the grammar at start-up)."""
 Numbering = Literal["standard", "gapless"]
 """A numbering policy (the grammar's `NUMBERING`)."""
+
+MAX_ROWS = 10_000_000
+"""The most demo rows a command generates: more is a typo, not a demo."""
+
+MAX_COUNTER = 10**18 - 1
+"""The largest counter value (an 18-digit counter, BIGINT headroom): the bound of every number option."""
 
 DbOption = Annotated[
     str,

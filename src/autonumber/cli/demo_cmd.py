@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_URL, DbOption
+from .common import DEFAULT_URL, MAX_ROWS, DbOption
 
 app = typer.Typer(rich_markup_mode=None, help="Demo data for trying the product.", no_args_is_help=True)
 
@@ -14,7 +14,9 @@ app = typer.Typer(rich_markup_mode=None, help="Demo data for trying the product.
 @app.command("legacy")
 def legacy(
     db: DbOption = DEFAULT_URL,
-    rows: Annotated[int, typer.Option("--rows", min=1, help="Rows per main object (Case, Contract).")] = 1000,
+    rows: Annotated[
+        int, typer.Option("--rows", min=1, max=MAX_ROWS, help="Rows per main object (Case, Contract).")
+    ] = 1000,
 ) -> None:
     """Create the object tables and the four legacy tables, filled with existing numbers.
 

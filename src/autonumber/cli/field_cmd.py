@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import DEFAULT_URL, DbOption, Numbering, Scope
+from .common import DEFAULT_URL, MAX_COUNTER, DbOption, Numbering, Scope
 
 if TYPE_CHECKING:
     from autonumber.rules import FieldChange, RuleSpec
@@ -67,7 +67,9 @@ def add_cmd(
     field: FieldArg,
     fmt: FormatOption,
     scope: Annotated[Scope, typer.Option("--scope", help="The counter's scope.")] = "global",
-    start: Annotated[int, typer.Option("--start", min=0, help="First number when no value exists.")] = 1,
+    start: Annotated[
+        int, typer.Option("--start", min=0, max=MAX_COUNTER, help="First number when no value exists.")
+    ] = 1,
     length: Annotated[
         int | None, typer.Option("--length", min=1, max=255, help="Column length (default 30).")
     ] = None,
@@ -105,7 +107,10 @@ def set_cmd(
         Scope | None, typer.Option("--scope", help="Default: the stored scope.", show_default=False)
     ] = None,
     start: Annotated[
-        int | None, typer.Option("--start", min=0, help="Default: the stored start.", show_default=False)
+        int | None,
+        typer.Option(
+            "--start", min=0, max=MAX_COUNTER, help="Default: the stored start.", show_default=False
+        ),
     ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,

@@ -15,7 +15,7 @@ import typer
 from autonumber.api_names import API_NAME_PATTERN
 from autonumber.errors import ConfigError
 
-from .common import DEFAULT_URL, DbOption, Scope
+from .common import DEFAULT_URL, MAX_COUNTER, DbOption, Scope
 
 if TYPE_CHECKING:
     from autonumber.format import FormatReport
@@ -88,11 +88,13 @@ def check(
 def parse_at(value: str | None, zone: tzinfo = UTC) -> datetime:
     """--at: YYYY-MM-DD is midnight of that day in `zone`; an ISO datetime is that instant (UTC when
     it has no offset); absent, now."""
+    from autonumber.format.zones import check_instant
+
     if value is None:
         return datetime.now(UTC)
     try:
         if re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}", value):
-            return datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=zone)
+            return check_instant(datetime.strptime(value, "%Y-%m-%d").replace(tzinfo=zone), zone)
         if not re.fullmatch(r"[0-9]{4}-[0-9]{2}-[0-9]{2}[T ][0-9:.]+(Z|[+-][0-9:]+)?", value):
             raise ValueError(value)
         moment = datetime.fromisoformat(value)
@@ -101,7 +103,7 @@ def parse_at(value: str | None, zone: tzinfo = UTC) -> datetime:
             f"--at {value!r} is not a date; use YYYY-MM-DD or an ISO datetime with its offset, "
             "e.g. 2026-04-17 or 2026-04-17T20:00:00+00:00"
         ) from None
-    return moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC)
+    return check_instant(moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC), zone)
 
 
 def parse_sets(values: list[str] | None, needed: list[str]) -> dict[str, str]:
@@ -129,7 +131,9 @@ def parse_sets(values: list[str] | None, needed: list[str]) -> dict[str, str]:
 @app.command("preview")
 def preview(
     fmt: FormatArg,
-    counter: Annotated[int, typer.Option("--counter", help="Counter value to render.")] = 1,
+    counter: Annotated[
+        int, typer.Option("--counter", min=0, max=MAX_COUNTER, help="Counter value to render.")
+    ] = 1,
     at: Annotated[
         str | None,
         typer.Option(

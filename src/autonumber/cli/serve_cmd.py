@@ -13,8 +13,14 @@ from typing import Annotated
 import typer
 
 from autonumber.defaults import ADMIN_TOKEN_ENV as ENV
+from autonumber.defaults import (
+    ALLOWED_HOSTS_ENV,
+    DATABASE_ENV,
+    FORWARDED_ALLOW_IPS_ENV,
+    MAX_CONNECTIONS_ENV,
+    SECRET_ENV,
+)
 from autonumber.defaults import API_TOKEN_ENV as API_ENV
-from autonumber.defaults import DATABASE_ENV, MAX_CONNECTIONS_ENV, SECRET_ENV
 
 from .common import DEFAULT_URL, DbOption
 
@@ -31,9 +37,29 @@ MaxConnectionsOption = Annotated[
     typer.Option(
         "--max-connections",
         min=3,
+        max=1000,
         envvar=MAX_CONNECTIONS_ENV,
         show_default=False,
         help="Database connections per worker, all pools together (default 10).",
+    ),
+]
+ForwardedOption = Annotated[
+    str | None,
+    typer.Option(
+        "--forwarded-allow-ips",
+        envvar=FORWARDED_ALLOW_IPS_ENV,
+        show_default=False,
+        help="Comma-separated proxy addresses (or CIDR ranges) whose X-Forwarded-For/-Proto are "
+        "believed; default: none, so a client cannot choose its address by header.",
+    ),
+]
+AllowedHostOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--allowed-host",
+        show_default=False,
+        help=f"A Host name this server answers (repeat it; *.example.com for a domain). Default: the "
+        f"bound address and localhost, or {ALLOWED_HOSTS_ENV} (comma-separated).",
     ),
 ]
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
@@ -46,6 +72,8 @@ def serve(
     db: DbOption = DEFAULT_URL,
     workers: WorkersOption = 1,
     max_connections: MaxConnectionsOption = None,
+    forwarded_allow_ips: ForwardedOption = None,
+    allowed_host: AllowedHostOption = None,
 ) -> None:
     """Serve the web console and the JSON API (OpenAPI at /docs) on an existing database.
 
@@ -54,18 +82,37 @@ def serve(
 
     Example: AUTONUMBER_API_TOKEN=t0ken autonumber serve --workers 4 --max-connections 10 --db postgresql+psycopg://…
     """
-    start_server(db, host, port, workers=workers, max_connections=max_connections)
+    start_server(
+        db,
+        host,
+        port,
+        workers=workers,
+        max_connections=max_connections,
+        forwarded_allow_ips=forwarded_allow_ips,
+        allowed_hosts=allowed_host,
+    )
 
 
 def start_server(
-    db: str, host: str, port: int, *, workers: int = 1, max_connections: int | None = None
+    db: str,
+    host: str,
+    port: int,
+    *,
+    workers: int = 1,
+    max_connections: int | None = None,
+    forwarded_allow_ips: str | None = None,
+    allowed_hosts: list[str] | None = None,
 ) -> None:
     """Check the database, print the URL and run Uvicorn until interrupted or terminated."""
     import uvicorn
 
     from autonumber.db.budget import max_connections_from
+    from autonumber.web.server import default_allowed_hosts, proxy_options
 
     budget = max_connections_from(max_connections)
+    proxies = proxy_options(forwarded_allow_ips)
+    hosts = allowed_hosts or _env_list(ALLOWED_HOSTS_ENV) or default_allowed_hosts(host)
+    os.environ[ALLOWED_HOSTS_ENV] = ",".join(hosts)
     os.environ[DATABASE_ENV] = db
     os.environ[MAX_CONNECTIONS_ENV] = str(budget)
     # sessions and CSRF tokens must verify on whichever worker answers
@@ -83,7 +130,8 @@ def start_server(
         f"autonumber console on http://{shown}:{port}/  (API docs: /docs; {workers} worker(s) × "
         f"{budget} database connections; admin "
         f"{'enabled' if token else f'disabled, set {ENV} to enable'}; writes "
-        f"{'need ' + API_ENV if os.environ.get(API_ENV) else 'open to anyone who can reach it'})"
+        f"{'need ' + API_ENV if os.environ.get(API_ENV) else 'open to anyone who can reach it'}; "
+        f"Host {', '.join(hosts)}; proxies trusted: {proxies['forwarded_allow_ips'] or 'none'})"
     )
     try:
         if app is not None:
@@ -94,6 +142,7 @@ def start_server(
                 http=NoDelayHTTP,
                 log_level="warning",
                 timeout_graceful_shutdown=GRACEFUL_SECONDS,
+                **proxies,
             )
         else:
             uvicorn.run(
@@ -105,10 +154,15 @@ def start_server(
                 http=NoDelayHTTP,
                 log_level="warning",
                 timeout_graceful_shutdown=GRACEFUL_SECONDS,
+                **proxies,
             )
     finally:
         if metrics_dir is not None and os.environ.get(MULTIPROC_ENV) == str(metrics_dir):
             shutil.rmtree(metrics_dir, ignore_errors=True)
+
+
+def _env_list(name: str) -> list[str]:
+    return [item.strip() for item in os.environ.get(name, "").split(",") if item.strip()]
 
 
 def _metrics_dir() -> Path | None:

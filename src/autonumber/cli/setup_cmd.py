@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_URL, DbOption, console
+from .common import DEFAULT_URL, MAX_ROWS, DbOption, console
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -112,7 +112,9 @@ def report_cmd(
             help="A SCRATCH database URL. EVERY TABLE IN IT IS DROPPED, several times.",
         ),
     ],
-    rows: Annotated[int, typer.Option("--rows", help="Legacy demo rows for the populated state.")] = 2000,
+    rows: Annotated[
+        int, typer.Option("--rows", min=1, max=MAX_ROWS, help="Legacy demo rows for the populated state.")
+    ] = 2000,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print markdown tables.")] = False,
 ) -> None:
     """Run the three-part deployment verification report (docs/setup.md) against a SCRATCH database.

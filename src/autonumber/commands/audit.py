@@ -8,6 +8,7 @@ from autonumber.audit import GapReport, audit_gaps
 from autonumber.db import dialect_for
 from autonumber.engine.journal import prune
 from autonumber.runtime import Platform
+from autonumber.values import check_text
 
 from .session import opened, platform
 
@@ -16,6 +17,8 @@ def gaps_on(
     p: Platform, field: str, *, scope_key: str | None = None, lo: int | None = None, hi: int | None = None
 ) -> GapReport:
     """Every value `field`'s counters moved past that no stored record carries, with the reason."""
+    if scope_key is not None:
+        check_text(scope_key, "the scope key")  # PostgreSQL refuses NUL in a bound value
     return audit_gaps(p, field, scope_key=scope_key, lo=lo, hi=hi)
 
 

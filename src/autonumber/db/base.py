@@ -236,6 +236,12 @@ class Dialect:
         for group in by_fields(rows).values():
             conn.execute(sa.insert(table), group)
 
+    def retype_column(self, conn: Connection, column: sa.Column[Any]) -> list[str]:
+        """Give an existing system column its declared type where the backend stores a different
+        one (a collation); [] when nothing differs. Here nothing can: SQLite and PostgreSQL keep
+        the type a column was made with and compare text exactly."""
+        return []
+
     def drop_table_if_exists(self, conn: Connection, table_name: str) -> None:
         """Drop a table by name when it exists."""
         conn.execute(sa.text(f"DROP TABLE IF EXISTS {self.quote(conn, table_name)}"))

@@ -169,6 +169,25 @@ class MySQLDialect(Dialect):
         finally:
             conn.execute(sa.text(f"SET {MYSQL_VARIABLE} = NULL"))
 
+    def retype_column(self, conn: Connection, column: sa.Column[Any]) -> list[str]:
+        """MODIFY a system column whose collation differs from its declared type's (idempotency
+        keys made case- and accent-blind by the server's default collation before 0.3.0)."""
+        declared = column.type.compile(dialect=conn.dialect)
+        table = column.table.name
+        stored = conn.execute(
+            sa.text(
+                "SELECT COLLATION_NAME FROM information_schema.COLUMNS "
+                "WHERE TABLE_SCHEMA = DATABASE() AND TABLE_NAME = :t AND COLUMN_NAME = :c"
+            ),
+            {"t": table, "c": column.name},
+        ).scalar()
+        if stored is None or f"COLLATE {stored}" in declared:
+            return []
+        null = "NULL" if column.nullable else "NOT NULL"
+        quoted_table, quoted_column = self.quote(conn, table), self.quote(conn, column.name)
+        conn.execute(sa.text(f"ALTER TABLE {quoted_table} MODIFY {quoted_column} {declared} {null}"))
+        return [f"column {table}.{column.name}: {stored} -> {declared}"]
+
     def is_retryable(self, exc: BaseException) -> bool:
         return mysql_errno(exc) in RETRYABLE
 

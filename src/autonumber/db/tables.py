@@ -16,6 +16,23 @@ Timestamp6 = sa.DateTime().with_variant(mysql.DATETIME(fsp=6), "mysql", "mariadb
 """Microsecond timestamps on every backend (PostgreSQL TIMESTAMP is 6 digits by default)."""
 
 
+class ExactText(TypeDecorator[str]):
+    """Text compared byte for byte, trailing spaces included: the MySQL family's default collations
+    fold case and accents and pad with spaces, so two distinct keys would meet as one there
+    (SQLite and PostgreSQL compare exactly by default). MariaDB gets `utf8mb4_nopad_bin`, MySQL 8
+    `utf8mb4_0900_bin` (both binary and NO PAD)."""
+
+    impl = sa.String
+    cache_ok = True
+
+    def load_dialect_impl(self, dialect: sa.Dialect) -> sa.types.TypeEngine[Any]:
+        length = getattr(self.impl_instance, "length", None)
+        if dialect.name in ("mysql", "mariadb"):
+            collation = "utf8mb4_nopad_bin" if getattr(dialect, "is_mariadb", False) else "utf8mb4_0900_bin"
+            return dialect.type_descriptor(mysql.VARCHAR(length, charset="utf8mb4", collation=collation))
+        return dialect.type_descriptor(sa.String(length))
+
+
 class utc_now6(FunctionElement[Any]):
     """CURRENT_TIMESTAMP with microseconds, as a column default."""
 
@@ -199,7 +216,7 @@ SYSTEM_TABLES: tuple[sa.Table, ...] = (
 idempotency_table = sa.Table(
     "_System_IdempotencyKey",
     metadata,
-    sa.Column("idempotency_key", sa.String(255), primary_key=True),
+    sa.Column("idempotency_key", ExactText(255), primary_key=True),
     sa.Column("object_name", sa.String(64), nullable=False),
     sa.Column("request_digest", sa.String(64), nullable=False),
     sa.Column("record_ids", sa.Text, nullable=False),

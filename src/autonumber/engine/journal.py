@@ -141,12 +141,19 @@ def prune(conn: Connection, before: datetime) -> int:
     return int(conn.execute(sa.delete(J).where(J.c.logged_at < before)).rowcount or 0)
 
 
+MAX_AGE = timedelta(days=36500)
+"""The longest age `parse_age` accepts (a century): older is no date a database clock can subtract."""
+
+
 def parse_age(text: str) -> timedelta:
-    """`90d`, `12h`, `30m` → a timedelta; ValueError otherwise."""
-    units = {"d": "days", "h": "hours", "m": "minutes"}
-    if len(text) < 2 or text[-1] not in units or not text[:-1].isdigit():
+    """`90d`, `12h`, `30m` → a timedelta of at most MAX_AGE; ValueError otherwise."""
+    minutes = {"d": 1440, "h": 60, "m": 1}
+    if len(text) < 2 or text[-1] not in minutes or not text[:-1].isascii() or not text[:-1].isdigit():
         raise ValueError(text)
-    return timedelta(**{units[text[-1]]: int(text[:-1])})
+    age = int(text[:-1]) * minutes[text[-1]]
+    if age > MAX_AGE.total_seconds() // 60:
+        raise ValueError(text)
+    return timedelta(minutes=age)
 
 
 def lines_for(conn: Connection, field_id: str, scope_keys: Iterable[str] | None = None) -> list[sa.Row[Any]]:
@@ -186,9 +193,15 @@ def _on_commit(conn: Connection) -> None:
 
 
 def _on_rollback(conn: Connection) -> None:
-    held: list[Pending] | None = conn.info.pop(PENDING, None)
-    for p in held or ():
-        p.journal.outcome(p.db, [(r, p.state, p.detail) for r in p.ranges])
+    """Runs while the caller's error propagates: it must never raise over that error. On a
+    connection the database killed even `conn.info` raises, and those values are then left as
+    `reserved` lines (the audit reports them as "outcome not recorded")."""
+    try:
+        held: list[Pending] | None = conn.info.pop(PENDING, None)
+        for p in held or ():
+            p.journal.outcome(p.db, [(r, p.state, p.detail) for r in p.ranges])
+    except Exception as exc:  # the caller's error is the one to see; this is logged for operators
+        log.warning("reservation journal: outcome of a rolled-back transaction not recorded: %s", exc)
 
 
 def watch(engine: Engine) -> None:

@@ -106,6 +106,19 @@ def _scan(fmt: str) -> list[Token]:
     return tokens
 
 
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\udfff\u2028\u2029]")
+"""Control characters (NUL, tab, newline, DEL, C1), lone surrogates and line/paragraph separators:
+no database stores all of them, no value should carry them, and an error could not show them."""
+
+
+def _check_characters(fmt: str) -> None:
+    """Rule 11: a format is printable text on one line."""
+    bad = _UNPRINTABLE.search(fmt)
+    if bad is not None:
+        what = f"character U+{ord(bad.group()):04X} is a control character, a lone surrogate or a line break"
+        raise _fail(11, fmt, bad.start(), f"{what}; a format is printable text on one line")
+
+
 def _check_counter(fmt: str, tokens: list[Token]) -> int:
     counters = [t for t in tokens if t.kind is TokenKind.COUNTER]
     if not counters:
@@ -128,6 +141,7 @@ def parse_format(fmt: str) -> Format:
         raise FormatError(0, f"a format must be a string, not {type(fmt).__name__}")
     if not fmt:
         raise _fail(0, fmt, None, "is empty; a format needs at least a counter such as {0000}")
+    _check_characters(fmt)
     tokens = _scan(fmt)
     width = _check_counter(fmt, tokens)
     refs: dict[str, CrossRef] = {}

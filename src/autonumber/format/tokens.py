@@ -79,4 +79,5 @@ class Token:
 def quote_format(fmt: str, limit: int = 80) -> str:
     """Quote a format for an error message on one line, shortened when it is very long."""
     shown = fmt if len(fmt) <= limit else fmt[:limit] + "…"
-    return json.dumps(shown, ensure_ascii=False)
+    # JSON escapes control characters; a lone surrogate is escaped too, so the line can be encoded.
+    return json.dumps(shown, ensure_ascii=False).encode("utf-8", "backslashreplace").decode("utf-8")

@@ -41,6 +41,17 @@ def check_zone(name: str) -> str:
     return name
 
 
+def check_instant(at: datetime, zone: tzinfo = UTC) -> datetime:
+    """`at` when it has a calendar date both in UTC and in `zone`; ConfigError when it falls
+    outside the years 1-9999 in either (a user's sample instant, never the database clock)."""
+    try:
+        at.astimezone(UTC)
+        local_time(at, zone)
+    except (OverflowError, ValueError):
+        raise ConfigError(f"{at.isoformat()} falls outside the years 1-9999 in UTC or in {zone}") from None
+    return at
+
+
 def local_time(at: datetime, zone: tzinfo = UTC) -> datetime:
     """The instant `at` (aware; naive means UTC) on the wall clock of `zone`."""
     if at.tzinfo is None:

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
 from autonumber.db.schema import reconcile_system_schema, reconcile_tables
+from autonumber.db.tables import idempotency_table
 from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
 from autonumber.progress import NullReporter, Reporter
@@ -63,12 +64,19 @@ def _unique_indexes(engine: Engine, reporter: Reporter) -> list[str]:
     return changes
 
 
+def _exact_idempotency_keys(engine: Engine, reporter: Reporter) -> list[str]:
+    """Idempotency keys compared byte for byte on MariaDB/MySQL (binary NO PAD collation)."""
+    with engine.begin() as conn:
+        return dialect_for(conn).retype_column(conn, idempotency_table.c.idempotency_key)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
         "0.2.0 tables and columns, rendered per_prefix keys, UNIQUE autonumber indexes",
         (_system_tables, _prefix_keys, _unique_indexes),
     ),
+    Migration(2, "idempotency keys compared byte for byte", (_exact_idempotency_keys,)),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 

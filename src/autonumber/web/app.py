@@ -2,18 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 from fastapi import FastAPI, Request
 from fastapi.staticfiles import StaticFiles
 from fastapi.templating import Jinja2Templates
-from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.datastructures import MutableHeaders
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from autonumber.runtime import Platform, connect
 
 from . import errors
 from .api import WORKER, api, ops
-from .auth import AdminAuth, cross_origin
+from .auth import AdminAuth, cross_origin, host_refused
 from .openapi import install_docs
 from .pages import pages, word_breaks
 from .service import Console
@@ -27,13 +29,16 @@ def create_app(
     *,
     api_token: str | None = None,
     secret: str | None = None,
+    allowed_hosts: Sequence[str] | None = None,
 ) -> FastAPI:
     """Build the app over a database URL (opened now) or an open Platform.
 
     `admin_token` enables admin changes (rules page, PUT /api/autonumber/fields/…); None disables
     them. `api_token`, when set, is required for every write. `autonumber serve` passes
     AUTONUMBER_ADMIN_TOKEN and AUTONUMBER_API_TOKEN; `secret` signs sessions and CSRF tokens
-    (default AUTONUMBER_SECRET_KEY, else random per process).
+    (default AUTONUMBER_SECRET_KEY, else random per process). `allowed_hosts` lists the Host
+    header values answered (`*.example.com` for a domain, `*` for any); None leaves the Host check
+    to whoever embeds the app (`serve` always passes a list).
     """
     platform = connect(url_or_platform) if isinstance(url_or_platform, str) else url_or_platform
     app = FastAPI(
@@ -54,26 +59,52 @@ def create_app(
     errors.install(app)
     install_docs(app)
     WORKER.set(1)
-    app.add_middleware(SameOriginOnly)
+    app.add_middleware(
+        RequestGuard, allowed_hosts=None if allowed_hosts is None else tuple(h.lower() for h in allowed_hosts)
+    )
     return app
 
 
-class SameOriginOnly:
-    """Refuse a state-changing request that a page of another site made the browser send.
+class RequestGuard:
+    """Refuse a request for a host this server does not serve (DNS rebinding) and a state-changing
+    request that a page of another site made the browser send; mark every cookie `Secure` when the
+    request came over HTTPS (directly, or through a trusted proxy that says so).
 
     Plain ASGI rather than `@app.middleware("http")`: that wrapper streams every response through
     an extra task and queue, which cost the records API about a fifth of its CPU per request."""
 
-    def __init__(self, app: ASGIApp) -> None:
+    def __init__(self, app: ASGIApp, allowed_hosts: tuple[str, ...] | None = None) -> None:
         self.app = app
+        self.allowed_hosts = allowed_hosts
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
-            request = Request(scope)
-            reason = cross_origin(request)
-            if reason is not None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request(scope)
+        refused = host_refused(request, self.allowed_hosts)
+        reason = cross_origin(request)
+        if refused is not None or reason is not None:
+            if refused is not None:
+                response = await errors.respond_error(request, 400, refused)
+            else:
                 message = f"cross-origin request refused: {reason} (send it from this site's own pages)"
                 response = await errors.respond_error(request, 403, message)
-                await response(scope, receive, send)
-                return
-        await self.app(scope, receive, send)
+            await response(scope, receive, send)
+            return
+        if scope.get("scheme") != "https":
+            await self.app(scope, receive, send)
+            return
+
+        async def secure_cookies(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                headers = MutableHeaders(scope=message)
+                cookies = [v for k, v in headers.items() if k == "set-cookie"]
+                if cookies:
+                    del headers["set-cookie"]
+                    for cookie in cookies:
+                        secure = "; secure" in cookie.lower()
+                        headers.append("set-cookie", cookie if secure else f"{cookie}; Secure")
+            await send(message)
+
+        await self.app(scope, receive, secure_cookies)

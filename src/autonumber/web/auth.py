@@ -31,7 +31,7 @@ from sqlalchemy.engine import Engine
 from autonumber.db import dialect_for
 from autonumber.db.schema import ensure_table
 from autonumber.db.tables import web_session_table
-from autonumber.defaults import ADMIN_TOKEN_ENV, API_TOKEN_ENV, SECRET_ENV
+from autonumber.defaults import ADMIN_TOKEN_ENV, ALLOWED_HOSTS_ENV, API_TOKEN_ENV, SECRET_ENV
 from autonumber.errors import AutonumberError
 
 COOKIE = "autonumber_session"
@@ -297,9 +297,31 @@ def allowed_origins() -> set[str]:
     return {o.strip().rstrip("/").lower() for o in raw.split(",") if o.strip()}
 
 
+def host_name(host_header: str) -> str:
+    """The host of a Host header, port and IPv6 brackets removed, lower case."""
+    host = host_header.strip().lower()
+    if host.startswith("["):
+        return host[1 : host.find("]")] if "]" in host else host
+    return host.rsplit(":", 1)[0] if host.count(":") == 1 else host
+
+
+def host_refused(request: Request, allowed: tuple[str, ...] | None) -> str | None:
+    """Why the request's Host is not one this server answers (DNS rebinding), or None."""
+    if allowed is None or "*" in allowed:
+        return None
+    header = request.headers.get("host", "")
+    host = host_name(header)
+    for name in allowed:
+        if host == name or (name.startswith("*.") and host.endswith(name[1:])):
+            return None
+    shown = header[:80].encode("ascii", "backslashreplace").decode()
+    return f"host {shown!r} is not served here; add it with --allowed-host (or {ALLOWED_HOSTS_ENV})"
+
+
 def cross_origin(request: Request) -> str | None:
     """Why a state-changing request comes from another site, or None when it is same-origin or
-    carries neither Origin nor Referer (a non-browser client)."""
+    carries neither Origin nor Referer (a non-browser client). Same origin means the same scheme
+    and host:port: an http:// page may not post to the https:// site."""
     if request.method not in WRITE_METHODS:
         return None
     source = request.headers.get("origin") or request.headers.get("referer")
@@ -314,6 +336,7 @@ def cross_origin(request: Request) -> str | None:
         return f"malformed Origin/Referer {source[:80]!r}"
     if source == "null" or not netloc:
         return "a request from an opaque origin"
-    if netloc == host or origin in allowed_origins():
+    own = f"{request.url.scheme}://{host}"
+    if origin == own or origin in allowed_origins():
         return None
-    return f"a request from {origin} to {host}"
+    return f"a request from {origin} to {own}"

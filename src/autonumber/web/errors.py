@@ -42,6 +42,7 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
     (e.ConfigError, 422),
     (e.IdempotencyConflict, 422),
     (e.CommitOutcomeUnknown, 503),
+    (e.DatabaseUnavailable, 503),
     (e.ConnectionBudgetExhausted, 503),
     (e.ReservationFailed, 503),
     (e.LockTimeout, 503),
@@ -103,7 +104,20 @@ def _html(request: Request, status: int, message: str) -> Response:
     )
 
 
+def encodable(value: Any) -> Any:
+    """`value` with every lone surrogate in its text written as an escape, so the answer can be
+    encoded as UTF-8 (an error message may quote the bad input it refuses)."""
+    if isinstance(value, str):
+        return value.encode("utf-8", "backslashreplace").decode("utf-8")
+    if isinstance(value, dict):
+        return {encodable(k): encodable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [encodable(v) for v in value]
+    return value
+
+
 def _respond(request: Request, status: int, body: dict[str, Any]) -> Response:
+    body = encodable(body)
     if _wants_json(request):
         return JSONResponse(body, status_code=status, headers=_retry(status, body))
     response = _html(request, status, str(body["error"]))
@@ -168,18 +182,29 @@ def allowed_methods(request: Request) -> list[str]:
 
 
 async def on_database_error(request: Request, exc: Exception) -> Response:
-    """The database went away or refused: 503 so the client retries later (logged for operators)."""
-    assert isinstance(exc, sa.exc.DBAPIError)
-    log.warning("database error on %s %s: %s", request.method, request.url.path, exc.orig)
-    if not isinstance(exc, (sa.exc.OperationalError, sa.exc.InterfaceError)):
+    """The database went away or refused: 503 so the client retries later (logged for operators).
+
+    A PendingRollbackError is the same fault seen one statement later: the connection died inside
+    a transaction, which then rolled back."""
+    assert isinstance(exc, (sa.exc.DBAPIError, sa.exc.PendingRollbackError))
+    log.warning("database error on %s %s: %s", request.method, request.url.path, getattr(exc, "orig", exc))
+    if isinstance(exc, sa.exc.DataError):  # SQLSTATE class 22: a value the database cannot take
+        first = (str(exc.orig).splitlines() or [""])[0][:200]
+        return _respond(request, 422, {"error": f"the database refused a value of this request: {first}"})
+    if isinstance(exc, sa.exc.DBAPIError) and not isinstance(
+        exc, (sa.exc.OperationalError, sa.exc.InterfaceError)
+    ):
         return await on_unexpected(request, exc)
     return _respond(request, 503, {"error": "the database is unavailable; retry later"})
 
 
 async def on_unexpected(request: Request, exc: Exception) -> Response:
-    """A bug: logged with its traceback, answered without one."""
+    """A bug: logged with its traceback, answered without one. The server closes the connection
+    after it, so the answer says so and the client does not reuse the socket."""
     log.exception("unhandled error on %s %s", request.method, request.url.path)
-    return _respond(request, 500, {"error": f"internal error ({type(exc).__name__}); see the server log"})
+    response = _respond(request, 500, {"error": f"internal error ({type(exc).__name__}); see the server log"})
+    response.headers["Connection"] = "close"
+    return response
 
 
 def install(app: FastAPI) -> None:
@@ -188,4 +213,5 @@ def install(app: FastAPI) -> None:
     app.add_exception_handler(RequestValidationError, on_validation_error)
     app.add_exception_handler(StarletteHTTPException, on_http_error)
     app.add_exception_handler(sa.exc.DBAPIError, on_database_error)
+    app.add_exception_handler(sa.exc.PendingRollbackError, on_database_error)
     app.add_exception_handler(Exception, on_unexpected)

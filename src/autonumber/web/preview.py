@@ -7,8 +7,9 @@ from datetime import UTC, datetime, tzinfo
 from autonumber.catalog import CatalogSnapshot
 from autonumber.commands.fields import field_row
 from autonumber.format import FormatReport, check_format
-from autonumber.format.zones import local_time, zone_of
+from autonumber.format.zones import check_instant, local_time, zone_of
 from autonumber.rules import carried_overrides
+from autonumber.values import check_text
 
 from .models import PreviewIn, PreviewOut
 
@@ -45,7 +46,12 @@ def _render(report: FormatReport, req: PreviewIn, obj: str | None, zone: tzinfo)
     else:
         day = req.date or local_time(datetime.now(UTC), zone).date()
         at = datetime(day.year, day.month, day.day, tzinfo=zone)
-    values = {k: v for k, v in req.values.items() if v}
+    check_instant(at, zone)
+    values = {
+        check_text(k, "a sample value's name"): check_text(v, f"the sample value of {k}")
+        for k, v in req.values.items()
+        if v
+    }
     defaulted = []
     for ref in fmt.cross_refs:
         if ref.key not in values:

@@ -115,8 +115,11 @@ def set_cmd(
     Example: autonumber field set Account Account_ID__c --format 'IBG-B-{YYYY}{MM}{DD}-{0000000}'
     """
     from autonumber.commands import fields
+    from autonumber.rules import RuleEdit
 
-    rule, done = fields.set_field(
-        db, object_name, field, fmt, scope=scope, start=start, numbering=numbering, time_zone=time_zone
+    edit = RuleEdit(
+        object_name, field, format=fmt, scope=scope, start=start, numbering=numbering, time_zone=time_zone
     )
-    _report(rule, done)
+    done = fields.set_field(db, edit)
+    assert done.rule is not None  # a planned set always resolves its rule
+    _report(done.rule, done)

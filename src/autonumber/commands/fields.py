@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from autonumber.catalog import CatalogSnapshot, FieldRow
 from autonumber.errors import UnknownField
-from autonumber.rules import FieldChange, RuleRequest, RuleSpec, commit_requests, set_rule
+from autonumber.rules import FieldChange, RuleEdit, RuleRequest, RuleSpec, commit_requests, set_rule
 from autonumber.runtime import Platform
 
 from .session import opened
@@ -21,29 +21,10 @@ def create_field(url: str, rule: RuleSpec) -> FieldChange:
     return done
 
 
-def set_field(
-    url: str,
-    object_name: str,
-    field_name: str,
-    fmt: str | None,
-    *,
-    scope: str | None = None,
-    start: int | None = None,
-    numbering: str | None = None,
-    time_zone: str | None = None,
-) -> tuple[RuleSpec, FieldChange]:
-    """Change a field's rule (what is not given stays as stored); the new rule and what changed."""
+def set_field(url: str, edit: RuleEdit) -> FieldChange:
+    """Change a field's rule (what the edit does not give stays as stored); what changed."""
     with opened(url) as engine:
-        return set_rule(
-            engine,
-            object_name,
-            field_name,
-            fmt,
-            scope=scope,
-            start=start,
-            numbering=numbering,
-            time_zone=time_zone,
-        )
+        return set_rule(engine, edit)
 
 
 def field_row(snapshot: CatalogSnapshot, field: str, *, autonumber: bool = True) -> FieldRow:
@@ -59,27 +40,8 @@ def field_row(snapshot: CatalogSnapshot, field: str, *, autonumber: bool = True)
     raise UnknownField(field, "field has no autonumber rule")
 
 
-def change_field(
-    platform: Platform,
-    field: str,
-    fmt: str | None = None,
-    *,
-    scope: str | None = None,
-    start: int | None = None,
-    numbering: str | None = None,
-    time_zone: str | None = None,
-) -> FieldChange:
+def change_field(platform: Platform, edit: RuleEdit) -> FieldChange:
     """Change a rule on a running platform (what is not given stays), then refresh its catalog."""
-    row = field_row(platform.catalog.current(), field)
-    _, done = set_rule(
-        platform.db,
-        row.info.object,
-        row.info.name,
-        fmt,
-        scope=scope,
-        start=start,
-        numbering=numbering,
-        time_zone=time_zone,
-    )
+    done = set_rule(platform.db, edit)
     platform.catalog.refresh()
     return done

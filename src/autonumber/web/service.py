@@ -13,6 +13,7 @@ from autonumber.commands.fields import change_field, field_row
 from autonumber.db.objects import key_column
 from autonumber.errors import RecordError
 from autonumber.format import parse_format
+from autonumber.rules import RuleEdit
 from autonumber.runtime import Platform
 
 from .auth import AdminAuth
@@ -234,15 +235,17 @@ class Console:
         time_zone: str | None = None,
     ) -> FieldOut:
         """Change a rule through `autonumber.rules` (what is not given stays); refusals raise."""
-        done = change_field(
-            self.platform,
-            field_id,
-            new_format,
+        row = field_row(self.platform.catalog.current(), field_id)
+        edit = RuleEdit(
+            row.info.object,
+            row.info.name,
+            format=new_format,
             scope=scope,
             start=start,
             numbering=numbering,
             time_zone=time_zone,
         )
+        done = change_field(self.platform, edit)
         return self.field(done.field_id)
 
     def gaps(

@@ -303,7 +303,9 @@ def _finish(
     current = dict(batch.counters_of(fid))
     reserved = batch.floors_of(fid)
     if rule.scope == "global":  # continue above every value handed out, under any scope or format
-        floor = max([*current.values(), scan.older_max + 1, batch.field_floor(fid)])
+        floor = batch.field_floor(fid)
+        if previous is not None and previous[1] != "global":  # values stored under the old scope
+            floor = max(floor, scan.older_max + 1)
         planned = [_at_least(row, floor, "previous") if row.scope_key == "" else row for row in planned]
     else:  # a lazy scope's rows start above what each key ever reserved (journal, retired rows)
         planned = [_at_least(row, reserved.get(row.scope_key, 0), "reserved") for row in planned]

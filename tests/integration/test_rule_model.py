@@ -7,6 +7,8 @@ from __future__ import annotations
 import threading
 from collections.abc import Iterator
 from dataclasses import replace
+from pathlib import Path
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -159,3 +161,122 @@ def test_field_set_works_on_an_adopted_table_whatever_its_key_column(
     with autonumber.connect(db_url) as p:
         assert p.records.insert("Invoice__c", {})["invoice_no"] == "INV-00043"
     assert verify(engine) == []
+
+
+_SPECS = [0]
+
+
+def spec_file(tmp_path: Path, ops: list[dict[str, Any]]) -> Path:
+    """A data-spec document whose operations are `ops` (None values left out)."""
+    _SPECS[0] += 1
+    lines = []
+    for op in ops:
+        items = [(k, v) for k, v in op.items() if v is not None]
+        for i, (key, value) in enumerate(items):
+            shown = f"'{value}'" if isinstance(value, str) and key != "op" else str(value)
+            lines.append(f"{'- ' if i == 0 else '  '}{key}: {shown}")
+    path = tmp_path / f"i23-{_SPECS[0]}.md"
+    path.write_text(
+        "---\napiVersion: data-spec/v1\n"
+        f"id: 2026-06-01-i23-{_SPECS[0]}\nscope: staging-then-production\nstatus: pending\n---\n\n"
+        "## Operations\n\n```yaml\n" + "\n".join(lines) + "\n```\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def apply_spec(path: Path, db_url: str, capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
+    return run_cli(["spec", "apply", str(path), "--env", "production", "--db", db_url], capsys)
+
+
+def test_a_spec_set_after_an_add_builds_on_the_added_rule(
+    engine: Engine, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    add = {
+        "op": "add_autonumber_field",
+        "object": "Account",
+        "field": "Ref__c",
+        "format": "R-{YYYY}{MM}{DD}-{0000}",
+    }
+    add |= {"scope": "per_day", "start": 10, "numbering": "gapless", "time_zone": "Asia/Tokyo"}
+    then = {"op": "set_rule", "object": "Account", "field": "Ref__c", "format": "RF-{YYYY}{MM}{DD}-{0000}"}
+    code, out = apply_spec(spec_file(tmp_path, [add, then]), db_url, capsys)
+    assert code == 0, out
+    assert rule_of(engine, "Account", "Ref__c") == (
+        "RF-{YYYY}{MM}{DD}-{0000}",
+        "per_day",
+        10,
+        "gapless",
+        "Asia/Tokyo",
+        30,
+    )
+
+
+def test_a_spec_length_on_a_set_is_refused(
+    engine: Engine, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    op = {"op": "set_rule", "object": "Case", "field": "CaseNumber", "format": "C-{00000000}", "length": 40}
+    code, out = apply_spec(spec_file(tmp_path, [op]), db_url, capsys)
+    assert code == 2 and out.strip().count("\n") == 0, out
+    assert "length 40: a column's length is chosen when the field is added" in out
+    assert rule_of(engine, "Case", "CaseNumber")[0] == "{00000000}"
+
+
+EDITS: dict[str, tuple[dict[str, Any], tuple[object, ...] | None]] = {
+    "format": ({"format": "C-{00000000}"}, ("C-{00000000}", "global", 1, "standard", "UTC")),
+    "scope": (
+        {"format": "C-{YYYY}-{0000}", "scope": "per_prefix"},
+        ("C-{YYYY}-{0000}", "per_prefix", 1, "standard", "UTC"),
+    ),
+    "start": ({"format": "{00000000}", "start": 50}, ("{00000000}", "global", 50, "standard", "UTC")),
+    "numbering": (
+        {"format": "{00000000}", "numbering": "gapless"},
+        ("{00000000}", "global", 1, "gapless", "UTC"),
+    ),
+    "time_zone": (
+        {"format": "{00000000}", "time_zone": "Asia/Tokyo"},
+        ("{00000000}", "global", 1, "standard", "Asia/Tokyo"),
+    ),
+    "no-op": ({"format": "{00000000}"}, ("{00000000}", "global", 1, "standard", "UTC")),
+    "bad-format": ({"format": "C-{0000"}, None),
+    "bad-scope": ({"format": "{00000000}", "scope": "per_week"}, None),
+    "bad-zone": ({"format": "{00000000}", "time_zone": "Mars/Olympus"}, None),
+    "bad-start": ({"format": "{000}", "start": 1000}, None),
+}
+
+
+@pytest.mark.parametrize("case", sorted(EDITS))
+def test_every_door_gives_the_same_answer(
+    engine: Engine, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
+) -> None:
+    """CLI, HTTP API and spec apply store the same rule for the same edit, or all refuse it."""
+    from fastapi.testclient import TestClient
+
+    from autonumber.web import create_app
+
+    given, expected = EDITS[case]
+    original = rule_of(engine, "Case", "CaseNumber")[:5]
+
+    def cli() -> bool:
+        argv = ["field", "set", "Case", "CaseNumber"]
+        for key, value in given.items():
+            argv += [f"--{key.replace('_', '-')}", str(value)]
+        return run_cli([*argv, "--db", db_url], capsys)[0] == 0
+
+    def http() -> bool:
+        with autonumber.connect(db_url) as p:
+            client = TestClient(create_app(p, admin_token="t"), headers={"Authorization": "Bearer t"})
+            r = client.put("/api/autonumber/fields/Case.CaseNumber", json=given)
+            return r.status_code == 200
+
+    def spec() -> bool:
+        op = {"op": "set_rule", "object": "Case", "field": "CaseNumber", **given}
+        return apply_spec(spec_file(tmp_path, [op]), db_url, capsys)[0] == 0
+
+    for door in (cli, http, spec):
+        ok = door()
+        got = rule_of(engine, "Case", "CaseNumber")[:5]
+        assert (ok, got) == ((True, expected) if expected else (False, original)), door.__name__
+        if expected:  # back to the original for the next door (the counters never go down)
+            set_rule(engine, RuleEdit("Case", "CaseNumber", *original[:1], scope=str(original[1])))
+            set_rule(engine, RuleEdit("Case", "CaseNumber", start=1, numbering="standard", time_zone="UTC"))

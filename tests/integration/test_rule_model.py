@@ -280,3 +280,49 @@ def test_every_door_gives_the_same_answer(
         if expected:  # back to the original for the next door (the counters never go down)
             set_rule(engine, RuleEdit("Case", "CaseNumber", *original[:1], scope=str(original[1])))
             set_rule(engine, RuleEdit("Case", "CaseNumber", start=1, numbering="standard", time_zone="UTC"))
+
+
+def test_field_list_and_show_print_the_stored_rule_and_the_next_number(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    import json
+
+    code, out = run_cli(
+        [
+            "field",
+            "set",
+            "Case",
+            "CaseNumber",
+            "--format",
+            "C-{0000}",
+            "--scope",
+            "per_prefix",
+            "--time-zone",
+            "Asia/Tokyo",
+            "--db",
+            db_url,
+        ],
+        capsys,
+    )
+    assert code == 0, out
+    with autonumber.connect(db_url) as p:
+        assert p.records.insert("Case", {"Subject": "x"})["CaseNumber"] == "C-0001"
+    code, out = run_cli(["field", "show", "Case.CaseNumber", "--json", "--db", db_url], capsys)
+    assert code == 0, out
+    [shown] = json.loads(out)
+    assert {k: shown[k] for k in ("format", "scope", "start", "numbering", "time_zone", "quarantined")} == {
+        "format": "C-{0000}",
+        "scope": "per_prefix",
+        "start": 1,
+        "numbering": "standard",
+        "time_zone": "Asia/Tokyo",
+        "quarantined": None,
+    }
+    assert shown["counters"] == [{"scope_key": "C-", "next_value": 2, "next_number": "C-0002"}]
+    code, out = run_cli(["field", "list", "Case", "--json", "--db", db_url], capsys)
+    assert code == 0, out
+    assert [f["field_id"] for f in json.loads(out)] == ["Case.CaseNumber"]
+    code, out = run_cli(["field", "list", "--db", db_url], capsys)
+    assert code == 0 and "C-0002" in out and "Asia/T" in out, out  # the table (folded to the terminal)
+    code, out = run_cli(["field", "show", "Case.Nope", "--db", db_url], capsys)
+    assert code == 2 and out.strip().count("\n") == 0, out

@@ -6,11 +6,19 @@ functions only open the database, find the field and refresh a running platform'
 
 from __future__ import annotations
 
-from autonumber.catalog import CatalogSnapshot, FieldRow
-from autonumber.errors import UnknownField
+from dataclasses import dataclass
+from datetime import UTC, datetime
+
+import sqlalchemy as sa
+
+from autonumber.catalog import CatalogSnapshot, FieldRow, Rule
+from autonumber.db.tables import counter_table
+from autonumber.errors import AutonumberError, UnknownField
+from autonumber.format.scope import COUNTER_MARK
 from autonumber.rules import FieldChange, RuleEdit, RuleRequest, RuleSpec, commit_requests, set_rule
 from autonumber.runtime import Platform
 
+from . import session
 from .session import opened
 
 
@@ -45,3 +53,86 @@ def change_field(platform: Platform, edit: RuleEdit) -> FieldChange:
     done = set_rule(platform.db, edit)
     platform.catalog.refresh()
     return done
+
+
+@dataclass(frozen=True)
+class CounterView:
+    """One counter row and the number it hands out next (None when that depends on the record)."""
+
+    scope_key: str
+    next_value: int
+    next_number: str | None
+
+
+@dataclass(frozen=True)
+class FieldView:
+    """What `field list|show` prints: the stored rule, its state and its counters."""
+
+    field_id: str
+    object: str
+    field: str
+    format: str
+    scope: str
+    start: int
+    numbering: str
+    time_zone: str
+    quarantined: str | None
+    counters: list[CounterView]
+
+
+def describe_fields(url: str, object_name: str | None = None, field: str | None = None) -> list[FieldView]:
+    """Every autonumber field (of one object, or one field by id or `Object.Field`) as stored."""
+    with session.platform(url) as p:
+        snap = p.catalog.current()
+        if field is not None:
+            rows = [field_row(snap, field)]
+        else:
+            if object_name is not None:
+                snap.require_object(object_name)
+            names = sorted(snap.fields) if object_name is None else [object_name]
+            rows = [r for obj in names for r in snap.fields.get(obj, []) if r.format is not None]
+        t = counter_table
+        with p.db.connect() as conn:
+            stmt = sa.select(t.c.field_id, t.c.scope_key, t.c.next_value).where(
+                t.c.field_id.in_([r.id for r in rows])
+            )
+            counters: dict[str, list[tuple[str, int]]] = {}
+            for fid, key, nxt in conn.execute(stmt.order_by(t.c.field_id, t.c.scope_key)):
+                counters.setdefault(fid, []).append((key, int(nxt)))
+        return [_view(snap, row, counters.get(row.id, [])) for row in rows]
+
+
+def _view(snap: CatalogSnapshot, row: FieldRow, counters: list[tuple[str, int]]) -> FieldView:
+    rule = snap.rules.get(row.id)
+    return FieldView(
+        row.id,
+        row.info.object,
+        row.info.name,
+        row.format or "",
+        row.scope,
+        row.start,
+        row.numbering,
+        row.time_zone,
+        snap.quarantined.get(row.id),
+        [CounterView(k, n, _next_number(rule, k, n)) for k, n in counters],
+    )
+
+
+def _next_number(rule: Rule | None, scope_key: str, next_value: int) -> str | None:
+    """The number a counter row hands out next, when the row alone decides it."""
+    if rule is None or rule.format.cross_refs:
+        return None
+    try:
+        if rule.scope == "per_prefix":
+            if "#" in scope_key and COUNTER_MARK not in scope_key:
+                return None  # a digest key: the text is not kept
+            digits = str(next_value).zfill(rule.format.counter_width)
+            return (
+                scope_key.replace(COUNTER_MARK, digits) if COUNTER_MARK in scope_key else scope_key + digits
+            )
+        at = datetime.now(UTC)
+        if rule.scope == "per_day":
+            at = datetime.strptime(scope_key, "%Y%m%d").replace(hour=12, tzinfo=rule.zone)
+        return rule.format.render(next_value, at, {}, field_id=rule.field_id, zone=rule.zone)
+    except (AutonumberError, ValueError):
+        return None

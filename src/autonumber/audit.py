@@ -20,6 +20,8 @@ from sqlalchemy.engine import Connection
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
 from autonumber.engine.journal import FAILED, RESERVED, ROLLED_BACK, lines_for, owner_alive
+from autonumber.format.value_patterns import ScanPattern
+from autonumber.rules.history import older_by_field
 from autonumber.runtime import Platform
 
 PAGE = 10_000
@@ -67,7 +69,8 @@ def audit_gaps(
     column = snapshot.table(rule.object_name).c[rule.field_name]
     with platform.db.connect() as conn:
         counters = _counters(conn, rule, scope_key)
-        stored = _stored(conn, rule, column, counters)
+        older = older_by_field(conn, {rule.field_id: rule.format.source}).get(rule.field_id, ())
+        stored = _stored(conn, rule, column, counters, older)
         lines = lines_for(conn, rule.field_id, counters)
     gaps: list[Gap] = []
     checked = 0
@@ -94,16 +97,21 @@ def _counters(conn: Connection, rule: Rule, scope_key: str | None) -> dict[str, 
 
 
 def _stored(
-    conn: Connection, rule: Rule, column: sa.Column[Any], counters: Mapping[str, int]
+    conn: Connection,
+    rule: Rule,
+    column: sa.Column[Any],
+    counters: Mapping[str, int],
+    older: Sequence[ScanPattern] = (),
 ) -> dict[str, set[int]]:
-    """The counter values the column holds, per scope key (values the format cannot read are skipped:
-    `setup verify` V1 reports those)."""
-    pattern = rule.format.scan_pattern()
+    """The counter values the column holds, per scope key, read with the current format or any
+    earlier one of the field (a value stored before a format change is not a gap); values no format
+    reads are skipped: `setup verify` V1 reports those."""
+    patterns = (rule.format.scan_pattern(), *older)
     out: dict[str, set[int]] = {}
     stmt = sa.select(column).where(column.is_not(None))
     result = conn.execute(stmt.execution_options(stream_results=True, yield_per=PAGE))
     for (value,) in result:
-        match = pattern.match(str(value))
+        match = next((m for p in patterns if (m := p.match(str(value))) is not None), None)
         if match is None:
             continue
         key = "" if rule.scope == "global" else match.scope_key(rule.scope)
@@ -156,7 +164,7 @@ class _Reasons:
             self._alive[owner] = owner_alive(owner)
         alive = self._alive[owner]
         if alive is False:
-            return f"reserved by a process that died ({owner})"
+            return f"reserved but never stored: its process ended without recording an outcome ({owner})"
         if alive:
             return (
                 f"reserved by a running process ({owner}): in flight, or its caller's outcome "

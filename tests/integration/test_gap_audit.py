@@ -174,7 +174,7 @@ def test_reserved_by_a_process_that_died(db_url: str, tmp_path: Path) -> None:
     finally:
         p.close()
     assert len(report.gaps) == 1 and report.gaps[0].first == number(out.strip()) == 2
-    assert report.gaps[0].reason.startswith("reserved by a process that died (")
+    assert report.gaps[0].reason.startswith("reserved but never stored: its process ended without recording")
 
 
 def test_scope_and_range_filters(server_db_url: str, capsys: pytest.CaptureFixture[str]) -> None:

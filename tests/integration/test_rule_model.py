@@ -326,3 +326,20 @@ def test_field_list_and_show_print_the_stored_rule_and_the_next_number(
     assert code == 0 and "C-0002" in out and "Asia/T" in out, out  # the table (folded to the terminal)
     code, out = run_cli(["field", "show", "Case.Nope", "--db", db_url], capsys)
     assert code == 2 and out.strip().count("\n") == 0, out
+
+
+def test_the_gap_audit_reads_values_stored_under_an_earlier_format(
+    engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with autonumber.connect(db_url) as p:
+        for i in range(3):
+            p.records.insert("Case", {"Subject": str(i)})
+    code, out = run_cli(
+        ["field", "set", "Case", "CaseNumber", "--format", "{000000000}", "--db", db_url], capsys
+    )
+    assert code == 0, out
+    with autonumber.connect(db_url) as p:
+        assert p.records.insert("Case", {"Subject": "wider"})["CaseNumber"] == "000000004"
+    code, out = run_cli(["audit", "gaps", "Case.CaseNumber", "--db", db_url], capsys)
+    assert code == 0, out  # 00000001-00000003 are stored, under the earlier format
+    assert "0 missing" in out

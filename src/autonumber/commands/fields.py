@@ -7,14 +7,13 @@ functions only open the database, find the field and refresh a running platform'
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import UTC, datetime
 
 import sqlalchemy as sa
 
-from autonumber.catalog import CatalogSnapshot, FieldRow, Rule
+from autonumber.audit import render_in_scope
+from autonumber.catalog import CatalogSnapshot, FieldRow
 from autonumber.db.tables import counter_table
-from autonumber.errors import AutonumberError, UnknownField
-from autonumber.format.scope import COUNTER_MARK
+from autonumber.errors import UnknownField
 from autonumber.rules import FieldChange, RuleEdit, RuleRequest, RuleSpec, commit_requests, set_rule
 from autonumber.runtime import Platform
 
@@ -114,25 +113,5 @@ def _view(snap: CatalogSnapshot, row: FieldRow, counters: list[tuple[str, int]])
         row.numbering,
         row.time_zone,
         snap.quarantined.get(row.id),
-        [CounterView(k, n, _next_number(rule, k, n)) for k, n in counters],
+        [CounterView(k, n, None if rule is None else render_in_scope(rule, k, n)) for k, n in counters],
     )
-
-
-def _next_number(rule: Rule | None, scope_key: str, next_value: int) -> str | None:
-    """The number a counter row hands out next, when the row alone decides it."""
-    if rule is None or rule.format.cross_refs:
-        return None
-    try:
-        if rule.scope == "per_prefix":
-            if "#" in scope_key and COUNTER_MARK not in scope_key:
-                return None  # a digest key: the text is not kept
-            digits = str(next_value).zfill(rule.format.counter_width)
-            return (
-                scope_key.replace(COUNTER_MARK, digits) if COUNTER_MARK in scope_key else scope_key + digits
-            )
-        at = datetime.now(UTC)
-        if rule.scope == "per_day":
-            at = datetime.strptime(scope_key, "%Y%m%d").replace(hour=12, tzinfo=rule.zone)
-        return rule.format.render(next_value, at, {}, field_id=rule.field_id, zone=rule.zone)
-    except (AutonumberError, ValueError):
-        return None

@@ -20,7 +20,7 @@ import sqlalchemy as sa
 
 from autonumber.catalog import load_snapshot
 from autonumber.db import create_engine, mask
-from autonumber.rules import set_rule
+from autonumber.rules import RuleEdit, set_rule
 from autonumber.rules.scan import scan_rule
 from autonumber.setup.apply import phase_named, run_phases
 from autonumber.setup.dataspec import DataSpec, SpecMeta
@@ -68,7 +68,7 @@ def measure(url: str, rows: int) -> dict[str, Any]:
             scan_rule(conn, snapshot.rule("Case.CaseNumber"), snapshot.table("Case"))
             scan = time.perf_counter() - started
         started = time.perf_counter()
-        set_rule(engine, "Case", "CaseNumber", "C-{00000000}")
+        set_rule(engine, RuleEdit("Case", "CaseNumber", format="C-{00000000}"))
         change = time.perf_counter() - started
     finally:
         engine.dispose()

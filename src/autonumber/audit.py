@@ -11,7 +11,8 @@ from __future__ import annotations
 
 import bisect
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from datetime import UTC, datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -20,6 +21,10 @@ from sqlalchemy.engine import Connection
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
 from autonumber.engine.journal import FAILED, RESERVED, ROLLED_BACK, lines_for, owner_alive
+from autonumber.errors import AutonumberError
+from autonumber.format.scope import COUNTER_MARK
+from autonumber.format.value_patterns import ScanPattern
+from autonumber.rules.history import older_by_field
 from autonumber.runtime import Platform
 
 PAGE = 10_000
@@ -34,6 +39,12 @@ class Gap:
     first: int
     last: int
     reason: str
+    numbers: str | None = None
+    """The run as printed on documents (`00000038`, `INV-2026-00017 … INV-2026-00019`); None when
+    the number depends on the record (cross-record tokens) or the day it was reserved is unknown."""
+    reserved_at: datetime | None = None
+    released_at: datetime | None = None
+    """When the journal recorded the run's reservation and its outcome (rolled back / failed)."""
 
     @property
     def count(self) -> int:
@@ -67,7 +78,8 @@ def audit_gaps(
     column = snapshot.table(rule.object_name).c[rule.field_name]
     with platform.db.connect() as conn:
         counters = _counters(conn, rule, scope_key)
-        stored = _stored(conn, rule, column, counters)
+        older = older_by_field(conn, {rule.field_id: rule.format.source}).get(rule.field_id, ())
+        stored = _stored(conn, rule, column, counters, older)
         lines = lines_for(conn, rule.field_id, counters)
     gaps: list[Gap] = []
     checked = 0
@@ -81,7 +93,8 @@ def audit_gaps(
             continue
         checked += high - low + 1
         missing = (v for v in range(low, high + 1) if v not in used)
-        gaps += _runs(key, ((v, reasons.of(v)) for v in missing))
+        runs = _runs(key, ((v, reasons.of(v)) for v in missing))
+        gaps += [_described(rule, g, *reasons.times(g.first)) for g in runs]
     return GapReport(rule.field_id, rule.name, rule.numbering, checked, sum(g.count for g in gaps), gaps)
 
 
@@ -94,16 +107,21 @@ def _counters(conn: Connection, rule: Rule, scope_key: str | None) -> dict[str, 
 
 
 def _stored(
-    conn: Connection, rule: Rule, column: sa.Column[Any], counters: Mapping[str, int]
+    conn: Connection,
+    rule: Rule,
+    column: sa.Column[Any],
+    counters: Mapping[str, int],
+    older: Sequence[ScanPattern] = (),
 ) -> dict[str, set[int]]:
-    """The counter values the column holds, per scope key (values the format cannot read are skipped:
-    `setup verify` V1 reports those)."""
-    pattern = rule.format.scan_pattern()
+    """The counter values the column holds, per scope key, read with the current format or any
+    earlier one of the field (a value stored before a format change is not a gap); values no format
+    reads are skipped: `setup verify` V1 reports those."""
+    patterns = (rule.format.scan_pattern(), *older)
     out: dict[str, set[int]] = {}
     stmt = sa.select(column).where(column.is_not(None))
     result = conn.execute(stmt.execution_options(stream_results=True, yield_per=PAGE))
     for (value,) in result:
-        match = pattern.match(str(value))
+        match = next((m for p in patterns if (m := p.match(str(value))) is not None), None)
         if match is None:
             continue
         key = "" if rule.scope == "global" else match.scope_key(rule.scope)
@@ -128,6 +146,7 @@ class _Reasons:
         self._starts = [first for first, _ in reserved]
         self._reserved = [line for _, line in reserved]
         self._outcome: dict[int, str] = {}
+        self._released: dict[int, datetime] = {}
         for line in lines:
             if line.state in (ROLLED_BACK, FAILED):
                 text = _outcome_text(line.state, line.detail)
@@ -135,7 +154,19 @@ class _Reasons:
                     if self._outcome.get(v, "").startswith("insert failed"):
                         continue  # a failed INSERT also rolls back: the failure is the better reason
                     self._outcome[v] = text
+                    self._released[v] = line.logged_at
         self._alive: dict[str, bool | None] = {}
+
+    def times(self, value: int) -> tuple[datetime | None, datetime | None]:
+        """When `value` was reserved and when its outcome was recorded (None: not known)."""
+        line = self._line(value)
+        return (None if line is None else line.logged_at), self._released.get(value)
+
+    def _line(self, value: int) -> Any:
+        i = bisect.bisect_right(self._starts, value) - 1
+        if i < 0 or value >= int(self._reserved[i].first_value) + int(self._reserved[i].count):
+            return None
+        return self._reserved[i]
 
     def firsts(self) -> list[int]:
         """The first value of every reserved range."""
@@ -156,7 +187,7 @@ class _Reasons:
             self._alive[owner] = owner_alive(owner)
         alive = self._alive[owner]
         if alive is False:
-            return f"reserved by a process that died ({owner})"
+            return f"reserved but never stored: its process ended without recording an outcome ({owner})"
         if alive:
             return (
                 f"reserved by a running process ({owner}): in flight, or its caller's outcome "
@@ -184,3 +215,35 @@ def _runs(key: str, missing: Iterable[tuple[int, str]]) -> list[Gap]:
         else:
             out.append(Gap(key, value, value, reason))
     return out
+
+
+def _described(rule: Rule, gap: Gap, reserved_at: datetime | None, released_at: datetime | None) -> Gap:
+    first = render_in_scope(rule, gap.scope_key, gap.first, reserved_at)
+    last = first if gap.first == gap.last else render_in_scope(rule, gap.scope_key, gap.last, reserved_at)
+    numbers = None if first is None or last is None else first if first == last else f"{first} … {last}"
+    return replace(gap, numbers=numbers, reserved_at=reserved_at, released_at=released_at)
+
+
+def render_in_scope(rule: Rule, scope_key: str, value: int, at: datetime | None = None) -> str | None:
+    """Counter `value` of one scope as the field prints it, when the scope (and `at`, the time it
+    was reserved, for a global format with date tokens) decides it; None otherwise."""
+    fmt = rule.format
+    if fmt.cross_refs:
+        return None
+    try:
+        if rule.scope == "per_prefix":
+            if "#" in scope_key and COUNTER_MARK not in scope_key:
+                return None  # a digest key: the text is not kept
+            digits = str(value).zfill(fmt.counter_width)
+            return (
+                scope_key.replace(COUNTER_MARK, digits) if COUNTER_MARK in scope_key else scope_key + digits
+            )
+        if rule.scope == "per_day":
+            at = datetime.strptime(scope_key, "%Y%m%d").replace(hour=12, tzinfo=rule.zone)
+        elif at is None:
+            if fmt.key_plan.year or fmt.key_plan.month or fmt.key_plan.day:
+                return None
+            at = datetime.now(UTC)
+        return fmt.render(value, at, {}, field_id=rule.field_id, zone=rule.zone)
+    except (AutonumberError, ValueError):
+        return None

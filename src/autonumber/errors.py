@@ -289,6 +289,13 @@ class RuleChangeRefused(AutonumberError):
         super().__init__(f"{field}: change refused: {reason}")
 
 
+class RuleChangedMeanwhile(RuleChangeRefused):
+    """Another edit changed the rule between the read this edit was made from and its write."""
+
+    def __init__(self, field: str) -> None:
+        super().__init__(field, "changed by someone else, re-read and retry")
+
+
 class DuplicateValues(SetupError):
     """An autonumber column already holds a value twice: its UNIQUE index cannot be created."""
 

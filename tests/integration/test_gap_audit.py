@@ -66,13 +66,26 @@ def test_rolled_back_insert_is_named_with_its_reason(
     assert code == 1
     lines = out.splitlines()
     assert lines[0] == "Case.CaseNumber (standard): 3 value(s) checked, 1 missing"
-    assert lines[1:] == [f"  scope 'global': {lost}: rolled back"]
+    [line] = lines[1:]  # the number as printed, the reason, when it was reserved and given back
+    assert line.startswith(f"  scope 'global': {lost:08d} (counter {lost}): rolled back; reserved 2"), line
+    assert ", released 2" in line
     code, out = gaps_cli(capsys, server_db_url, "--json")
     report = json.loads(out)
     assert code == 1 and report["missing"] == 1
-    assert report["gaps"] == [
-        {"scope_key": "", "first": lost, "last": lost, "count": 1, "reason": "rolled back"}
-    ]
+    [gap] = report["gaps"]
+    reserved, released = (
+        datetime.fromisoformat(gap.pop("reserved_at")),
+        datetime.fromisoformat(gap.pop("released_at")),
+    )
+    assert reserved <= released
+    assert gap == {
+        "scope_key": "",
+        "first": lost,
+        "last": lost,
+        "count": 1,
+        "reason": "rolled back",
+        "numbers": f"{lost:08d}",
+    }
 
 
 def test_no_gaps_exits_0(platform: Platform, capsys: pytest.CaptureFixture[str]) -> None:
@@ -174,7 +187,7 @@ def test_reserved_by_a_process_that_died(db_url: str, tmp_path: Path) -> None:
     finally:
         p.close()
     assert len(report.gaps) == 1 and report.gaps[0].first == number(out.strip()) == 2
-    assert report.gaps[0].reason.startswith("reserved by a process that died (")
+    assert report.gaps[0].reason.startswith("reserved but never stored: its process ended without recording")
 
 
 def test_scope_and_range_filters(server_db_url: str, capsys: pytest.CaptureFixture[str]) -> None:
@@ -187,9 +200,8 @@ def test_scope_and_range_filters(server_db_url: str, capsys: pytest.CaptureFixtu
         insert(p)
     finally:
         p.close()
-    assert gaps_cli(capsys, server_db_url, "--from", "3", "--to", "5")[1].splitlines()[1:] == [
-        "  scope 'global': 4: rolled back"
-    ]
+    [line] = gaps_cli(capsys, server_db_url, "--from", "3", "--to", "5")[1].splitlines()[1:]
+    assert line.startswith("  scope 'global': 00000004 (counter 4): rolled back; reserved "), line
     assert gaps_cli(capsys, server_db_url, "--to", "1")[0] == 0
     assert gaps_cli(capsys, server_db_url, "--scope-key", "nope")[0] == 0
 

@@ -20,7 +20,7 @@ from sqlalchemy.engine import make_url
 import autonumber
 from autonumber.db import create_engine
 from autonumber.errors import AutonumberError
-from autonumber.rules.fields import stored_rule
+from autonumber.rules import stored_rule
 from autonumber.setup.bootstrap import bootstrap
 from support import invoice_counters, run_together
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import asdict
+from datetime import datetime
 from typing import TYPE_CHECKING, Annotated
 
 import typer
@@ -61,8 +62,20 @@ def gaps_cmd(
 
 def _as_dict(report: GapReport) -> dict[str, object]:
     out = asdict(report)
-    out["gaps"] = [{**asdict(g), "count": g.count} for g in report.gaps]
+    out["gaps"] = [
+        {
+            **asdict(g),
+            "count": g.count,
+            "reserved_at": _iso(g.reserved_at),
+            "released_at": _iso(g.released_at),
+        }
+        for g in report.gaps
+    ]
     return out
+
+
+def _iso(at: datetime | None) -> str | None:
+    return None if at is None else at.isoformat()
 
 
 def _print(report: GapReport) -> None:
@@ -70,7 +83,10 @@ def _print(report: GapReport) -> None:
     typer.echo(head)
     for g in report.gaps:
         values = str(g.first) if g.first == g.last else f"{g.first}-{g.last} ({g.count})"
-        typer.echo(f"  scope {g.scope_key or 'global'!r}: {values}: {g.reason}")
+        shown = f"{g.numbers} (counter {values})" if g.numbers else values
+        when = f"; reserved {_iso(g.reserved_at)}" if g.reserved_at else ""
+        when += f", released {_iso(g.released_at)}" if g.released_at else ""
+        typer.echo(f"  scope {g.scope_key or 'global'!r}: {shown}: {g.reason}{when}")
 
 
 @app.command("prune")

@@ -10,9 +10,10 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import DEFAULT_URL, MAX_COUNTER, DbOption, Numbering, Scope
+from .common import DEFAULT_URL, MAX_COUNTER, DbOption, Numbering, Scope, console
 
 if TYPE_CHECKING:
+    from autonumber.commands.fields import FieldView
     from autonumber.rules import FieldChange, RuleSpec
 
 app = typer.Typer(
@@ -122,8 +123,77 @@ def set_cmd(
     Example: autonumber field set Account Account_ID__c --format 'IBG-B-{YYYY}{MM}{DD}-{0000000}'
     """
     from autonumber.commands import fields
+    from autonumber.rules import RuleEdit
 
-    rule, done = fields.set_field(
-        db, object_name, field, fmt, scope=scope, start=start, numbering=numbering, time_zone=time_zone
+    edit = RuleEdit(
+        object_name, field, format=fmt, scope=scope, start=start, numbering=numbering, time_zone=time_zone
     )
-    _report(rule, done)
+    done = fields.set_field(db, edit)
+    assert done.rule is not None  # a planned set always resolves its rule
+    _report(done.rule, done)
+
+
+JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+
+
+@app.command("list")
+def list_cmd(
+    object_name: Annotated[
+        str | None, typer.Argument(metavar="[OBJECT]", help="Only this object's fields.", show_default=False)
+    ] = None,
+    as_json: JsonOption = False,
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """Every autonumber field: format, scope, start, numbering, time zone, state, counters, next number.
+
+    Example: autonumber field list Case --json
+    """
+    from autonumber.commands import fields
+
+    _show(fields.describe_fields(db, object_name), as_json)
+
+
+@app.command("show")
+def show_cmd(
+    field: Annotated[
+        str, typer.Argument(metavar="FIELD", help="Object.Field or the field's id.", show_default=False)
+    ],
+    as_json: JsonOption = False,
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """One autonumber field's rule, state, counter rows and the next number of each scope.
+
+    Example: autonumber field show Case.CaseNumber
+    """
+    from autonumber.commands import fields
+
+    _show(fields.describe_fields(db, field=field), as_json)
+
+
+def _show(views: list[FieldView], as_json: bool) -> None:
+    if as_json:
+        import json
+        from dataclasses import asdict
+
+        typer.echo(json.dumps([asdict(v) for v in views], ensure_ascii=False))
+        return
+    from rich.table import Table
+
+    table = Table()
+    for head in ("field", "format", "scope", "start", "numbering", "time zone", "state", "counters → next"):
+        table.add_column(head, overflow="fold")  # never cut a number or a format short
+    for v in views:
+        shown = [f"{c.scope_key or 'global'}={c.next_value} → {c.next_number or '?'}" for c in v.counters[:5]]
+        shown += [f"… {len(v.counters) - 5} more"] if len(v.counters) > 5 else []
+        state = f"quarantined: {v.quarantined}" if v.quarantined else "ok"
+        table.add_row(
+            v.field_id,
+            v.format,
+            v.scope,
+            str(v.start),
+            v.numbering,
+            v.time_zone,
+            state,
+            "\n".join(shown) or "-",
+        )
+    console().print(table)

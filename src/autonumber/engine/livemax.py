@@ -1,4 +1,6 @@
-"""The largest counter already used in one lazy scope, read from the live column (docs/engine.md)."""
+"""The largest counter already used in one lazy scope: the live column, the reservation journal and
+the rows a scope change retired (rules/floor.py), so a lost or re-created row never reissues a value
+that was reserved but not stored (docs/engine.md)."""
 
 from __future__ import annotations
 
@@ -10,6 +12,7 @@ from sqlalchemy.engine import Engine
 
 from autonumber.catalog import CatalogSnapshot, Rule
 from autonumber.format.value_patterns import LIKE_ESCAPE, like_pattern
+from autonumber.rules.floor import scope_floor
 
 PAGE = 10_000
 
@@ -32,6 +35,7 @@ def live_max_reader(
                 match = pattern.match(value)
                 if match is not None and match.scope_key(rule.scope) == scope_key:
                     best = max(best, match.counter)
+            best = max(best, scope_floor(conn, rule.field_id, scope_key) - 1)
         return best
 
     return live_max

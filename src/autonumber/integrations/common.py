@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from autonumber.catalog import Rule
 from autonumber.errors import AutonumberError, RuleQuarantined, UnknownField
 from autonumber.identifiers import check_api_name
 from autonumber.objects.adopt import adopt_table
-from autonumber.rules.fields import add_field, stored_rule
-from autonumber.rules.store import RuleSpec
+from autonumber.rules import RuleSpec, add_field
 from autonumber.runtime import Platform
 
 
@@ -28,11 +28,16 @@ def ensure_field(platform: Platform, object_name: str, table: str, rule: RuleSpe
         current = snapshot.rule(rule.name)
     except (UnknownField, RuleQuarantined):
         current = None  # not registered yet, or broken: the rules package below adds or refuses it
-    if current is not None and (current.format.source, current.scope) == (rule.format, rule.scope):
+    if current is not None and _same(current, rule):
         return current.field_id
-    with platform.begin() as conn:
+    with platform.begin() as conn:  # add_field: a no-op for the same rule, refused for another one
         adopt_table(conn, object_name, table)
-        stored = stored_rule(conn, object_name, rule.field)
-        if stored is None or stored.format is None or stored.format != rule.format:
-            add_field(conn, rule)
+        add_field(conn, rule)
     return platform.catalog.refresh().field_id(rule.name)
+
+
+def _same(current: Rule, rule: RuleSpec) -> bool:
+    """Every attribute the model declares matches the stored rule (format, scope, start, numbering,
+    time zone): anything else goes through add_field, which refuses a different rule."""
+    stored = (current.format.source, current.scope, current.start, current.numbering, current.time_zone)
+    return stored == rule.policy

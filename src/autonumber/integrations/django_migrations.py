@@ -27,8 +27,7 @@ from autonumber.db.schema import reconcile_system_tables
 from autonumber.db.tables import system_object
 from autonumber.errors import AutonumberError
 from autonumber.objects.adopt import adopt_table
-from autonumber.rules.fields import add_field, set_rule, stored_rule
-from autonumber.rules.store import RuleSpec
+from autonumber.rules import RuleSpec, add_field, set_rule, stored_rule
 
 from .django_db import borrowed_engine, platform_for
 
@@ -55,19 +54,9 @@ def sync_field(engine: Engine, table: str, rule: RuleSpec) -> list[str]:
         if stored is None or stored.format is None:
             changes += adopt_table(conn, rule.object, table)
             return changes + add_field(conn, rule)[1]
-    declared = (rule.format, rule.scope, rule.start, rule.numbering, rule.time_zone)
-    if (stored.format, stored.scope, stored.start, stored.numbering, stored.time_zone) == declared:
+    if stored.spec(rule.object, rule.field).policy == rule.policy:
         return changes
-    _, done = set_rule(
-        engine,
-        rule.object,
-        rule.field,
-        rule.format,
-        scope=rule.scope,
-        start=rule.start,
-        numbering=rule.numbering,
-        time_zone=rule.time_zone,
-    )
+    done = set_rule(engine, rule.edit())
     return changes + list(done.changes)
 
 

@@ -6,27 +6,25 @@ public API below; `autonumber.setup` holds only the cut-over pipeline built on i
 
 from autonumber.errors import RuleChangeRefused
 
-from .change import FieldChange, Plan, RuleRequest, plan_requests
+from .change import EDIT_LOCK, FieldChange, Plan, RuleRequest, ensure_history_table, plan_requests
 from .fields import (
-    StoredRule,
     add_field,
     apply_requests,
-    carried_overrides,
     change_rule,
     commit_requests,
-    respec,
     set_rule,
-    stored_rule,
     sync_rules,
 )
-from .store import RuleSpec
+from .store import RuleEdit, RuleSpec, StoredRule, carried_overrides, stored_rule
 from .verify import Finding, check, verify
 
 __all__ = [
+    "EDIT_LOCK",
     "FieldChange",
     "Finding",
     "Plan",
     "RuleChangeRefused",
+    "RuleEdit",
     "RuleRequest",
     "RuleSpec",
     "StoredRule",
@@ -36,8 +34,8 @@ __all__ = [
     "change_rule",
     "check",
     "commit_requests",
+    "ensure_history_table",
     "plan_requests",
-    "respec",
     "set_rule",
     "stored_rule",
     "sync_rules",

@@ -32,7 +32,6 @@ from autonumber.db import dialect_for
 from autonumber.db.objects import object_table
 from autonumber.db.schema import reconcile_tables, table_names
 from autonumber.db.tables import (
-    AUTONUMBER_COLUMNS,
     counter_table,
     field_format_history,
     system_field,
@@ -40,6 +39,7 @@ from autonumber.db.tables import (
 )
 from autonumber.db.unique import Target, ensure_unique_indexes
 from autonumber.errors import (
+    RuleChangedMeanwhile,
     RuleChangeRefused,
     SeedLimitError,
     SeedParseError,
@@ -49,12 +49,21 @@ from autonumber.errors import (
 )
 from autonumber.format import FieldInfo, MemoryCatalog, ObjectInfo, parse_format
 from autonumber.identifiers import check_api_name, field_id, fit_id
-from autonumber.rules import history
+from autonumber.rules import floor, history, state
 from autonumber.rules.keys import migrate_field_keys
 from autonumber.rules.legacy import LegacyState
 from autonumber.rules.scan import ColumnScan, scan_rule
 from autonumber.rules.seed import CounterRow, plan_rows
-from autonumber.rules.store import RuleSpec, metadata_view, rule_values, same_values, write_rule
+from autonumber.rules.store import (
+    RuleEdit,
+    RuleSpec,
+    StoredRule,
+    metadata_view,
+    read_stored,
+    rule_values,
+    same_values,
+    write_rule,
+)
 from autonumber.rules.verify import check
 
 DEFAULT_LENGTH = 30
@@ -62,24 +71,37 @@ MAX_LENGTH = 255
 KINDS = ("add", "set")
 
 
+EDIT_LOCK = "autonumber_bootstrap"
+"""The named lock every rule edit takes: the one `setup apply` and `spec apply` hold, so the doors
+are serialised and an edit's base is compared with what is stored while no one else can write."""
+
+
 @dataclass(frozen=True)
 class RuleRequest:
-    """One change asked for: `add` a field (column, rule, counters) or `set` an existing rule."""
+    """One change asked for: `add` a field (column, rule, counters) or `set` an existing rule.
+
+    A `set` is a RuleEdit (what is not given stays as stored, resolved against the rule as the
+    earlier requests of the batch leave it) or a whole RuleSpec. `base` is the stored rule the
+    edit was made from: if the rule is no longer that, the request is RuleChangedMeanwhile."""
 
     kind: str
-    rule: RuleSpec
+    rule: RuleSpec | RuleEdit
+    base: StoredRule | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
             raise ValueError(f"rule request kind {self.kind!r} is not one of {', '.join(KINDS)}")
+        if self.kind == "add" and not isinstance(self.rule, RuleSpec):
+            raise ValueError("an add request needs a whole RuleSpec")
 
 
 @dataclass
 class FieldChange:
-    """What one request did (or would do): the field id and one line per change."""
+    """What one request did (or would do): the field id, one line per change, the rule it stored."""
 
     field_id: str
     changes: list[str] = field(default_factory=list)
+    rule: RuleSpec | None = None
 
 
 @dataclass
@@ -89,12 +111,16 @@ class Plan:
     request: RuleRequest
     field_id: str
     table: str
+    rule: RuleSpec
+    """The rule written (a `set` edit resolved against the stored rule)."""
     new_column: FieldInfo | None = None
     new_row: dict[str, Any] | None = None
     values: dict[str, Any] | None = None
     previous: tuple[str, str] | None = None
     counters: list[CounterRow] = field(default_factory=list)
     retire: list[str] = field(default_factory=list)
+    retired: dict[str, int] = field(default_factory=dict)
+    """The next values of the rows retired, kept as floors (rules/floor.py)."""
     lines: list[str] = field(default_factory=list)
     adopted: bool = False
     """The object is an application's own table: its column must exist; it gets a UNIQUE index."""
@@ -103,22 +129,6 @@ class Plan:
     def writes(self) -> bool:
         """Whether anything is written for this request."""
         return bool(self.new_row or self.values or self.counters or self.retire or self.adopted)
-
-
-@dataclass(frozen=True)
-class _Stored:
-    field_id: str
-    values: dict[str, Any]
-    max_length: int | None
-
-    @property
-    def format(self) -> str | None:
-        fmt = self.values.get("auto_number_format")
-        return None if fmt is None else str(fmt)
-
-    @property
-    def scope(self) -> str:
-        return str(self.values.get("auto_number_scope") or "global")
 
 
 class _Catalog(MemoryCatalog):
@@ -153,13 +163,14 @@ class _Batch:
         self.conn = conn
         base, self.ids = metadata_view(conn)
         self.catalog = _Catalog(base)
-        self.stored = _read_stored(conn)
+        self.stored = read_stored(conn)
         o = system_object
         self.tables = dict(conn.execute(sa.select(o.c.ApiName, o.c.TableName)).tuples().all())
         self.object_ids = dict(conn.execute(sa.select(o.c.ApiName, o.c.Id)).tuples().all())
         self.adopted = set(conn.execute(sa.select(o.c.ApiName).where(o.c.KeyColumn.is_not(None))).scalars())
         self.history = history.formats_of(conn)
         self.counters: dict[str, dict[str, int]] = {}
+        self.reserved: dict[str, dict[str, int]] = {}
         self.empty_columns: set[str] = set()
         self.physical: dict[str, set[str]] = {}
 
@@ -171,6 +182,22 @@ class _Batch:
             self.counters[fid] = {key: int(nxt) for key, nxt in rows}
         return self.counters[fid]
 
+    def floors_of(self, fid: str) -> dict[str, int]:
+        """What each scope key of the field ever reserved (journal, retired rows; rules/floor.py)."""
+        if fid not in self.reserved:
+            self.reserved[fid] = floor.floors(self.conn, fid)
+        return self.reserved[fid]
+
+    def field_floor(self, fid: str) -> int:
+        """The floor of a global counter: above every key's and the seed's recorded floor."""
+        return max(
+            [
+                *self.floors_of(fid).values(),
+                *self.counters_of(fid).values(),
+                floor.field_floor(self.conn, fid),
+            ]
+        )
+
     def columns_of(self, table: str) -> set[str]:
         if table not in self.physical:
             present = table in table_names(self.conn)
@@ -179,23 +206,14 @@ class _Batch:
         return self.physical[table]
 
 
-def _read_stored(conn: Connection) -> dict[str, _Stored]:
-    f, o = system_field, system_object
-    cols = [f.c[c] for c in AUTONUMBER_COLUMNS]
-    out = {}
-    for row in conn.execute(
-        sa.select(o.c.ApiName, f.c.ApiName, f.c.Id, f.c.MaxLength, *cols).join(o, o.c.Id == f.c.ObjectId)
-    ):
-        values = {c.name: row._mapping[c] for c in cols}
-        out[f"{row[0]}.{row[1]}"] = _Stored(row[2], values, row[3])
-    return out
-
-
 def plan_requests(conn: Connection, requests: Sequence[RuleRequest]) -> list[Plan]:
     """Validate every request in order and compute its writes; raise (writing nothing) on the first
     refusal: RuleChangeRefused, FormatError, UnknownObject/UnknownField or InvalidIdentifier."""
     batch = _Batch(conn)
-    return [_plan_add(batch, r.rule) if r.kind == "add" else _plan_set(batch, r.rule) for r in requests]
+    return [
+        _plan_add(batch, r.rule) if isinstance(r.rule, RuleSpec) and r.kind == "add" else _plan_set(batch, r)
+        for r in requests
+    ]
 
 
 def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
@@ -212,10 +230,10 @@ def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
                 f"it already has an autonumber rule ({existing.format!r}); "
                 "change it with `autonumber field set` or a set_rule operation",
             )
-        return Plan(RuleRequest("add", rule), existing.field_id, table)
+        return Plan(RuleRequest("add", rule), existing.field_id, table, rule)
     if rule.object in batch.adopted:  # an application's table: nothing altered, its column is adopted
         fid = existing.field_id if existing else field_id(rule.object, rule.field)
-        plan = Plan(RuleRequest("add", rule), fid, table, adopted=True)
+        plan = Plan(RuleRequest("add", rule), fid, table, rule, adopted=True)
         if existing is None:
             batch.catalog.add(FieldInfo(rule.object, rule.field, "text", None, None))
         _finish(batch, plan, rule, rule_values(rule, batch.catalog), None)
@@ -223,9 +241,8 @@ def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
     width = rule.length or (existing.max_length if existing else None) or DEFAULT_LENGTH
     if not 1 <= width <= MAX_LENGTH:
         raise RuleChangeRefused(rule.name, f"length {width} is not between 1 and {MAX_LENGTH}")
-    plan = Plan(
-        RuleRequest("add", rule), existing.field_id if existing else field_id(rule.object, rule.field), table
-    )
+    fid = existing.field_id if existing else field_id(rule.object, rule.field)
+    plan = Plan(RuleRequest("add", rule), fid, table, rule)
     if existing is None:
         info = FieldInfo(rule.object, rule.field, "autonumber", None, width)
         batch.catalog.add(info)
@@ -247,12 +264,23 @@ def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
     return plan
 
 
-def _plan_set(batch: _Batch, rule: RuleSpec) -> Plan:
-    existing = batch.stored.get(rule.name)
+def _plan_set(batch: _Batch, request: RuleRequest) -> Plan:
+    name = request.rule.name
+    existing = batch.stored.get(name)
     if existing is None or existing.format is None:
-        raise UnknownField(rule.name, "field has no autonumber rule (add it with `autonumber field add`)")
+        raise UnknownField(name, "field has no autonumber rule (add it with `autonumber field add`)")
+    if request.base is not None and request.base.values != existing.values:
+        raise RuleChangedMeanwhile(name)
+    if isinstance(request.rule, RuleEdit):
+        if request.rule.length is not None and request.rule.length != existing.max_length:
+            raise RuleChangeRefused(
+                name, f"length {request.rule.length}: a column's length is chosen when the field is added"
+            )
+        rule = request.rule.applied(existing)
+    else:
+        rule = request.rule
     values = rule_values(rule, batch.catalog)
-    plan = Plan(RuleRequest("set", rule), existing.field_id, batch.tables[rule.object])
+    plan = Plan(RuleRequest("set", rule), existing.field_id, batch.tables[rule.object], rule)
     if same_values(existing.values, values):  # the same rule: only raise counters left behind
         _finish(batch, plan, rule, None, None)
     else:
@@ -273,11 +301,17 @@ def _finish(
     scan = _scan(batch, plan, target, known)
     planned, _ = plan_rows(target, scan.buckets, LegacyState())
     current = dict(batch.counters_of(fid))
+    reserved = batch.floors_of(fid)
+    if rule.scope == "global":  # continue above every value handed out, under any scope or format
+        floor = batch.field_floor(fid)
+        if previous is not None and previous[1] != "global":  # values stored under the old scope
+            floor = max(floor, scan.older_max + 1)
+        planned = [_at_least(row, floor, "previous") if row.scope_key == "" else row for row in planned]
+    else:  # a lazy scope's rows start above what each key ever reserved (journal, retired rows)
+        planned = [_at_least(row, reserved.get(row.scope_key, 0), "reserved") for row in planned]
     if previous is not None and previous[1] != rule.scope:
         plan.retire = sorted(current)
-        if rule.scope == "global":  # continue above every counter handed out, under any format
-            floor = max([*current.values(), scan.older_max + 1])
-            planned = [_at_least(row, floor, "previous") if row.scope_key == "" else row for row in planned]
+        plan.retired = {key: current[key] for key in plan.retire}
         after = {row.scope_key: row.next_value for row in planned}
         if current:
             plan.lines.append(f"retired {len(current)} counter row(s) of scope {previous[1]}")
@@ -307,7 +341,7 @@ def _finish(
     batch.history[fid] = [*known, rule.format]
     was_stored = batch.stored.get(rule.name)
     length = plan.new_column.max_length if plan.new_column else was_stored.max_length if was_stored else None
-    batch.stored[rule.name] = _Stored(fid, values, length)
+    batch.stored[rule.name] = StoredRule(fid, values, length)
 
 
 def _at_least(row: CounterRow, floor: int, source: str) -> CounterRow:
@@ -328,7 +362,7 @@ def _scan(batch: _Batch, plan: Plan, target: Rule, known: Sequence[str]) -> Colu
     name = target.name
     if name in batch.empty_columns or target.field_name not in batch.columns_of(plan.table):
         return ColumnScan()
-    if plan.adopted:
+    if plan.adopted or target.object_name in batch.adopted:  # its own key column, any name or case
         table = sa.Table(plan.table, sa.MetaData(), autoload_with=batch.conn)
     else:
         fields = tuple(batch.catalog.fields_of(target.object_name))
@@ -387,28 +421,28 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
     for plan in plans:  # DDL last: on MariaDB it commits what came before
         if plan.adopted or plan.new_column is not None:
             plan.lines += ensure_unique_index(conn, plan)
-    return [FieldChange(p.field_id, list(p.lines)) for p in plans]
+    return [FieldChange(p.field_id, list(p.lines), p.rule) for p in plans]
 
 
 def _adopt(conn: Connection, plan: Plan) -> list[str]:
     """Check the adopted table's column (text, no duplicates) and register it."""
     from autonumber.objects.adopt import adopt_column  # objects builds on rules: imported when used
 
-    return adopt_column(conn, plan.request.rule, plan.table)
+    return adopt_column(conn, plan.rule, plan.table)
 
 
 def _move_prefix_keys(conn: Connection, plan: Plan) -> list[str]:
     """Old token-value per_prefix rows of the field merged into rendered-text keys (rules/keys.py)."""
-    if plan.values is None or plan.request.rule.scope != "per_prefix":
+    if plan.values is None or plan.rule.scope != "per_prefix":
         return []
-    moves = migrate_field_keys(conn, plan.field_id, parse_format(plan.request.rule.format))
+    moves = migrate_field_keys(conn, plan.field_id, parse_format(plan.rule.format))
     return [f"counter rows of {plan.field_id}: {len(moves)} token-value key(s) moved"] if moves else []
 
 
 def _write(conn: Connection, plan: Plan) -> None:
     dialect = dialect_for(conn)
     now = dialect.utc_now(conn)
-    rule = plan.request.rule
+    rule = plan.rule
     if plan.new_row is not None:
         conn.execute(sa.insert(system_field).values(plan.new_row))
     if plan.values is not None:
@@ -418,6 +452,7 @@ def _write(conn: Connection, plan: Plan) -> None:
         history.record(conn, plan.field_id, rule.format, rule.scope, now)
     t = counter_table
     if plan.retire:
+        floor.remember_retired(conn, plan.field_id, plan.retired)
         conn.execute(sa.delete(t).where(t.c.field_id == plan.field_id, t.c.scope_key.in_(plan.retire)))
     stamps = {"created_date": now, "last_modified_date": now}
     for row in plan.counters:
@@ -427,7 +462,7 @@ def _write(conn: Connection, plan: Plan) -> None:
 
 def ensure_unique_index(conn: Connection, plan: Plan) -> list[str]:
     """The UNIQUE index on the plan's column when it is missing (new and adopted columns alike)."""
-    rule = plan.request.rule
+    rule = plan.rule
     return ensure_unique_indexes(conn, [Target(rule.name, plan.table, rule.field)])
 
 
@@ -443,9 +478,12 @@ def _drop_columns(conn: Connection, added: Sequence[tuple[str, str]]) -> None:
 
 
 def ensure_history_table(conn: Connection) -> None:
-    """Create `_System_FieldFormatHistory` on a database set up before it existed (idempotent)."""
-    if field_format_history.name not in table_names(conn):
-        reconcile_tables(conn, [field_format_history])
+    """Create `_System_FieldFormatHistory` and `_System_SetupState` (where retired counter rows are
+    kept as floors) on a database set up before they existed (idempotent)."""
+    present = table_names(conn)
+    missing = [t for t in (field_format_history, state.setup_state) if t.name not in present]
+    if missing:
+        reconcile_tables(conn, missing)
 
 
-__all__ = ["FieldChange", "Plan", "RuleRequest", "execute", "plan_requests"]
+__all__ = ["EDIT_LOCK", "FieldChange", "Plan", "RuleRequest", "execute", "plan_requests"]

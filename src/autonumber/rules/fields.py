@@ -8,98 +8,28 @@ The one implementation behind `autonumber field add|set`, the data-spec operatio
 
 from __future__ import annotations
 
-import json
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import replace
 
-import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.db.tables import system_field, system_object
+from autonumber.db import dialect_for
 from autonumber.errors import UnknownField
-from autonumber.format import parse_format
 
-from .change import FieldChange, RuleRequest, ensure_history_table, execute, plan_requests
-from .store import RuleSpec, metadata_view, rule_values, same_values, stored_values
+from .change import EDIT_LOCK, FieldChange, RuleRequest, ensure_history_table, execute, plan_requests
+from .store import (
+    RuleEdit,
+    RuleSpec,
+    StoredRule,
+    metadata_view,
+    rule_values,
+    same_values,
+    stored_rule,
+    stored_values,
+)
 
-
-@dataclass(frozen=True)
-class StoredRule:
-    """The rule columns of one `_System_Field` row (format None: not an autonumber field yet)."""
-
-    field_id: str
-    format: str | None
-    scope: str
-    start: int
-    max_length: int | None
-    numbering: str = "standard"
-    time_zone: str = "UTC"
-    token_refs: str | None = None
-
-
-def stored_rule(conn: Connection, object_name: str, field_name: str) -> StoredRule | None:
-    """The field's row by `Object.Field`, or None when the field is not registered."""
-    f, o = system_field, system_object
-    row = conn.execute(
-        sa.select(
-            f.c.Id,
-            f.c.auto_number_format,
-            f.c.auto_number_scope,
-            f.c.auto_number_start,
-            f.c.MaxLength,
-            f.c.auto_number_numbering,
-            f.c.auto_number_time_zone,
-            f.c.auto_number_token_refs,
-        )
-        .join(o, o.c.Id == f.c.ObjectId)
-        .where(o.c.ApiName == object_name, f.c.ApiName == field_name)
-    ).first()
-    if row is None:
-        return None
-    return StoredRule(
-        row[0], row[1], row[2], int(row[3]), row[4], numbering=row[5], time_zone=row[6], token_refs=row[7]
-    )
-
-
-def carried_overrides(token_refs: str | None, new_format: str) -> tuple[Mapping[str, Any], ...]:
-    """Keep the stored token refs (chains, directField) of the cross tokens the new format still has."""
-    if not token_refs:
-        return ()
-    literals = {ref.literal for ref in parse_format(new_format).cross_refs}
-    refs = json.loads(token_refs)
-    return tuple(r for r in refs if isinstance(r, dict) and r.get("tokenLiteral") in literals)
-
-
-def respec(
-    conn: Connection,
-    object_name: str,
-    field_name: str,
-    fmt: str | None = None,
-    *,
-    scope: str | None = None,
-    start: int | None = None,
-    numbering: str | None = None,
-    time_zone: str | None = None,
-) -> RuleSpec:
-    """The rule a `set` asks for: what is given, the stored rule for the rest (token-ref chains of
-    the cross tokens kept); UnknownField when the field has no rule yet."""
-    stored = stored_rule(conn, object_name, field_name)
-    if stored is None or stored.format is None:
-        raise UnknownField(
-            f"{object_name}.{field_name}", "field has no autonumber rule (add it with `autonumber field add`)"
-        )
-    new_format = stored.format if fmt is None else fmt
-    return RuleSpec(
-        object_name,
-        field_name,
-        new_format,
-        scope=scope or stored.scope,
-        start=stored.start if start is None else start,
-        numbering=numbering or stored.numbering,
-        time_zone=time_zone or stored.time_zone,
-        overrides=carried_overrides(stored.token_refs, new_format),
-    )
+EDIT_TIMEOUT = 30.0
+"""How long an edit waits for another door's edit (or a `setup apply`) to finish."""
 
 
 def apply_requests(
@@ -114,18 +44,8 @@ def add_field(conn: Connection, rule: RuleSpec, length: int | None = None) -> tu
 
     Re-adding the same rule is a no-op; another rule on the field is RuleChangeRefused.
     """
-    if length is not None and length != rule.length:
-        rule = RuleSpec(
-            rule.object,
-            rule.field,
-            rule.format,
-            scope=rule.scope,
-            start=rule.start,
-            date_src=rule.date_src,
-            on_change=rule.on_change,
-            overrides=rule.overrides,
-            length=length,
-        )
+    if length is not None:  # every other attribute (numbering, time zone, …) kept as given
+        rule = replace(rule, length=length)
     [done] = apply_requests(conn, [RuleRequest("add", rule)])
     return done.field_id, done.changes
 
@@ -136,57 +56,52 @@ def change_rule(conn: Connection, rule: RuleSpec) -> tuple[str, list[str]]:
     return done.field_id, done.changes
 
 
-def commit_requests(engine: Engine, requests: Sequence[RuleRequest]) -> list[FieldChange]:
-    """apply_requests in a transaction of its own (committed when every request passed)."""
-    with engine.connect() as conn:
-        with conn.begin():
-            ensure_history_table(conn)
-        with conn.begin():
-            return apply_requests(conn, requests)
+def commit_requests(
+    engine: Engine, requests: Sequence[RuleRequest], *, timeout: float = EDIT_TIMEOUT
+) -> list[FieldChange]:
+    """apply_requests in a transaction of its own (committed when every request passed), under
+    the edit lock every door takes, so a request's `base` is compared with what is stored now."""
+    with engine.connect() as conn, conn.begin():
+        ensure_history_table(conn)
+    with dialect_for(engine).named_lock(engine, EDIT_LOCK, timeout), engine.begin() as conn:
+        return apply_requests(conn, requests)
 
 
-def set_rule(
-    engine: Engine,
-    object_name: str,
-    field_name: str,
-    fmt: str | None = None,
-    *,
-    scope: str | None = None,
-    start: int | None = None,
-    numbering: str | None = None,
-    time_zone: str | None = None,
-) -> tuple[RuleSpec, FieldChange]:
-    """Change one field's rule, keeping what is not given: the CLI's `field set` and the console's."""
+def set_rule(engine: Engine, edit: RuleEdit) -> FieldChange:
+    """Change one field's rule, keeping what is not given: the CLI's `field set`, the console's and
+    the HTTP API's. The rule read first is the edit's base: had someone else changed it before
+    this edit is written, RuleChangedMeanwhile ("re-read and retry"), never a silent overwrite."""
     with engine.connect() as conn:
-        rule = respec(
-            conn,
-            object_name,
-            field_name,
-            fmt,
-            scope=scope,
-            start=start,
-            numbering=numbering,
-            time_zone=time_zone,
-        )
-    [done] = commit_requests(engine, [RuleRequest("set", rule)])
-    return rule, done
+        base = stored_rule(conn, edit.object, edit.field)
+    [done] = commit_requests(engine, [RuleRequest("set", edit, base=base)])
+    return done
 
 
 def sync_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
-    """`setup apply`'s formats phase: store each declared rule that differs, all or nothing.
+    """`setup apply`'s formats phase: store the declared rule of every field that has none yet.
 
-    A field without a rule is added in place; a changed rule goes through the change semantics.
-    Values are scanned here, so the seed phase cannot fail on them later; verify is the last phase.
+    The data-spec is the bootstrap's source, not a way to change a rule: once a field has a rule,
+    changes go through `field set`, `spec apply` or the console, and apply keeps the stored rule
+    (one line names each drift and how to adopt it into the data-spec). Values are scanned here, so
+    the seed phase cannot fail on them later; verify is the last phase.
     """
     requests = []
+    notes = []
     catalog, ids = metadata_view(conn)
     for spec in specs:
         stored = stored_rule(conn, spec.object, spec.field)
         if stored is None:
             raise UnknownField(spec.name, "autonumber rule names a field the standard pack did not create")
-        if stored.format is not None and same_values(
-            stored_values(conn, ids[spec.name]), rule_values(spec, catalog)
-        ):
-            continue  # unchanged: the seed phase re-reads its values when asked to
-        requests.append(RuleRequest("add" if stored.format is None else "set", spec))
-    return [line for done in apply_requests(conn, requests, verify=False) for line in done.changes]
+        if stored.format is None:
+            requests.append(RuleRequest("add", spec))
+        elif not same_values(stored_values(conn, ids[spec.name]), rule_values(spec, catalog)):
+            notes.append(
+                f"kept the stored rule of {spec.name} ({_describe(stored)}); the data-spec says "
+                f"{_describe(spec)}: copy the stored rule into the data-spec to silence this"
+            )
+    changes = [line for done in apply_requests(conn, requests, verify=False) for line in done.changes]
+    return changes + notes
+
+
+def _describe(rule: RuleSpec | StoredRule) -> str:
+    return f"{rule.format!r}, {rule.scope}, start {rule.start}, {rule.numbering}, {rule.time_zone}"

@@ -17,7 +17,7 @@ Writes are upserts with GREATEST in batches of 200, the cutover lock released be
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 
@@ -31,7 +31,7 @@ from autonumber.errors import SeedLimitError, SetupError
 from autonumber.format import TokenKind
 from autonumber.progress import NullReporter, Reporter
 
-from . import state
+from . import floor, state
 from .history import older_by_field
 from .keys import migrate_prefix_keys
 from .legacy import LegacyState, read_backups, read_legacy
@@ -111,10 +111,16 @@ def compound_buckets(rule: Rule, legacy: LegacyState) -> tuple[dict[str, int], l
     return found, unmatched
 
 
-def plan_rows(rule: Rule, live: dict[str, int], legacy: LegacyState) -> tuple[list[CounterRow], list[str]]:
-    """The counter rows of one field from its live maxima and the legacy floors."""
+def plan_rows(
+    rule: Rule, live: dict[str, int], legacy: LegacyState, reserved: Mapping[str, int] | None = None
+) -> tuple[list[CounterRow], list[str]]:
+    """The counter rows of one field from its live maxima, the legacy floors and what each scope key
+    ever reserved (`reserved`, rules/floor.py: a global row stays above all of it)."""
     key = (rule.object_name, rule.field_name)
+    reserved = reserved or {}
     floors: list[tuple[str, int]] = [("start", rule.start)]
+    if rule.scope == "global" and reserved:
+        floors.append(("reserved", max(reserved.values())))
     if key in legacy.numbers:
         floors.append(("legacy", legacy.numbers[key] + 1))
     if key in legacy.identifier:
@@ -145,6 +151,8 @@ def plan_rows(rule: Rule, live: dict[str, int], legacy: LegacyState) -> tuple[li
     rows = []
     for scope_key in sorted(keys):
         extra = [("live", live[scope_key] + 1)] if scope_key in live else []
+        if rule.scope != "global" and scope_key in reserved:
+            extra.append(("reserved", reserved[scope_key]))
         if scope_key in compound:
             extra.append(("compound", compound[scope_key] + 1))
         if not extra or all(value < base for _, value in extra):
@@ -183,7 +191,7 @@ def plan_seed(conn: Connection, snapshot: CatalogSnapshot, *, force: bool, repor
         with reporter.task(f"scan {rule.name}", None) as advance:
             scan = scan_rule(conn, rule, table, advance, older=older.get(rule.field_id, ()))
         result.scanned[rule.field_id] = scan.rows
-        rows, notes = plan_rows(rule, scan.buckets, legacy)
+        rows, notes = plan_rows(rule, scan.buckets, legacy, floor.floors(conn, rule.field_id))
         result.rows.extend(rows)
         result.notes.extend(notes)
     return result

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from dataclasses import field as dc_field
 from typing import Any
 
@@ -52,6 +52,136 @@ class RuleSpec:
     def overrides_json(self) -> str:
         """The overrides as canonical JSON ('' when there are none)."""
         return canonicalize_token_refs(list(self.overrides)) if self.overrides else ""
+
+    @property
+    def policy(self) -> tuple[str, str, int, str, str]:
+        """What an edit can change (format, scope, start, numbering, time zone): the adapters compare
+        a model's declared rule with the stored one by it."""
+        return (self.format, self.scope, self.start, self.numbering, self.time_zone)
+
+    def edit(self) -> RuleEdit:
+        """This rule as an edit that sets every attribute an edit can change."""
+        return RuleEdit(self.object, self.field, *self.policy)
+
+
+@dataclass(frozen=True)
+class StoredRule:
+    """The rule columns of one `_System_Field` row as stored (no format: not an autonumber field
+    yet). The one stored-rule type: planning, `field set`, spec apply and the adapters read it."""
+
+    field_id: str
+    values: Mapping[str, Any]
+    """The `auto_number_*` columns (AUTONUMBER_COLUMNS) by name."""
+    max_length: int | None = None
+
+    @property
+    def format(self) -> str | None:
+        """The display format (None: no rule)."""
+        fmt = self.values.get("auto_number_format")
+        return None if fmt is None else str(fmt)
+
+    @property
+    def scope(self) -> str:
+        return str(self.values.get("auto_number_scope") or "global")
+
+    @property
+    def start(self) -> int:
+        return int(self.values.get("auto_number_start") or 0)
+
+    @property
+    def numbering(self) -> str:
+        return str(self.values.get("auto_number_numbering") or "standard")
+
+    @property
+    def time_zone(self) -> str:
+        return str(self.values.get("auto_number_time_zone") or "UTC")
+
+    @property
+    def token_refs(self) -> str | None:
+        refs = self.values.get("auto_number_token_refs")
+        return None if refs is None else str(refs)
+
+    def spec(self, object_name: str, field_name: str) -> RuleSpec:
+        """The stored rule as a RuleSpec (its token refs as overrides)."""
+        v = self.values
+        return RuleSpec(
+            object_name,
+            field_name,
+            self.format or "",
+            scope=self.scope,
+            start=self.start,
+            date_src=str(v.get("auto_number_date_src") or "assigned_at"),
+            on_change=str(v.get("auto_number_on_change") or "keep_existing"),
+            overrides=tuple(json.loads(self.token_refs)) if self.token_refs else (),
+            numbering=self.numbering,
+            time_zone=self.time_zone,
+        )
+
+
+@dataclass(frozen=True)
+class RuleEdit:
+    """A change to an existing rule, the one edit type of every door (CLI, console, HTTP, spec):
+    an attribute left None keeps its stored value (`applied`)."""
+
+    object: str
+    field: str
+    format: str | None = None
+    scope: str | None = None
+    start: int | None = None
+    numbering: str | None = None
+    time_zone: str | None = None
+    length: int | None = None
+    """Refused when given: a column's length is chosen when the field is added."""
+
+    @property
+    def name(self) -> str:
+        """`Object.Field`."""
+        return f"{self.object}.{self.field}"
+
+    def applied(self, stored: StoredRule) -> RuleSpec:
+        """The stored rule with what this edit gives; the cross tokens' stored chains are kept."""
+        was = stored.spec(self.object, self.field)
+        spec = replace(
+            was,
+            format=was.format if self.format is None else self.format,
+            scope=was.scope if self.scope is None else self.scope,
+            start=was.start if self.start is None else self.start,
+            numbering=was.numbering if self.numbering is None else self.numbering,
+            time_zone=was.time_zone if self.time_zone is None else self.time_zone,
+        )
+        return replace(spec, overrides=carried_overrides(stored.token_refs, spec.format))
+
+
+def carried_overrides(token_refs: str | None, new_format: str) -> tuple[Mapping[str, Any], ...]:
+    """Keep the stored token refs (chains, directField) of the cross tokens the new format still has."""
+    if not token_refs:
+        return ()
+    try:
+        literals = {ref.literal for ref in parse_format(new_format).cross_refs}
+    except FormatError:
+        return ()  # the new format is refused with its own rule number by rule_values
+    refs = json.loads(token_refs)
+    return tuple(r for r in refs if isinstance(r, dict) and r.get("tokenLiteral") in literals)
+
+
+def read_stored(conn: Connection, where: Any = None) -> dict[str, StoredRule]:
+    """Every field's stored rule by `Object.Field` (only the rows `where` selects, if given)."""
+    f, o = system_field, system_object
+    cols = [f.c[c] for c in AUTONUMBER_COLUMNS]
+    stmt = sa.select(o.c.ApiName, f.c.ApiName, f.c.Id, f.c.MaxLength, *cols).join(o, o.c.Id == f.c.ObjectId)
+    if where is not None:
+        stmt = stmt.where(where)
+    out = {}
+    for row in conn.execute(stmt):
+        values = {c.name: row._mapping[c] for c in cols}
+        out[f"{row[0]}.{row[1]}"] = StoredRule(row[2], values, row[3])
+    return out
+
+
+def stored_rule(conn: Connection, object_name: str, field_name: str) -> StoredRule | None:
+    """The field's row by `Object.Field`, or None when the field is not registered."""
+    where = sa.and_(system_object.c.ApiName == object_name, system_field.c.ApiName == field_name)
+    return read_stored(conn, where).get(f"{object_name}.{field_name}")
 
 
 def check_enums(spec: RuleSpec) -> None:

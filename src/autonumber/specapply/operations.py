@@ -21,7 +21,6 @@ and `adopt_object` (an existing application table), see autonumber.objects.
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import re
 from collections.abc import Callable, Iterable, Mapping
@@ -46,18 +45,17 @@ from autonumber.db.tables import (
     system_field,
     system_record_type,
 )
-from autonumber.errors import AutonumberError, SeedParseError, SpecError, UnknownField, VerifyError
+from autonumber.errors import AutonumberError, SeedParseError, SpecError, VerifyError
 from autonumber.format import TokenKind
 from autonumber.identifiers import check_api_name
 from autonumber.objects import add_object, adopt_table
 from autonumber.rules import (
+    RuleEdit,
     RuleRequest,
     RuleSpec,
     apply_requests,
     check,
     plan_requests,
-    respec,
-    stored_rule,
 )
 from autonumber.rules.history import older_by_field
 from autonumber.rules.legacy import LEGACY_NAMES
@@ -382,23 +380,20 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     start = args.get("start")
     numbering = None if args.get("numbering") is None else str(args["numbering"])
     time_zone = None if args.get("time_zone") is None else str(args["time_zone"])
-    if RULE_OPERATIONS[op] == "set" and stored_rule(conn, obj, fld) is not None:
-        with contextlib.suppress(UnknownField):  # a field added earlier in the same spec
-            return RuleRequest(
-                "set",
-                respec(
-                    conn,
-                    obj,
-                    fld,
-                    str(args["format"]),
-                    scope=scope,
-                    start=start,
-                    numbering=numbering,
-                    time_zone=time_zone,
-                ),
-            )
+    if RULE_OPERATIONS[op] == "set":  # resolved against the rule as the earlier operations leave it
+        edit = RuleEdit(
+            obj,
+            fld,
+            format=str(args["format"]),
+            scope=scope,
+            start=start,
+            numbering=numbering,
+            time_zone=time_zone,
+            length=args.get("length"),
+        )
+        return RuleRequest("set", edit)
     return RuleRequest(
-        RULE_OPERATIONS[op],
+        "add",
         RuleSpec(
             obj,
             fld,

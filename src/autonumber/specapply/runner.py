@@ -30,7 +30,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.db import dialect_for
 from autonumber.errors import AutonumberError, SpecRefused
 from autonumber.progress import NullReporter, Reporter
-from autonumber.rules import RuleRequest, apply_requests, plan_requests
+from autonumber.rules import RuleRequest, apply_requests, ensure_history_table, plan_requests
 from autonumber.setup import apply as setup_apply
 
 from . import guards, log
@@ -122,6 +122,8 @@ def _run(
                 reporter.detail(f"  plan {op.name}: {line}")
         conn.rollback()
     setup_apply.ensure_lock_table(engine)
+    with engine.begin() as conn:  # where a scope change keeps its retired counter rows
+        ensure_history_table(conn)
     changes: list[str] = []
     with dialect.named_lock(engine, setup_apply.BOOTSTRAP_LOCK, lock_timeout):
         if dialect.transactional_ddl:

@@ -16,6 +16,7 @@ from autonumber.db.objects import key_column
 from autonumber.errors import RecordError
 from autonumber.format import parse_format
 from autonumber.jsonl import Line, read_lines
+from autonumber.rules import RuleEdit
 from autonumber.runtime import Platform
 
 from .auth import AdminAuth
@@ -319,15 +320,17 @@ class Console:
         time_zone: str | None = None,
     ) -> FieldOut:
         """Change a rule through `autonumber.rules` (what is not given stays); refusals raise."""
-        done = change_field(
-            self.platform,
-            field_id,
-            new_format,
+        row = field_row(self.platform.catalog.current(), field_id)
+        edit = RuleEdit(
+            row.info.object,
+            row.info.name,
+            format=new_format,
             scope=scope,
             start=start,
             numbering=numbering,
             time_zone=time_zone,
         )
+        done = change_field(self.platform, edit)
         return self.field(done.field_id)
 
     def gaps(

@@ -14,6 +14,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 import sqlalchemy as sa
@@ -40,11 +41,15 @@ def rule_of(model: type[models.Model], field: AutoNumberField) -> RuleSpec:
     return field.rule(model._meta.db_table)
 
 
-def sync_field(engine: Engine, table: str, rule: RuleSpec) -> list[str]:
+def sync_field(
+    engine: Engine, table: str, rule: RuleSpec, editor: Callable[[], Engine] | None = None
+) -> list[str]:
     """Bring the stored rule of `rule.object.rule.field` in step with `rule`; return the changes.
 
     Missing system tables are created at this release's schema version (as `db init` does), a
-    field not yet registered is adopted and added, a differing rule is changed with `set_rule`.
+    field not yet registered is adopted and added, a differing rule is changed with `set_rule` on
+    `editor()` (default `engine`): an edit takes the edit lock on connections of its own, as
+    `autonumber field set` does, never inside the migration's transaction.
     """
     with engine.connect() as conn, conn.begin():
         changes: list[str] = []
@@ -56,7 +61,7 @@ def sync_field(engine: Engine, table: str, rule: RuleSpec) -> list[str]:
             return changes + add_field(conn, rule)[1]
     if stored.spec(rule.object, rule.field).policy == rule.policy:
         return changes
-    done = set_rule(engine, rule.edit())
+    done = set_rule(editor() if editor else engine, rule.edit())
     return changes + list(done.changes)
 
 
@@ -79,7 +84,12 @@ def _autonumber_fields(model: type[models.Model]) -> list[AutoNumberField]:
 def _sync(alias: str, model: type[models.Model], field: AutoNumberField) -> None:
     """sync_field inside the current migration's transaction; a refusal is one CommandError line."""
     try:
-        sync_field(borrowed_engine(alias), model._meta.db_table, rule_of(model, field))
+        sync_field(
+            borrowed_engine(alias),
+            model._meta.db_table,
+            rule_of(model, field),
+            lambda: platform_for(alias).db,
+        )
     except (AutonumberError, sa.exc.SQLAlchemyError) as exc:
         reason = str(getattr(exc, "orig", None) or exc).splitlines()[0]
         raise CommandError(f"autonumber field {model._meta.label}.{field.name}: {reason}") from exc

@@ -18,9 +18,8 @@ import autonumber
 from autonumber.cli import main
 from autonumber.db.tables import counter_table, system_field, system_object
 from autonumber.errors import AutonumberError
-from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
-from support import FormClient, run_cli
+from support import FormClient, bootstrap_url, run_cli
 
 TOKEN = "t19-admin"
 
@@ -28,7 +27,7 @@ TOKEN = "t19-admin"
 @pytest.fixture
 def engine(engine: Engine, db_url: str) -> Engine:
     """The shared engine, bootstrapped (naming `db_url` keeps the per-backend parameters)."""
-    bootstrap(engine)
+    bootstrap_url(db_url)
     return engine
 
 

@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import settings
 
 import testdb
 
@@ -23,6 +24,10 @@ PG_URL = os.environ.get(
 SERVER_URLS = {"mysql": MYSQL_URL, "postgresql": PG_URL}
 IN_CI = os.environ.get("CI", "").lower() == "true"
 _unreachable: dict[str, str] = {}
+
+# Hypothesis' default 200 ms deadline per example is wall-clock luck on a loaded machine.
+settings.register_profile("autonumber", deadline=None)
+settings.load_profile("autonumber")
 
 
 def _unavailable(backend: str, reason: str) -> None:

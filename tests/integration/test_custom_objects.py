@@ -287,8 +287,10 @@ def test_object_added_by_the_cli_is_served_by_a_running_api_and_console(
             ["field", "add", "Parcel__c", "Parcel_No__c", "--format", "P-{0000}", "--db", db_url], capsys
         )
         assert code == 0, out
-        time.sleep(0.1)  # the next catalog poll sees the new metadata version
-        r = web.post("/api/records/Parcel__c", json={"Label": "x"})
+        deadline = time.monotonic() + 30  # until a catalog poll has seen the new metadata version
+        while (r := web.post("/api/records/Parcel__c", json={"Label": "x"})).status_code == 404:
+            assert time.monotonic() < deadline, "the new object never became visible"
+            time.sleep(0.05)
         assert r.status_code == 201 and r.json()["Parcel_No__c"] == "P-0001", r.text
         assert "Parcel__c" in web.get("/", headers={"Accept": "text/html"}).text
 

@@ -13,8 +13,10 @@ from sqlalchemy.engine import Engine
 
 from autonumber.db import create_engine, dialect_for
 from autonumber.errors import LockTimeout
+from testdb import worker_id
 
-NAME = "autonumber:test:lock"
+NAME = f"autonumber:test:lock:{worker_id()}"
+"""MariaDB's GET_LOCK names are server-wide: each xdist worker locks its own name."""
 SHORT = 0.5
 LONG = 10.0
 

@@ -30,7 +30,7 @@ from galera_support import (
     verify_node,
 )
 
-pytestmark = pytest.mark.galera
+pytestmark = [pytest.mark.galera, pytest.mark.timeout(600)]  # three setups at once under load: minutes
 
 THREADS = 4
 PER_THREAD = 100

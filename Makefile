@@ -6,7 +6,13 @@ DB ?= sqlite:///autonumber.db
 STAMP := $(VENV)/.installed
 DEVSTAMP := $(VENV)/.installed-dev
 
-.PHONY: run test install install-dev bench bench-quick bench-job bench-cli bench-import soak clean chromium wrk
+# pytest-xdist workers for `make test`: the suite waits on the database servers more than on the
+# CPU, so more workers than cores pays (CONTRIBUTING.md has the measurement). `make test WORKERS=0`
+# runs serially.
+WORKERS ?= 4
+XDIST = -n $(WORKERS) --dist loadgroup
+
+.PHONY: run test check lint install install-dev bench bench-quick bench-job bench-cli bench-import soak clean chromium wrk
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -28,12 +34,19 @@ run: $(STAMP)
 	$(BIN)/autonumber run --db $(DB)
 
 ## make test: install the dev extras (and Chromium via apt-get for the browser tests, when missing)
-## and run the whole suite (lint, types, tests).
-test: $(DEVSTAMP) chromium
+## and run the whole suite (lint, types, every test on SQLite, MariaDB, PostgreSQL, Galera, Chromium).
+test: lint chromium
+	$(BIN)/pytest -q $(XDIST) --durations=30
+
+## make check: the quick loop (< 2 min): lint, types, and the tests that need no server, browser or
+## load (unit tests and everything on SQLite).
+check: lint
+	$(BIN)/pytest -q -n 2 -m "not mysql and not postgresql and not galera and not e2e and not slow"
+
+lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests bench
 	$(BIN)/ruff format --check src tests bench
 	$(BIN)/mypy
-	$(BIN)/pytest -q
 
 chromium:
 	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \

@@ -1,5 +1,9 @@
 """Backends for the behaviour suite: every test that takes `db_url` runs on SQLite, MariaDB and
-PostgreSQL. Under CI=true an unreachable server FAILS the test; elsewhere it skips with a reason."""
+PostgreSQL. Under CI=true an unreachable server FAILS the test; elsewhere it skips with a reason.
+
+Each pytest-xdist worker has its own server databases (the configured name plus `_gw0`, `_gw1`, …,
+created when missing). `db_url` empties the database cheaply; `make_platform` (tests/support.py)
+then copies a platform bootstrapped once per session (tests/testdb.py) instead of bootstrapping."""
 
 from __future__ import annotations
 
@@ -9,6 +13,9 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
+from hypothesis import settings
+
+import testdb
 
 MYSQL_URL = os.environ.get("AUTONUMBER_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/autonumber_test")
 PG_URL = os.environ.get(
@@ -17,6 +24,10 @@ PG_URL = os.environ.get(
 SERVER_URLS = {"mysql": MYSQL_URL, "postgresql": PG_URL}
 IN_CI = os.environ.get("CI", "").lower() == "true"
 _unreachable: dict[str, str] = {}
+
+# Hypothesis' default 200 ms deadline per example is wall-clock luck on a loaded machine.
+settings.register_profile("autonumber", deadline=None)
+settings.load_profile("autonumber")
 
 
 def _unavailable(backend: str, reason: str) -> None:
@@ -28,40 +39,33 @@ def _unavailable(backend: str, reason: str) -> None:
 
 def wipe_database(url: str) -> None:
     """Drop every table (and view, trigger, sequence) in the test database."""
-    engine = sa.create_engine(url)
-    try:
-        with engine.begin() as conn:
-            names = sa.inspect(conn).get_table_names()
-            if conn.dialect.name == "postgresql":
-                for name in names:
-                    conn.execute(sa.text(f'DROP TABLE IF EXISTS "{name}" CASCADE'))
-                for (seq,) in conn.execute(
-                    sa.text(
-                        "SELECT sequence_name FROM information_schema.sequences "
-                        "WHERE sequence_schema = 'public'"
-                    )
-                ):
-                    conn.execute(sa.text(f'DROP SEQUENCE IF EXISTS "{seq}" CASCADE'))
-            else:
-                conn.execute(sa.text("SET FOREIGN_KEY_CHECKS=0"))
-                for name in names:
-                    conn.execute(sa.text(f"DROP TABLE IF EXISTS `{name}`"))
-                conn.execute(sa.text("SET FOREIGN_KEY_CHECKS=1"))
-    finally:
-        engine.dispose()
+    testdb.make_empty(url)
 
 
 def server_url(backend: str) -> str:
-    """A wiped server database URL, or skip/fail when the server is unreachable."""
+    """This worker's emptied server database URL, or skip/fail when the server is unreachable."""
     if backend in _unreachable:
         _unavailable(backend, _unreachable[backend])
-    url = SERVER_URLS[backend]
+    url = testdb.worker_url(SERVER_URLS[backend])
     try:
-        wipe_database(url)
+        if url not in _created:
+            testdb.ensure_database(url)
+            _created.add(url)
+            testdb.manage(url)
+        testdb.make_empty(url)
     except sa.exc.OperationalError as exc:
         _unreachable[backend] = str(exc.orig).splitlines()[0]
         _unavailable(backend, _unreachable[backend])
     return url
+
+
+_created: set[str] = set()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _sqlite_snapshot(tmp_path_factory: pytest.TempPathFactory) -> None:
+    """Where this session keeps its bootstrapped SQLite file (tests/testdb.py copies it)."""
+    testdb.sqlite_snapshot_dir(tmp_path_factory.mktemp("platform"))
 
 
 BACKENDS = [
@@ -104,3 +108,18 @@ def engine(db_url: str) -> Iterator[sa.Engine]:
 def sqlite_url(tmp_path: Path) -> str:
     """An empty SQLite database file."""
     return f"sqlite:///{tmp_path / 'autonumber.db'}"
+
+
+# Tests that share one machine-wide resource run in one xdist worker (`--dist loadgroup`): the
+# Galera cluster (fixed ports, one data directory) and the browser tests (one Chromium at a time).
+_GROUPS = {"galera": "galera", "e2e": "browser"}
+
+
+@pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Give every test under tests/galera and tests/e2e its `xdist_group`."""
+    for item in items:
+        parts = item.path.parts
+        for folder, group in _GROUPS.items():
+            if folder in parts[-3:-1]:
+                item.add_marker(pytest.mark.xdist_group(group))

@@ -12,6 +12,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 import autonumber
+import testdb
 from autonumber.db import create_engine
 from autonumber.runtime import Platform
 from autonumber.setup.bootstrap import bootstrap
@@ -30,13 +31,21 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
     return int(info.value.code or 0), out + err
 
 
-def make_platform(url: str, **options: Any) -> Platform:
-    """Bootstrap the core pack on `url` and connect to it."""
+def bootstrap_url(url: str) -> None:
+    """The core pack on `url`, as `bootstrap()` makes it: a copy of this session's bootstrapped
+    snapshot when `url` is an empty test database (milliseconds), else `bootstrap()` itself."""
+    if testdb.restore_platform(url):
+        return
     setup = create_engine(url)
     try:
         bootstrap(setup)
     finally:
         setup.dispose()
+
+
+def make_platform(url: str, **options: Any) -> Platform:
+    """Bootstrap the core pack on `url` (see `bootstrap_url`) and connect to it."""
+    bootstrap_url(url)
     return autonumber.connect(url, **options)
 
 

@@ -13,11 +13,10 @@ from pathlib import Path
 import pytest
 
 import autonumber
-from autonumber.db import create_engine
 from autonumber.runtime import Platform
-from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
 from autonumber.web.server import serve_in_thread
+from support import bootstrap_url
 
 CHROMIUM = "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -53,11 +52,7 @@ def browser() -> Iterator[Browser]:
 @pytest.fixture
 def platform(sqlite_url: str) -> Iterator[Platform]:
     """A bootstrapped SQLite database."""
-    engine = create_engine(sqlite_url)
-    try:
-        bootstrap(engine)
-    finally:
-        engine.dispose()
+    bootstrap_url(sqlite_url)
     p = autonumber.connect(sqlite_url)
     yield p
     p.close()

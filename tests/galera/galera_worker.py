@@ -9,7 +9,8 @@ in-process combiner.
         THREADS threads × COUNT `records.insert("Case", …)`; every number and every error.
     insert-until URL STRATEGY THREADS RETRIES STOPFILE
         insert until STOPFILE exists; each number and each error with when it happened (epoch
-        seconds) and how long the failing call took. STOPFILE.ready-PID appears once the caller is connected.
+        seconds) and how long the failing call took. STOPFILE.ready-PID appears once the caller is connected;
+        STOPFILE.got-PID's mtime is the time stamp of the latest number handed out (the test waits on it).
     apply URL
         `setup apply` of the default spec (or `bootstrap` where apply has not landed); a
         retryable refusal is retried up to 10 times, each recorded.
@@ -80,6 +81,7 @@ def insert_until(url: str, strategy: str, threads: int, retries: int, stop_file:
     errors: list[tuple[float, float, str]] = []
     lock = threading.Lock()
     Path(f"{stop_file}.ready-{os.getpid()}").touch()  # connected: the test may start its clock
+    got = Path(f"{stop_file}.got-{os.getpid()}")
 
     def run(t: int) -> None:
         i = 0
@@ -95,7 +97,10 @@ def insert_until(url: str, strategy: str, threads: int, retries: int, stop_file:
                 time.sleep(0.2)  # a caller backs off before trying again
                 continue
             with lock:
-                numbers.append((time.time(), str(rec[FIELD])))
+                at = time.time()
+                numbers.append((at, str(rec[FIELD])))
+                got.touch()
+                os.utime(got, (at, at))  # mtime = the number's own time stamp
 
     pool = [threading.Thread(target=run, args=(t,), daemon=True) for t in range(threads)]
     for th in pool:

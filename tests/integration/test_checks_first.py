@@ -18,9 +18,8 @@ from autonumber.db.tables import system_field
 from autonumber.engine import STRATEGIES
 from autonumber.errors import CounterOverflow, FormatError, RuleQuarantined
 from autonumber.rules.store import RuleSpec
-from autonumber.setup.bootstrap import bootstrap
 from autonumber.specapply.operations import run_rule
-from support import run_cli
+from support import bootstrap_url, run_cli
 
 CASE = "Case.CaseNumber"
 
@@ -28,7 +27,7 @@ CASE = "Case.CaseNumber"
 @pytest.fixture
 def engine(engine: Engine, db_url: str) -> Engine:
     """The shared engine, bootstrapped (naming `db_url` keeps the per-backend parameters)."""
-    bootstrap(engine)
+    bootstrap_url(db_url)
     return engine
 
 

@@ -5,8 +5,7 @@ from __future__ import annotations
 import pytest
 
 from autonumber.cli import main
-from autonumber.db import create_engine
-from autonumber.setup.bootstrap import bootstrap
+from support import bootstrap_url
 
 
 def _run(argv: list[str]) -> int:
@@ -19,9 +18,7 @@ def _run(argv: list[str]) -> int:
 
 @pytest.fixture
 def catalog_url(db_url: str) -> str:
-    engine = create_engine(db_url)
-    bootstrap(engine)
-    engine.dispose()
+    bootstrap_url(db_url)
     return db_url
 
 

@@ -55,7 +55,7 @@ def test_fair_gate_times_out_and_leaves_the_queue() -> None:
     assert gate.acquire(1)
     started = time.monotonic()
     assert gate.acquire(0.1) is False
-    assert 0.09 <= time.monotonic() - started < 2
+    assert 0.09 <= time.monotonic() - started < 30  # it did wait; the upper bound only catches a hang
     gate.release()
     assert gate.acquire(0) and not gate._waiters
 

@@ -20,7 +20,7 @@ from autonumber.db.tables import counter_table
 from autonumber.errors import TokenResolveError
 from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.runtime import Platform
-from autonumber.setup.bootstrap import bootstrap
+from support import bootstrap_url
 
 CSA = "rt_Contract_Services_Agreement"
 DAY = datetime(2026, 4, 17, 9, 30, tzinfo=UTC)
@@ -31,7 +31,7 @@ COUNTRY = "{Account.BillingCountryCode}"
 @pytest.fixture
 def platform(db_url: str) -> Iterator[Platform]:
     """The core pack on a wiped database."""
-    bootstrap(create_engine(db_url))
+    bootstrap_url(db_url)
     p = autonumber.connect(db_url)
     yield p
     p.close()
@@ -157,7 +157,7 @@ def test_case8b_concurrent_update_on_servers(
     """MariaDB runs READ COMMITTED (db/mysql.py), PostgreSQL READ COMMITTED by default: every
     statement of the caller's transaction sees the latest commit, so both strategies render the
     new country even though the caller read the Account before the concurrent UPDATE."""
-    bootstrap(create_engine(server_db_url))
+    bootstrap_url(server_db_url)
     with autonumber.connect(server_db_url) as p:
         monkeypatch.setattr(p.dialect, "utc_now", lambda conn: DAY)
         if strategy == "fresh_read":
@@ -176,7 +176,7 @@ def test_case8b_repeatable_read_snapshot_is_stale_only_for_caller_txn(
 ) -> None:
     """The fresh-read trade-off, shown by running the caller at REPEATABLE READ: its snapshot (taken at
     its first read) keeps the old country for caller_txn; fresh_read still sees the commit."""
-    bootstrap(create_engine(server_db_url))
+    bootstrap_url(server_db_url)
     with autonumber.connect(server_db_url) as p:
         monkeypatch.setattr(p.dialect, "utc_now", lambda conn: DAY)
         if strategy == "fresh_read":
@@ -198,7 +198,7 @@ def test_case8b_sqlite_has_no_concurrent_commit_mid_transaction(
     """SQLite: a caller transaction begins IMMEDIATE and holds the single write lock, so a
     concurrent UPDATE cannot commit while it is open (it waits, then fails "database is locked");
     the caller renders the value committed when it began, which is also the latest one."""
-    bootstrap(create_engine(sqlite_url))
+    bootstrap_url(sqlite_url)
     with autonumber.connect(sqlite_url) as p:
         monkeypatch.setattr(p.dialect, "utc_now", lambda conn: DAY)
         acc = account(p, "SG")

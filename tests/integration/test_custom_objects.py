@@ -18,9 +18,8 @@ import autonumber
 from autonumber.cli import main
 from autonumber.db.tables import counter_table, system_field, system_object
 from autonumber.errors import AutonumberError
-from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
-from support import FormClient, run_cli
+from support import FormClient, bootstrap_url, run_cli
 
 TOKEN = "t19-admin"
 
@@ -28,7 +27,7 @@ TOKEN = "t19-admin"
 @pytest.fixture
 def engine(engine: Engine, db_url: str) -> Engine:
     """The shared engine, bootstrapped (naming `db_url` keeps the per-backend parameters)."""
-    bootstrap(engine)
+    bootstrap_url(db_url)
     return engine
 
 
@@ -288,8 +287,10 @@ def test_object_added_by_the_cli_is_served_by_a_running_api_and_console(
             ["field", "add", "Parcel__c", "Parcel_No__c", "--format", "P-{0000}", "--db", db_url], capsys
         )
         assert code == 0, out
-        time.sleep(0.1)  # the next catalog poll sees the new metadata version
-        r = web.post("/api/records/Parcel__c", json={"Label": "x"})
+        deadline = time.monotonic() + 30  # until a catalog poll has seen the new metadata version
+        while (r := web.post("/api/records/Parcel__c", json={"Label": "x"})).status_code == 404:
+            assert time.monotonic() < deadline, "the new object never became visible"
+            time.sleep(0.05)
         assert r.status_code == 201 and r.json()["Parcel_No__c"] == "P-0001", r.text
         assert "Parcel__c" in web.get("/", headers={"Accept": "text/html"}).text
 

@@ -13,16 +13,15 @@ import autonumber
 from autonumber.db import create_engine
 from autonumber.db.tables import counter_table, system_field
 from autonumber.rules.verify import verify
-from autonumber.setup.bootstrap import bootstrap
-from support import run_cli
+from support import bootstrap_url, run_cli
 
 ADD_MEMBER = ["field", "add", "Account", "Member_No__c", "--format", "MB-{000000}", "--start", "100"]
 
 
 @pytest.fixture
 def engine(db_url: str) -> Iterator[Engine]:
+    bootstrap_url(db_url)
     eng = create_engine(db_url)
-    bootstrap(eng)
     with autonumber.connect(db_url) as p:
         for i in range(3):
             p.records.insert("Account", {"Name": f"old {i}", "BillingCountryCode": "SG"})

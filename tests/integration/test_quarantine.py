@@ -18,8 +18,8 @@ from autonumber.db import create_engine
 from autonumber.db.tables import system_field
 from autonumber.errors import RuleQuarantined
 from autonumber.runtime import Platform
-from autonumber.setup.bootstrap import bootstrap
 from autonumber.specapply import apply_spec
+from support import bootstrap_url
 
 FIELD = "Account.Account_ID__c"
 GOOD = "IBG-B-{YYYY}{MM}{DD}-{000000}"
@@ -28,9 +28,7 @@ REPAIR = "IBG-B-{YYYY}{MM}{DD}-{0000000}"
 
 @pytest.fixture
 def platform(db_url: str) -> Iterator[Platform]:
-    engine = create_engine(db_url)
-    bootstrap(engine)
-    engine.dispose()
+    bootstrap_url(db_url)
     with autonumber.connect(db_url, poll_interval=0) as p:
         yield p
 

@@ -15,7 +15,7 @@ import autonumber
 from autonumber.db import create_engine
 from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.runtime import Platform
-from autonumber.setup.bootstrap import bootstrap
+from support import bootstrap_url
 
 FIELD = "Quote.Quote_No__c"
 COUNTRY = "{Account.BillingCountryCode}"
@@ -48,8 +48,8 @@ def reads(seen: list[str], table: str) -> list[str]:
 
 @pytest.fixture
 def platform(db_url: str) -> Iterator[Platform]:
+    bootstrap_url(db_url)
     engine = create_engine(db_url)
-    bootstrap(engine)
     with engine.connect() as conn, conn.begin():
         store_rule(conn, WIDE_QUOTE)
     engine.dispose()

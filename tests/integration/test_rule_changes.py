@@ -16,14 +16,13 @@ from sqlalchemy.engine import Engine
 
 import autonumber
 from autonumber.cli import main
-from autonumber.db import create_engine, dialect_for
+from autonumber.db import dialect_for
 from autonumber.db.schema import table_names
 from autonumber.db.tables import counter_table, field_format_history, system_record_type
 from autonumber.rules import verify
 from autonumber.runtime import Platform
-from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
-from support import FormClient
+from support import FormClient, bootstrap_url
 
 TOKEN = "rule-change-token"
 FLASH = "autonumber_flash"
@@ -34,9 +33,7 @@ PATHS = ("cli", "spec", "http")
 
 @pytest.fixture
 def platform(db_url: str) -> Iterator[Platform]:
-    engine = create_engine(db_url)
-    bootstrap(engine)
-    engine.dispose()
+    bootstrap_url(db_url)
     p = autonumber.connect(db_url)
     yield p
     p.close()

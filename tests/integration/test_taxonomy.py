@@ -11,12 +11,11 @@ import pytest
 import sqlalchemy as sa
 
 import autonumber
-from autonumber.db import create_engine
 from autonumber.db.tables import system_record_type
 from autonumber.errors import TokenResolveError
 from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.runtime import Platform
-from autonumber.setup.bootstrap import bootstrap
+from support import bootstrap_url
 
 DAY = datetime(2026, 4, 17, 9, 30, tzinfo=UTC)
 TYPE = "{RecordType.RecordTypeCode}"
@@ -36,7 +35,7 @@ SPEC_CODES = {  # DeveloperName → RecordTypeCode
 @pytest.fixture
 def platform(db_url: str, monkeypatch: pytest.MonkeyPatch) -> Iterator[Platform]:
     """The core pack with the database clock pinned to 2026-04-17."""
-    bootstrap(create_engine(db_url))
+    bootstrap_url(db_url)
     p = autonumber.connect(db_url)
     monkeypatch.setattr(p.dialect, "utc_now", lambda conn: DAY)
     yield p

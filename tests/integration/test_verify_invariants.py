@@ -11,13 +11,13 @@ from autonumber.db.tables import counter_table, system_field, system_record_type
 from autonumber.errors import VerifyError
 from autonumber.rules.verify import Finding, verify_or_raise
 from autonumber.rules.verify import verify as findings
-from autonumber.setup.bootstrap import bootstrap
+from support import bootstrap_url
 
 
 @pytest.fixture
 def engine(engine: Engine, db_url: str) -> Engine:
     """The shared engine, bootstrapped (naming `db_url` keeps the per-backend parameters)."""
-    bootstrap(engine)
+    bootstrap_url(db_url)
     return engine
 
 

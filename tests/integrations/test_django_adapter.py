@@ -21,8 +21,7 @@ import autonumber
 from autonumber.db import create_engine
 from autonumber.errors import AutonumberError
 from autonumber.rules import stored_rule
-from autonumber.setup.bootstrap import bootstrap
-from support import invoice_counters, run_together
+from support import bootstrap_url, invoice_counters, run_together
 
 pymysql.install_as_MySQLdb()
 if not settings.configured:  # the same settings as the bench's django-sequences peer (one process)
@@ -86,9 +85,7 @@ def database_entry(url: str) -> dict[str, Any]:
 @pytest.fixture
 def alias(db_url: str) -> Iterator[str]:
     """A fresh Django alias on a bootstrapped database, with the model's table created."""
-    eng = create_engine(db_url)
-    bootstrap(eng)
-    eng.dispose()
+    bootstrap_url(db_url)
     name = f"t19_{next(_aliases)}"
     entry = database_entry(db_url)
     connections.settings[name] = connections.configure_settings({"default": {}, name: entry})[name]

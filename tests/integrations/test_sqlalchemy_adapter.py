@@ -11,12 +11,10 @@ import sqlalchemy as sa
 from sqlalchemy.orm import DeclarativeBase, Mapped, Session, mapped_column
 
 import autonumber
-from autonumber.db import create_engine
 from autonumber.integrations.common import ReadOnlyAutoNumber
 from autonumber.integrations.sqlalchemy import autonumbered, unbind
 from autonumber.runtime import Platform
-from autonumber.setup.bootstrap import bootstrap
-from support import invoice_counters, run_together
+from support import bootstrap_url, invoice_counters, run_together
 
 
 class Base(DeclarativeBase):
@@ -35,9 +33,7 @@ FORMAT = "INV-{YYYY}-{00000}"
 
 @pytest.fixture
 def platform(db_url: str) -> Iterator[Platform]:
-    eng = create_engine(db_url)
-    bootstrap(eng)
-    eng.dispose()
+    bootstrap_url(db_url)
     p = autonumber.connect(db_url)
     yield p
     unbind(Invoice.number)

@@ -9,8 +9,7 @@ import pytest
 import typer.main
 
 from autonumber.cli import app, main
-from autonumber.db import create_engine
-from autonumber.setup.bootstrap import bootstrap
+from support import bootstrap_url
 
 
 def _run(argv: list[str]) -> int | str | None:
@@ -24,9 +23,7 @@ def db(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> str:
     monkeypatch.delenv("AUTONUMBER_DATABASE_URL", raising=False)
     monkeypatch.chdir(tmp_path)
     url = f"sqlite:///{tmp_path / 'cli.db'}"
-    engine = create_engine(url)
-    bootstrap(engine)
-    engine.dispose()
+    bootstrap_url(url)
     return url
 
 

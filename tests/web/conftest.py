@@ -9,21 +9,16 @@ from fastapi.testclient import TestClient
 from web_support import FormClient
 
 import autonumber
-from autonumber.db import create_engine
 from autonumber.runtime import Platform
-from autonumber.setup.bootstrap import bootstrap
 from autonumber.web import create_app
+from support import bootstrap_url
 
 TOKEN = "test-admin-token"
 
 
 def open_platform(url: str) -> Platform:
     """Bootstrap the core pack on `url` and connect."""
-    engine = create_engine(url)
-    try:
-        bootstrap(engine)
-    finally:
-        engine.dispose()
+    bootstrap_url(url)
     return autonumber.connect(url)
 
 

@@ -23,6 +23,7 @@ from .engine.journal import FAILED, Pending, Range, track, watch
 from .errors import CommitOutcomeUnknown, RecordError, RecordNotFound, ReservationFailed, RuleQuarantined
 from .events import EventBus, RecordBeforeCreate
 from .group_commit import GroupCommit
+from .lookups import check_lookups
 from .values import checked_value, text_problem
 
 SYSTEM_COLUMNS = ("Id", "CreatedDate")
@@ -384,6 +385,7 @@ class Records:
         `inside`: the numbers are reserved in that transaction itself (the group writer);
         `bulk`: the rows go by the backend's bulk path (COPY on PostgreSQL), without RETURNING."""
         adopted = snapshot.is_adopted(object_name)
+        check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
         rules = _lock_order(snapshot.rules_of(object_name), inside)
         # Every token resolves before any reservation: one that fails closed consumes no number.
@@ -530,6 +532,7 @@ class Records:
         if not checked:
             return self.get(object_name, record_id, conn)
         with self._txn(conn) as c:
+            check_lookups(c, snapshot, object_name, [checked])
             where = _key_equals(table, object_name, record_id)
             result = c.execute(sa.update(table).where(where).values(checked))
             if result.rowcount == 0:

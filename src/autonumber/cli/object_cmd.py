@@ -61,3 +61,32 @@ def adopt_cmd(
     for line in changes:
         typer.echo(f"  {line}")
     typer.echo(f"{object_name}: {'adopted' if changes else 'already adopted, unchanged'}")
+
+
+field_app = typer.Typer(rich_markup_mode=None, help="Plain fields of a custom object.", no_args_is_help=True)
+app.add_typer(field_app, name="field")
+
+
+@field_app.command("add")
+def field_add_cmd(
+    object_name: ObjectArg,
+    field: Annotated[
+        str,
+        typer.Argument(
+            metavar="NAME:TYPE",
+            help="TYPE one of text(N), number, integer, boolean, date, datetime, ref(Object).",
+            show_default=False,
+        ),
+    ],
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """Add a plain field to a custom object: its column (empty on existing records) and its metadata.
+
+    Example: autonumber object field add Shipment__c 'Carrier:text(40)'
+    """
+    from autonumber.commands import objects
+
+    changes = objects.add_plain_field(db, object_name, field)
+    for line in changes:
+        typer.echo(f"  {line}")
+    typer.echo(f"{object_name}: {'field added' if changes else 'field already there, unchanged'}")

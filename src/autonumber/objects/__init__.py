@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from .adopt import adopt_column, adopt_table, is_adopted
-from .custom import ObjectDefinitionError, add_object, parse_field
+from .custom import ObjectDefinitionError, add_field, add_object, parse_field
 
 __all__ = [
     "ObjectDefinitionError",
+    "add_field",
     "add_object",
     "adopt_column",
     "adopt_table",

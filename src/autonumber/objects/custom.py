@@ -13,9 +13,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from autonumber.db import dialect_for
+from autonumber.db.objects import object_table
+from autonumber.db.schema import reconcile_tables
 from autonumber.db.tables import system_field, system_object
 from autonumber.errors import AutonumberError
+from autonumber.format import FieldInfo
 from autonumber.identifiers import check_api_name
+from autonumber.lookups import STANDARD_OBJECTS
 from autonumber.runtime import Platform
 from autonumber.setup.pack import FieldSpec, ObjectSpec, install_objects, object_id
 
@@ -119,6 +123,56 @@ def add_object(conn: Connection, name: str, fields: Sequence[str | FieldSpec]) -
         except Exception as undo:  # the original error is what the caller must see
             exc.add_note(f"undoing object {name} failed too: {undo}")
         raise
+
+
+def add_field(conn: Connection, name: str, field: str | FieldSpec) -> list[str]:
+    """Add one plain field to a custom object (metadata row and column); [] when it is already there.
+
+    Refused with one line: an object that is not a custom one (the standard pack's, an adopted
+    table), a name the object already uses for something else, a bad type or an unknown target.
+    """
+    spec = parse_field(field) if isinstance(field, str) else field
+    check_api_name(name, "object name")
+    o = system_object
+    row = conn.execute(sa.select(o.c.TableName, o.c.KeyColumn).where(o.c.ApiName == name)).first()
+    if row is None:
+        raise ObjectDefinitionError(f"object {name}: unknown object; create it with `autonumber object add`")
+    if row.KeyColumn is not None or name in STANDARD_OBJECTS:
+        raise ObjectDefinitionError(
+            f"object {name} is not a custom object: fields are added only to objects made by "
+            "`autonumber object add`"
+        )
+    have = _existing_fields(conn, name)
+    if have.get(spec.name) == (spec.type, spec.reference_to, spec.max_length):
+        return []
+    if spec.name.lower() in {k.lower() for k in have}:
+        raise ObjectDefinitionError(f"object {name}: it already has a field named {spec.name}")
+    target = spec.reference_to
+    if target is not None and target != name and target not in _registered(conn):
+        raise ObjectDefinitionError(f"object {name}: field {spec.name} refers to unknown object {target!r}")
+    table = str(row.TableName)
+    info = FieldInfo(name, spec.name, spec.type, spec.reference_to, spec.max_length)
+    try:  # the column first: MariaDB commits at ALTER TABLE, before any metadata row of ours
+        changes = reconcile_tables(conn, [object_table(table, [info], sa.MetaData())])
+        return changes + install_objects(conn, [ObjectSpec(name, (spec,), None if table == name else table)])
+    except Exception as exc:
+        try:
+            _compensate_field(conn, name, table, spec.name)
+        except Exception as undo:  # the original error is what the caller must see
+            exc.add_note(f"undoing field {name}.{spec.name} failed too: {undo}")
+        raise
+
+
+def _compensate_field(conn: Connection, name: str, table: str, field_name: str) -> None:
+    """Undo a half-added field where DDL commits at once (MariaDB): its row, then its column (DROP
+    last, so its implicit commit makes the delete stick although the caller then rolls back)."""
+    if dialect_for(conn).transactional_ddl:
+        return  # transactional DDL: the caller's rollback undoes everything
+    f = system_field
+    conn.execute(sa.delete(f).where(f.c.ObjectId == object_id(name), f.c.ApiName == field_name))
+    if field_name in {c["name"] for c in sa.inspect(conn).get_columns(table)}:
+        quote = conn.dialect.identifier_preparer.quote
+        conn.execute(sa.text(f"ALTER TABLE {quote(table)} DROP COLUMN {quote(field_name)}"))
 
 
 def _compensate(conn: Connection, name: str) -> None:

@@ -17,8 +17,9 @@ from autonumber.db import create_engine
 from autonumber.db.tables import system_field
 from autonumber.engine import STRATEGIES
 from autonumber.errors import CounterOverflow, FormatError, RuleQuarantined
+from autonumber.rules import apply_requests
 from autonumber.rules.store import RuleSpec
-from autonumber.specapply.operations import run_rule
+from autonumber.specapply.operations import rule_request
 from support import bootstrap_url, run_cli
 
 CASE = "Case.CaseNumber"
@@ -64,15 +65,14 @@ def test_cli_refuses_a_start_the_counter_cannot_hold(
 
 
 def test_data_spec_operations_refuse_it_too(engine: Engine) -> None:
+    """Through the requests the spec runner builds from an operation's arguments."""
     before = rules(engine)
     with pytest.raises(FormatError, match=r"width 1, largest 9"), engine.begin() as conn:
-        run_rule("add_autonumber_field")(
-            conn, {"object": "Case", "field": "W__c", "format": "W-{0}", "start": 10}
-        )
+        args = {"object": "Case", "field": "W__c", "format": "W-{0}", "start": 10}
+        apply_requests(conn, [rule_request(conn, "add_autonumber_field", args)])
     with pytest.raises(FormatError, match=r"start 5000 does not fit .* \(width 2"), engine.begin() as conn:
-        run_rule("set_rule")(
-            conn, {"object": "Order", "field": "OrderNumber", "format": "{00}", "start": 5000}
-        )
+        args = {"object": "Order", "field": "OrderNumber", "format": "{00}", "start": 5000}
+        apply_requests(conn, [rule_request(conn, "set_rule", args)])
     assert rules(engine) == before
 
 

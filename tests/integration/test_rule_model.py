@@ -16,20 +16,20 @@ from sqlalchemy.engine import Engine
 
 import autonumber
 from autonumber.db import create_engine, dialect_for
-from autonumber.errors import RuleChangedMeanwhile
+from autonumber.errors import AutonumberError, RuleChangedMeanwhile
 from autonumber.rules import EDIT_LOCK, RuleEdit, RuleRequest, commit_requests, set_rule, stored_rule
+from autonumber.rules.store import RuleSpec
 from autonumber.rules.verify import verify
 from autonumber.setup.apply import phase_named, run_phases
-from autonumber.setup.bootstrap import bootstrap
 from autonumber.setup.dataspec import DataSpec, SpecMeta
 from autonumber.setup.standard import CONTRACT_RECORD_TYPES, CORE_OBJECTS, CORE_RULES
-from support import run_cli
+from support import FormClient, bootstrap_url, run_cli
 
 
 @pytest.fixture
 def engine(db_url: str) -> Iterator[Engine]:
+    bootstrap_url(db_url)
     eng = create_engine(db_url)
-    bootstrap(eng)
     yield eng
     eng.dispose()
 
@@ -245,13 +245,21 @@ EDITS: dict[str, tuple[dict[str, Any], tuple[object, ...] | None]] = {
 }
 
 
+def declared(original: tuple[object, ...], given: dict[str, Any]) -> dict[str, Any]:
+    """The whole rule a model declares for an edit: the original rule with the edit's values."""
+    keys = ("format", "scope", "start", "numbering", "time_zone")
+    return {**dict(zip(keys, original, strict=True)), **given}
+
+
 @pytest.mark.parametrize("case", sorted(EDITS))
 def test_every_door_gives_the_same_answer(
     engine: Engine, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], case: str
 ) -> None:
-    """CLI, HTTP API and spec apply store the same rule for the same edit, or all refuse it."""
+    """CLI, HTTP API, the console's form, spec apply and Django's migrate store the same rule for
+    the same edit, or all refuse it."""
     from fastapi.testclient import TestClient
 
+    from autonumber.integrations.django_migrations import sync_field
     from autonumber.web import create_app
 
     given, expected = EDITS[case]
@@ -269,17 +277,90 @@ def test_every_door_gives_the_same_answer(
             r = client.put("/api/autonumber/fields/Case.CaseNumber", json=given)
             return r.status_code == 200
 
+    def console() -> bool:
+        """The rules page's form as a browser posts it: every input, the selects and the time zone
+        showing the stored rule, start left empty unless typed."""
+        with autonumber.connect(db_url) as p:
+            app = create_app(p, admin_token="t")
+            with FormClient(app, headers={"Accept": "text/html"}, follow_redirects=False) as browser:
+                browser.post("/login", data={"token": "t"})
+                now = rule_of(engine, "Case", "CaseNumber")
+                form = {"format": now[0], "scope": now[1], "start": "", "numbering": now[3]}
+                form |= {"time_zone": now[4], **{k: str(v) for k, v in given.items()}}
+                r = browser.post("/rules/Case.CaseNumber", data=form)
+                assert r.status_code == 303, r.text
+                flash = browser.get(r.headers["location"]).text
+                assert ("now uses" in flash) != ("error: " in flash), flash
+                return "Case.CaseNumber now uses" in flash
+
     def spec() -> bool:
         op = {"op": "set_rule", "object": "Case", "field": "CaseNumber", **given}
         return apply_spec(spec_file(tmp_path, [op]), db_url, capsys)[0] == 0
 
-    for door in (cli, http, spec):
+    def django_migrate() -> bool:
+        """A model whose AutoNumberField now declares the edited rule, brought in step by migrate."""
+        try:
+            sync_field(engine, "Case", RuleSpec("Case", "CaseNumber", **declared(original, given)))
+        except AutonumberError:
+            return False
+        return True
+
+    for door in (cli, http, console, spec, django_migrate):
         ok = door()
         got = rule_of(engine, "Case", "CaseNumber")[:5]
         assert (ok, got) == ((True, expected) if expected else (False, original)), door.__name__
         if expected:  # back to the original for the next door (the counters never go down)
             set_rule(engine, RuleEdit("Case", "CaseNumber", *original[:1], scope=str(original[1])))
             set_rule(engine, RuleEdit("Case", "CaseNumber", start=1, numbering="standard", time_zone="UTC"))
+
+
+@pytest.mark.parametrize("case", sorted(EDITS))
+def test_a_sqlalchemy_model_declaring_the_rule_gets_the_same_answer(
+    engine: Engine, db_url: str, case: str
+) -> None:
+    """`autonumbered` on a new table stores what `field set` stores for the same rule, or refuses
+    what it refuses; on a column already registered it never edits: only the same rule passes."""
+    from sqlalchemy.orm import registry
+
+    from autonumber.integrations.sqlalchemy import autonumbered, unbind
+
+    given, expected = EDITS[case]
+    original = rule_of(engine, "Case", "CaseNumber")[:5]
+    rule = declared(original, given)
+    md = sa.MetaData()
+    fresh = sa.Table(
+        "i23_orm_docs",
+        md,
+        sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+        sa.Column("doc_no", sa.String(40)),
+    )
+    md.create_all(engine)
+    mapper = registry(metadata=md)
+
+    class Doc:
+        pass
+
+    class Case:
+        pass
+
+    mapper.map_imperatively(Doc, fresh)
+    mapper.map_imperatively(Case, sa.Table("Case", md, autoload_with=engine))
+    with autonumber.connect(db_url) as p:
+        for cls, key, object_name in ((Doc, "doc_no", "Doc__c"), (Case, "CaseNumber", "Case")):
+            attribute = getattr(cls, key)
+            try:
+                autonumbered(attribute, p, object_name=object_name, **rule)
+                ok = True
+                unbind(attribute)
+            except AutonumberError:
+                ok = False
+            with engine.connect() as conn:
+                stored = stored_rule(conn, object_name, key)
+            got = None if stored is None else rule_of(engine, object_name, key)[:5]
+            if object_name == "Doc__c":  # a new field: the same stored rule, or the same refusal
+                assert (ok, got) == ((True, expected) if expected else (False, None))
+            else:  # registered already: only the rule as stored is accepted, nothing is changed
+                assert (ok, got) == (case == "no-op", original)
 
 
 def test_field_list_and_show_print_the_stored_rule_and_the_next_number(

@@ -53,9 +53,7 @@ from autonumber.rules import (
     RuleEdit,
     RuleRequest,
     RuleSpec,
-    apply_requests,
     check,
-    plan_requests,
 )
 from autonumber.rules.history import older_by_field
 from autonumber.rules.legacy import LEGACY_NAMES
@@ -407,21 +405,6 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     )
 
 
-def run_rule(name: str) -> Callable[[Connection, Mapping[str, Any]], list[str]]:
-    def run(conn: Connection, args: Mapping[str, Any]) -> list[str]:
-        done = apply_requests(conn, [rule_request(conn, name, args)])
-        return [line for d in done for line in d.changes]
-
-    return run
-
-
-def plan_rule(name: str) -> Callable[[Connection, Mapping[str, Any]], list[str]]:
-    def plan(conn: Connection, args: Mapping[str, Any]) -> list[str]:
-        return [line for p in plan_requests(conn, [rule_request(conn, name, args)]) for line in p.lines]
-
-    return plan
-
-
 def _object_args(op: str, args: Mapping[str, Any], keys: tuple[str, ...]) -> Mapping[str, Any]:
     if set(args) != set(keys):
         raise SpecError(f"{op}: arguments are {', '.join(keys)}; got {sorted(args)}")
@@ -490,18 +473,6 @@ OPERATIONS: dict[str, OperationType] = {
         OperationType("verify", "V1–V7 must hold", plan_nothing, run_verify),
         OperationType("drop_backups", "drop the legacy backup tables", plan_drop_backups, run_drop_backups),
         OperationType(
-            "add_autonumber_field",
-            "column + validated rule + counter rows",
-            plan_rule("add_autonumber_field"),
-            run_rule("add_autonumber_field"),
-        ),
-        OperationType(
-            "set_rule",
-            "change an autonumber field's rule (old values stay valid)",
-            plan_rule("set_rule"),
-            run_rule("set_rule"),
-        ),
-        OperationType(
             "add_object", "a custom object: metadata and its table", plan_add_object, run_add_object
         ),
         OperationType(
@@ -518,20 +489,21 @@ NO_ARGS = frozenset(
 )
 
 
-def resolve(ops: Iterable[Operation], source: str) -> list[tuple[Operation, OperationType]]:
-    """Each operation with its type; SpecError naming the line for an unknown one or bad arguments."""
+def resolve(ops: Iterable[Operation], source: str) -> list[Operation]:
+    """The operations, checked: SpecError naming the line for an unknown one or bad arguments.
+
+    Rule operations (`RULE_OPERATIONS`) have no entry in `OPERATIONS`: the runner turns each run of
+    them into `RuleRequest`s for the one rule path, `rules.apply_requests`."""
     out = []
     for op in ops:
-        kind = OPERATIONS.get(op.name)
-        if kind is None:
-            raise SpecError(
-                f"{source} line {op.line}: unknown operation {op.name!r}; known: {', '.join(OPERATIONS)}"
-            )
+        if op.name not in OPERATIONS and op.name not in RULE_OPERATIONS:
+            known = ", ".join([*OPERATIONS, *RULE_OPERATIONS])
+            raise SpecError(f"{source} line {op.line}: unknown operation {op.name!r}; known: {known}")
         if op.name in NO_ARGS and op.args:
             raise SpecError(f"{source} line {op.line}: {op.name} takes no arguments, got {sorted(op.args)}")
         if op.name == "drop_backups" and set(op.args) - {"tables"}:
             raise SpecError(f"{source} line {op.line}: drop_backups takes only 'tables'")
-        out.append((op, kind))
+        out.append(op)
     return out
 
 

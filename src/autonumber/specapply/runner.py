@@ -35,7 +35,7 @@ from autonumber.setup import apply as setup_apply
 
 from . import guards, log
 from .document import Operation, SpecDocument, read_document
-from .operations import RULE_OPERATIONS, OperationType, resolve, rule_request
+from .operations import OPERATIONS, RULE_OPERATIONS, resolve, rule_request
 
 LOCK_TIMEOUT = 600.0
 
@@ -105,7 +105,7 @@ def apply_spec(
 def _run(
     engine: Engine,
     doc: SpecDocument,
-    ops: Sequence[tuple[Operation, OperationType]],
+    ops: Sequence[Operation],
     reporter: Reporter,
     lock_timeout: float,
 ) -> list[str]:
@@ -116,7 +116,7 @@ def _run(
     groups = _groups(ops)
     with engine.connect() as conn:  # pre-flight: read-only, all before anything changes
         for at, group in enumerate(groups):
-            if at and group[0][0].name in RULE_OPERATIONS:
+            if at and group[0].name in RULE_OPERATIONS:
                 continue  # it builds on what an earlier operation creates: planned when it runs
             for op, line in _plan(conn, group):
                 reporter.detail(f"  plan {op.name}: {line}")
@@ -137,39 +137,39 @@ def _run(
     return changes
 
 
-Group = Sequence[tuple[Operation, OperationType]]
+Group = Sequence[Operation]
 
 
-def _groups(ops: Sequence[tuple[Operation, OperationType]]) -> list[Group]:
+def _groups(ops: Sequence[Operation]) -> list[Group]:
     """Each run of consecutive rule operations as one group; every other operation on its own."""
-    out: list[list[tuple[Operation, OperationType]]] = []
-    for op, kind in ops:
-        if op.name in RULE_OPERATIONS and out and out[-1][0][0].name in RULE_OPERATIONS:
-            out[-1].append((op, kind))
+    out: list[list[Operation]] = []
+    for op in ops:
+        if op.name in RULE_OPERATIONS and out and out[-1][0].name in RULE_OPERATIONS:
+            out[-1].append(op)
         else:
-            out.append([(op, kind)])
+            out.append([op])
     return list(out)
 
 
 def _requests(conn: Connection, group: Group) -> list[RuleRequest]:
-    return [rule_request(conn, op.name, op.args) for op, _ in group]
+    return [rule_request(conn, op.name, op.args) for op in group]
 
 
 def _plan(conn: Connection, group: Group) -> list[tuple[Operation, str]]:
-    if group[0][0].name not in RULE_OPERATIONS:
-        op, kind = group[0]
-        return [(op, line) for line in kind.plan(conn, op.args)]
+    if group[0].name not in RULE_OPERATIONS:
+        op = group[0]
+        return [(op, line) for line in OPERATIONS[op.name].plan(conn, op.args)]
     plans = plan_requests(conn, _requests(conn, group))
-    return [(op, line) for (op, _), p in zip(group, plans, strict=True) for line in p.lines]
+    return [(op, line) for op, p in zip(group, plans, strict=True) for line in p.lines]
 
 
 def _one(conn: Connection, group: Group, reporter: Reporter) -> list[str]:
-    if group[0][0].name in RULE_OPERATIONS:
+    if group[0].name in RULE_OPERATIONS:
         done = apply_requests(conn, _requests(conn, group))
         lines = [line for d in done for line in d.changes]
         reporter.note(f"{len(group)} rule operation(s): {len(lines)} change(s)")
         return lines
-    op, kind = group[0]
-    lines = kind.run(conn, op.args)
+    op = group[0]
+    lines = OPERATIONS[op.name].run(conn, op.args)
     reporter.note(f"{op.name}: {len(lines)} change(s)")
     return lines

@@ -10,6 +10,7 @@ import pytest
 from autonumber.cli.app import GROUP_EXAMPLES, app
 from autonumber.cli.common import Numbering, Scope
 from autonumber.format.tokens import NUMBERING, SCOPES
+from support import bootstrap_url, run_cli
 
 
 def help_of(capsys: pytest.CaptureFixture[str], *argv: str) -> str:
@@ -55,11 +56,20 @@ def test_flags_print_no_type(capsys: pytest.CaptureFixture[str]) -> None:
     assert "<bool>" not in out and "--reseed " in out
 
 
-def test_an_unknown_scope_is_refused_naming_the_choices(capsys: pytest.CaptureFixture[str]) -> None:
-    with pytest.raises(SystemExit) as done:
-        app(
-            ["field", "add", "Case", "X__c", "--format", "X-{0000}", "--scope", "weekly"],
-            prog_name="autonumber",
-        )
-    assert done.value.code == 2
-    assert "'weekly' is not one of 'global', 'per_day', 'per_prefix'" in capsys.readouterr().err
+@pytest.mark.parametrize(
+    ("option", "value", "refusal"),
+    [
+        ("--scope", "weekly", "auto_number_scope 'weekly' is not one of global, per_day, per_prefix"),
+        ("--numbering", "sometimes", "auto_number_numbering 'sometimes' is not one of standard, gapless"),
+    ],
+)
+def test_an_unknown_choice_is_refused_in_one_line_naming_the_choices(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str], option: str, value: str, refusal: str
+) -> None:
+    """The rules package checks the value, so the CLI refuses it with the line every door gives."""
+    bootstrap_url(sqlite_url)
+    code, out = run_cli(
+        ["field", "add", "Case", "X__c", "--format", "X-{0000}", option, value, "--db", sqlite_url], capsys
+    )
+    assert code == 2 and refusal in out, out
+    assert len(out.strip().splitlines()) == 1, out

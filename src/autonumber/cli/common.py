@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Literal
+from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 import typer
 
@@ -12,13 +12,20 @@ from autonumber.defaults import DATABASE_ENV, DEFAULT_URL
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["DEFAULT_URL", "MAX_COUNTER", "MAX_ROWS", "DbOption", "Numbering", "Scope", "console"]
+__all__ = ["DEFAULT_URL", "MAX_COUNTER", "MAX_ROWS", "DbOption", "Numbering", "Scope", "choices", "console"]
 
 Scope = Literal["global", "per_day", "per_prefix"]
 """A counter scope, as an option type so --help lists the choices (the grammar's `SCOPES`; a unit
 test keeps the two equal without the CLI importing the grammar at start-up)."""
 Numbering = Literal["standard", "gapless"]
 """A numbering policy (the grammar's `NUMBERING`)."""
+
+
+def choices(kind: object) -> str:
+    """An option's allowed values as its --help metavar, `<a|b|c>`. Values are checked by the rules
+    package, not by Click, so the CLI refuses a bad one with the same line as every other door."""
+    return "<" + "|".join(get_args(kind)) + ">"
+
 
 MAX_ROWS = 10_000_000
 """The most demo rows a command generates: more is a typo, not a demo."""

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import DEFAULT_URL, MAX_COUNTER, DbOption, Numbering, Scope, console
+from .common import DEFAULT_URL, DbOption, Numbering, Scope, choices, console
 
 if TYPE_CHECKING:
     from autonumber.commands.fields import FieldView
@@ -32,9 +32,10 @@ FormatOption = Annotated[
     str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.", show_default=False)
 ]
 NumberingOption = Annotated[
-    Numbering | None,
+    str | None,
     typer.Option(
         "--numbering",
+        metavar=choices(Numbering),
         help="standard (reserved off the caller's transaction; a rollback leaves a gap) or "
         "gapless (taken inside it, the counter row locked until it ends). Default: standard, or the "
         "stored policy for `set`.",
@@ -67,10 +68,10 @@ def add_cmd(
     object_name: ObjectArg,
     field: FieldArg,
     fmt: FormatOption,
-    scope: Annotated[Scope, typer.Option("--scope", help="The counter's scope.")] = "global",
-    start: Annotated[
-        int, typer.Option("--start", min=0, max=MAX_COUNTER, help="First number when no value exists.")
-    ] = 1,
+    scope: Annotated[
+        str, typer.Option("--scope", metavar=choices(Scope), help="The counter's scope.")
+    ] = "global",
+    start: Annotated[int, typer.Option("--start", min=0, help="First number when no value exists.")] = 1,
     length: Annotated[
         int | None, typer.Option("--length", min=1, max=255, help="Column length (default 30).")
     ] = None,
@@ -105,13 +106,14 @@ def set_cmd(
     field: FieldArg,
     fmt: FormatOption,
     scope: Annotated[
-        Scope | None, typer.Option("--scope", help="Default: the stored scope.", show_default=False)
+        str | None,
+        typer.Option(
+            "--scope", metavar=choices(Scope), help="Default: the stored scope.", show_default=False
+        ),
     ] = None,
     start: Annotated[
         int | None,
-        typer.Option(
-            "--start", min=0, max=MAX_COUNTER, help="Default: the stored start.", show_default=False
-        ),
+        typer.Option("--start", min=0, help="Default: the stored start.", show_default=False),
     ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,

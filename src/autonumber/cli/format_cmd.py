@@ -8,14 +8,14 @@ from __future__ import annotations
 
 import re
 from datetime import UTC, datetime, tzinfo
-from typing import TYPE_CHECKING, Annotated, get_args
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from autonumber.api_names import API_NAME_PATTERN
 from autonumber.errors import ConfigError
 
-from .common import DEFAULT_URL, MAX_COUNTER, DbOption, Scope
+from .common import DEFAULT_URL, MAX_COUNTER, DbOption, Scope, choices
 
 if TYPE_CHECKING:
     from autonumber.format import FormatReport
@@ -47,7 +47,7 @@ def check(
         str,
         typer.Option(
             "--scope",
-            metavar="<" + "|".join(get_args(Scope)) + ">",
+            metavar=choices(Scope),
             help="Counter scope (another value is reported as rule 9).",
         ),
     ] = "global",

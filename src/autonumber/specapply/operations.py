@@ -12,7 +12,8 @@ Rollback (docs/runbook.md):
   each `_System_CompoundAutoNumber` (object, rendered prefix) raised to the largest live counter
   with that prefix, rows added for prefixes first used after the cut-over;
 - `drop_autonumber_schema`: the guard trigger, `_System_AutoNumberCounter`, the format history, the
-  six rule columns of `_System_Field` and `_System_RecordType.RecordTypeCode`.
+  six rule columns of `_System_Field` and `_System_RecordType.RecordTypeCode`, and the schema
+  version (the database is back before the cut-over: the next `setup apply` migrates it again).
 Cleanup (docs/runbook.md): `verify` (V1–V7 must hold) and `drop_backups`.
 Rules: `add_autonumber_field` and `set_rule`, thin over `autonumber.rules` (the runner plans and
 applies consecutive rule operations as one batch). Objects: `add_object` (a custom object)
@@ -42,6 +43,7 @@ from autonumber.db.tables import (
     legacy_autonumber,
     legacy_compound,
     reservation_journal,
+    schema_version_table,
     system_field,
     system_record_type,
 )
@@ -289,7 +291,7 @@ def _schema_left(conn: Connection) -> list[tuple[str, str | None]]:
     present = table_names(conn)
     left += [
         (t.name, None)
-        for t in (counter_table, field_format_history, reservation_journal)
+        for t in (counter_table, field_format_history, reservation_journal, schema_version_table)
         if t.name in present
     ]
     fields = _columns(conn, system_field.name)

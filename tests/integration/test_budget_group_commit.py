@@ -34,7 +34,8 @@ class Boom(Exception):
 
 @pytest.fixture
 def platform(db_url: str) -> Iterator[Platform]:
-    p = make_platform(db_url, group_commit=True)
+    # a generous wait: fifty threads share five connections, and a loaded machine serves them slowly
+    p = make_platform(db_url, group_commit=True, connection_timeout=90.0)
     store_rules(p, GAPLESS)
     with p.begin() as conn:
         add_field(conn, STANDARD)

@@ -139,7 +139,9 @@ def test_readyz_reports_the_database(sqlite_url: str, tmp_path: Path) -> None:
         assert body["status"] == "ready" and body["objects"] > 0
 
 
-def test_sigterm_finishes_in_flight_requests_and_writes_nothing_half(prepared: str, tmp_path: Path) -> None:
+def _sigterm_under_bulk_load(prepared: str, tmp_path: Path) -> tuple[list[int | None], bool]:
+    """Six threads keep posting bulks to `serve --workers 2`; SIGTERM once each was answered a few
+    times. Returns every status (None: the connection failed) and whether an answer came after it."""
     batch = {"records": [{"Subject": f"b{i}"} for i in range(300)]}
     outcomes: list[tuple[int | None, float]] = []
     with serve(prepared, 2, tmp_path) as (base, proc):
@@ -166,10 +168,23 @@ def test_sigterm_finishes_in_flight_requests_and_writes_nothing_half(prepared: s
         for t in threads:
             t.join(90)
         assert proc.wait(60) == 0
-    answered = [s for s, _ in outcomes if s is not None]
-    assert set(answered) == {201}, outcomes
-    drained = [at for s, at in outcomes if s == 201 and at > terminated]
-    assert drained, "no request in flight at SIGTERM was allowed to finish"
+    return [s for s, _ in outcomes], any(s == 201 and at > terminated for s, at in outcomes)
+
+
+def test_sigterm_finishes_in_flight_requests_and_writes_nothing_half(prepared: str, tmp_path: Path) -> None:
+    """Every answered bulk is stored whole, nothing else is; and a request in flight at SIGTERM is
+    allowed to finish. On a loaded machine a SIGTERM can land while every bulk still waits in the
+    socket backlog (not yet in flight), so the drain must be seen in one of three rounds."""
+    answered: list[int] = []
+    drained = False
+    for attempt in range(3):
+        (tmp_path / f"round{attempt}").mkdir()
+        statuses, drained = _sigterm_under_bulk_load(prepared, tmp_path / f"round{attempt}")
+        answered += [s for s in statuses if s is not None]
+        assert set(answered) == {201}, statuses
+        if drained:
+            break
+    assert drained, "no request in flight at SIGTERM was allowed to finish (three rounds)"
     p: Platform = make_platform(prepared)
     try:
         # every stored bulk was answered; every bulk is all or nothing

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from autonumber.objects import add_field, add_object, adopt_table
+from autonumber.objects import add_object, add_object_field, adopt_table
 from autonumber.objects.custom import create_object as _create_on_platform
 from autonumber.runtime import Platform
 
@@ -20,7 +20,7 @@ def add(url: str, object_name: str, fields: Sequence[str]) -> list[str]:
 def add_plain_field(url: str, object_name: str, field: str) -> list[str]:
     """Add one plain field (NAME:TYPE) to a custom object; [] when it is already there."""
     with writing(url) as conn:
-        return add_field(conn, object_name, field)
+        return add_object_field(conn, object_name, field)
 
 
 def adopt(url: str, object_name: str, table: str) -> list[str]:

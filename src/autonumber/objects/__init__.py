@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 from .adopt import adopt_column, adopt_table, is_adopted
-from .custom import ObjectDefinitionError, add_field, add_object, parse_field
+from .custom import ObjectDefinitionError, add_object, add_object_field, parse_field
 
 __all__ = [
     "ObjectDefinitionError",
-    "add_field",
     "add_object",
+    "add_object_field",
     "adopt_column",
     "adopt_table",
     "is_adopted",

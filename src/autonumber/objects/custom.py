@@ -125,7 +125,7 @@ def add_object(conn: Connection, name: str, fields: Sequence[str | FieldSpec]) -
         raise
 
 
-def add_field(conn: Connection, name: str, field: str | FieldSpec) -> list[str]:
+def add_object_field(conn: Connection, name: str, field: str | FieldSpec) -> list[str]:
     """Add one plain field to a custom object (metadata row and column); [] when it is already there.
 
     Refused with one line: an object that is not a custom one (the standard pack's, an adopted

@@ -134,7 +134,7 @@ def test_docs_is_interactive_at_once_and_links_back(wide: Page) -> None:
     expect(wide.get_by_text("/api/records/Account/bulk").first).to_be_visible()
     took = time.monotonic() - started
     assert took < DOCS_BOUND_S, f"/docs/records/Account took {took:.1f} s to render"
-    assert len(specs) == 2 and max(specs) < SPEC_BOUND_BYTES, specs
+    assert specs and max(specs) < SPEC_BOUND_BYTES, specs  # the second may come from the browser's cache
     wide.click("#back-to-console")
     wide.wait_for_url(re.compile(r"/$"))
 

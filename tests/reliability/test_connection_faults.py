@@ -42,6 +42,7 @@ LOST_CONNECTION = (
     "connection is closed",
     "connection already closed",
     "consuming input failed",
+    "another command is already in progress",  # psycopg: the killed session's reply never came
     "query execution was interrupted",
     "connection was killed",
     "broken pipe",

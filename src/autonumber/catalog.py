@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber.db.base import UNAVAILABLE
 from autonumber.db.objects import shared_object_table
 from autonumber.db.tables import system_field, system_object, system_record_type
 from autonumber.errors import (
@@ -394,7 +395,7 @@ class Catalog:
     def _refresh_locked(self, previous: CatalogSnapshot | None) -> CatalogSnapshot:
         try:
             return self._read_locked(previous)
-        except (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.PendingRollbackError) as exc:
+        except UNAVAILABLE as exc:
             raise DatabaseUnavailable("reading the catalog", exc) from exc
 
     def _read_locked(self, previous: CatalogSnapshot | None) -> CatalogSnapshot:

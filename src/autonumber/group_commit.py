@@ -19,6 +19,9 @@ from typing import Any
 Row = dict[str, Any]
 Write = Callable[[str, list[Row]], list[Row]]
 """Writes checked rows of one object in one transaction of its own; returns them as stored."""
+Retry = Callable[[str, list[Row], BaseException], list[Row]]
+"""Writes one member's row alone after its group's write failed with that error (which may say the
+group's COMMIT landed after all)."""
 
 MAX_GROUP = 256
 """Rows per group: bounds one statement's size and one transaction's lock footprint."""
@@ -60,10 +63,12 @@ class GroupCommit:
         max_group: int = MAX_GROUP,
         max_flights: int = 1,
         final: Callable[[BaseException], bool] = lambda exc: False,
+        retry: Retry | None = None,
     ) -> None:
         if max_group < 1 or max_flights < 1:
             raise ValueError("max_group and max_flights must be at least 1")
         self._write = write
+        self._retry: Retry = retry or (lambda object_name, rows, error: write(object_name, rows))
         self._final = final
         self._lock = threading.Lock()
         self._slots: dict[str, _Slot] = {}
@@ -100,7 +105,7 @@ class GroupCommit:
             raise group.error
         # Same Id as in the failed group: if that COMMIT did land after all, this insert is refused
         # as a duplicate Id instead of storing the record twice.
-        return self._write(object_name, [dict(row)])[0]
+        return self._retry(object_name, [dict(row)], group.error)[0]
 
     def _join(self, object_name: str, row: Row) -> tuple[_Group, int, bool]:
         with self._lock:

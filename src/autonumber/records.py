@@ -20,7 +20,15 @@ from .db.base import Dialect, by_fields, to_utc
 from .db.objects import key_column
 from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
-from .errors import CommitOutcomeUnknown, RecordError, RecordNotFound, ReservationFailed, RuleQuarantined
+from .errors import (
+    AutonumberError,
+    CommitOutcomeUnknown,
+    DatabaseUnavailable,
+    RecordError,
+    RecordNotFound,
+    ReservationFailed,
+    RuleQuarantined,
+)
 from .events import EventBus, RecordBeforeCreate
 from .group_commit import GroupCommit
 from .lookups import check_lookups
@@ -78,10 +86,10 @@ def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
     return out
 
 
-def _first_line(exc: sa.exc.DBAPIError) -> str:
-    cause = exc.orig if exc.orig is not None else exc
+def _first_line(exc: BaseException) -> str:
+    cause = getattr(exc, "orig", None) or exc
     lines = str(cause).strip().splitlines()
-    return lines[0] if lines else type(cause).__name__
+    return lines[0][:200] if lines else type(cause).__name__
 
 
 def insert_rows(
@@ -118,7 +126,9 @@ class Records:
         if not engine.dialect.reserve_on_caller_when_written:
             watch(db)  # SQLite reserves in the caller's transaction: nothing is detached there
         self._group_db = group_db or db
-        self.group_commit = GroupCommit(self._write_own, final=self._lost_races) if group_commit else None
+        self.group_commit: GroupCommit | None = None
+        if group_commit:
+            self.group_commit = GroupCommit(self._write_own, final=self._lost_races, retry=self._write_own)
 
     @contextmanager
     def _txn(self, conn: Connection | None, db: sa.Engine | None = None) -> Iterator[Connection]:
@@ -127,6 +137,37 @@ class Records:
             return
         with (db or self._db).begin() as own:
             yield own
+
+    @contextmanager
+    def _writing(
+        self,
+        object_name: str,
+        table: sa.Table,
+        records: Sequence[Mapping[str, Any]],
+        conn: Connection | None,
+        db: sa.Engine | None = None,
+    ) -> Iterator[Connection]:
+        """The transaction `records` are written in: the caller's `conn`, or one of our own that
+        commits on exit. A lost connection raises DatabaseUnavailable while nothing can have
+        committed (the caller owns its own COMMIT); our COMMIT failing other than on a lost race
+        (which rolled back) raises CommitOutcomeUnknown naming the records' Ids."""
+        committing = False
+        try:
+            with self._txn(conn, db) as c:
+                yield c
+                committing = conn is None
+        except sa.exc.SQLAlchemyError as exc:
+            dialect = self.engine.dialect
+            if committing and not dialect.is_retryable(exc):
+                ids = [str(r.get(key_column(table).name)) for r in records]
+                raise CommitOutcomeUnknown(object_name, ids, _first_line(exc)) from exc
+            # on a live caller's connection, PendingRollbackError says its transaction failed before
+            failed_before = (
+                isinstance(exc, sa.exc.PendingRollbackError) and conn is not None and not conn.invalidated
+            )
+            if dialect.is_unavailable(exc) and not failed_before:
+                raise DatabaseUnavailable(f"writing {object_name} records", exc) from exc
+            raise
 
     def insert(
         self,
@@ -168,8 +209,10 @@ class Records:
         A list (or other sequence) without `batch_size` is one batch: every value is checked before
         any number is reserved. Any other iterable, or a `batch_size`, is streamed through
         `insert_stream` in batches of that size (checked batch by batch; a bad row rolls back the
-        whole transaction). When our own COMMIT fails with the outcome unknown,
-        CommitOutcomeUnknown names the Ids to look up.
+        whole transaction). When our own COMMIT fails, the records are looked for (they are
+        returned if it landed); when the database cannot tell, CommitOutcomeUnknown names the Ids
+        to look up. A connection lost before COMMIT (ours or the caller's) raises
+        DatabaseUnavailable.
         """
         if idempotency_key is None and (batch_size is not None or not isinstance(rows, Sequence)):
             numbered = ((f"{object_name} record #{i}", row) for i, row in enumerate(rows, 1))
@@ -191,23 +234,23 @@ class Records:
         request = idempotency.digest(object_name, rows) if key is not None else ""
         if key is not None:
             idempotency.ensure_table(self._db)
-        committing = False
         try:
-            with self._txn(conn) as c:
+            with self._writing(object_name, table, records, conn) as c:
                 earlier = idempotency.claim(c, key, object_name, request) if key is not None else None
                 if earlier is not None:
                     return self._by_ids(c, object_name, table, earlier)
                 self._write(snapshot, object_name, table, records, c)
                 if key is not None:
                     idempotency.remember(c, key, [str(r.get(key_column(table).name)) for r in records])
-                committing = conn is None
-        except sa.exc.DBAPIError as exc:
-            if committing:
-                ids = [str(r.get(key_column(table).name)) for r in records]
-                raise CommitOutcomeUnknown(object_name, ids, _first_line(exc)) from exc
-            raise
+        except CommitOutcomeUnknown:  # settled when the database can say the rows are there
+            landed = None if snapshot.is_adopted(object_name) else self._landed(object_name, records)
+            if landed is None:
+                raise
+            stored = landed
+        else:
+            stored = [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
         metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
-        return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
+        return stored
 
     def insert_stream(
         self,
@@ -291,39 +334,45 @@ class Records:
         metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
         return Batch(labels, records, table)
 
-    def _write_own(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
-        """Write checked records in a short transaction of their own (the group-commit writer).
+    def _write_own(
+        self, object_name: str, records: list[dict[str, Any]], after: BaseException | None = None
+    ) -> list[dict[str, Any]]:
+        """Write checked records in a short transaction of their own (the group-commit writer);
+        `after`: the error of an earlier write of these same records (a member's group).
 
         Its numbers are reserved in that transaction and commit or roll back with the rows. When
-        the connection dies, nobody knows whether the COMMIT landed: the rows are written again
-        under the same Ids, and if that is refused as a duplicate Id the first COMMIT did land —
-        the stored records are returned. A lost race (deadlock, serialization or Galera
-        certification failure, at a statement or at COMMIT; a reservation out of retries) rolled
-        everything back, numbers included: it is retried under the retry policy's group budget and
-        time window (docs/engine.md, "Retry policy"). Never a record stored twice, never a number
-        reused."""
-        self._refuse_quarantined(self.catalog.current(), object_name)
+        the COMMIT's outcome is unknown (the connection died during it), the rows are written again
+        under the same Ids once, and if that is refused as a duplicate Id the first COMMIT did land
+        — the stored records are returned. A connection lost before COMMIT stored nothing: it is
+        tried again once. A lost race (deadlock, serialization or Galera certification failure, at
+        a statement or at COMMIT; a reservation out of retries) rolled everything back, numbers
+        included: it is retried under the retry policy's group budget and time window
+        (docs/engine.md, "Retry policy"). Once some COMMIT's outcome was unknown, giving up raises
+        CommitOutcomeUnknown with the Ids, never an error that says "nothing stored". Never a
+        record stored twice, never a number reused."""
         reserver = self.engine.reserver
         tries = reserver.policy.tries(reserver.policy.group_attempts, reserver.sleep)
+        unknown = isinstance(after, CommitOutcomeUnknown)
         reconnected = False
         while True:
             try:
                 return self._write_alone(object_name, [dict(r) for r in records])
-            except ReservationFailed:  # its retry budget ran out inside the group: all rolled back
-                if not tries.again():
-                    raise
-                continue
-            except sa.exc.DBAPIError as exc:
-                if exc.connection_invalidated or self.engine.dialect.is_duplicate_key(exc):
+            except Exception as exc:
+                unknown = unknown or isinstance(exc, CommitOutcomeUnknown)
+                if unknown or self.engine.dialect.is_duplicate_key(exc):
                     landed = self._landed(object_name, records)
                     if landed is not None:
                         return landed
-                if exc.connection_invalidated and not reconnected:
+                if isinstance(exc, (CommitOutcomeUnknown, DatabaseUnavailable)) and not reconnected:
                     reconnected = True
                     continue
-                if self.engine.dialect.is_retryable(exc) and tries.again():
+                if self._lost_races(exc) and tries.again():
                     continue
-                raise
+                if not unknown or isinstance(exc, CommitOutcomeUnknown):
+                    raise
+                ids = [str(r["Id"]) for r in records]
+                cause = f"then {type(exc).__name__}: {_first_line(exc)}"
+                raise CommitOutcomeUnknown(object_name, ids, cause) from exc
 
     def _lost_races(self, exc: BaseException) -> bool:
         """`_write_own` gave up on lost races (its retry budget and window are spent)."""
@@ -333,10 +382,13 @@ class Records:
 
     def _landed(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
         """The records as stored when an earlier COMMIT of theirs did land (Ids are fresh uuid4s, so
-        finding every one means that), else None — also when the database cannot be asked."""
+        finding every one means that), else None — also when the database cannot be asked.
+
+        A locking read: it waits for a COMMIT the server is still running (MariaDB's KILL closes the
+        socket while the killed session goes on committing), where a plain read would miss it."""
         try:
-            stored = self._stored(object_name, [r["Id"] for r in records])
-        except sa.exc.DBAPIError:
+            stored = self._stored(object_name, [r["Id"] for r in records], lock=True)
+        except (sa.exc.SQLAlchemyError, AutonumberError):
             return None
         return stored if len(stored) == len(records) else None
 
@@ -344,10 +396,12 @@ class Records:
         """Whether a record with this Id is stored (a resumed import asks about its last batch)."""
         return bool(self._stored(object_name, [record_id]))
 
-    def _stored(self, object_name: str, ids: Sequence[str]) -> list[dict[str, Any]]:
-        """The stored records with these Ids, in that order (those found)."""
+    def _stored(self, object_name: str, ids: Sequence[str], *, lock: bool = False) -> list[dict[str, Any]]:
+        """The stored records with these Ids, in that order (those found); `lock`: a shared-lock read."""
         table = self.catalog.current().table(object_name)
         stmt = sa.select(table).where(table.c.Id.in_(ids))
+        if lock:
+            stmt = stmt.with_for_update(read=True)
         with self._db.connect() as conn:
             rows = {r["Id"]: _plain(r) for r in conn.execute(stmt).mappings()}
         return [rows[i] for i in ids if i in rows]
@@ -355,8 +409,9 @@ class Records:
     def _write_alone(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
         """One attempt of the group writer, in a short transaction of its own."""
         snapshot = self.catalog.current()
+        self._refuse_quarantined(snapshot, object_name)
         table = snapshot.table(object_name)
-        with self._txn(None, self._group_db) as c:
+        with self._writing(object_name, table, records, None, self._group_db) as c:
             self._write(snapshot, object_name, table, records, c, inside=self._reserve_inside(records))
         metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]

@@ -7,6 +7,10 @@ counted, not timed, so a run is the same on a fast or a loaded machine.
 
 COMMIT is recognised in the first bytes of a client message: MySQL's COM_QUERY and PostgreSQL's
 simple and extended query messages all carry the statement text within 16 bytes of the start.
+
+For a deterministic test, `cut_next(where)` cuts the very next COMMIT and then takes the proxy
+*down* (every connection cut, new ones closed at once) until `up()`: the database is unreachable
+right after the COMMIT, so the client cannot ask what happened.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ class _Pair:
         self.client = client
         self.upstream = upstream
         self.drop_reply = False
+        self.then_down = False
 
     def close(self) -> None:
         for s in (self.client, self.upstream):
@@ -46,6 +51,8 @@ class FaultProxy:
         self.cuts = {BEFORE: 0, AFTER: 0}
         self._armed = False
         self._commits = 0
+        self._next: str | None = None
+        self._down = False
         self._lock = threading.Lock()
         self._pairs: list[_Pair] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -58,6 +65,23 @@ class FaultProxy:
         """Start (or stop) cutting COMMITs."""
         with self._lock:
             self._armed = armed
+
+    def cut_next(self, where: str) -> None:
+        """Cut the next COMMIT `where` (BEFORE/AFTER), armed or not, then go down until `up()`."""
+        with self._lock:
+            self._next = where
+
+    def up(self) -> None:
+        """Accept connections again after `cut_next` took the proxy down."""
+        with self._lock:
+            self._down = False
+
+    def _go_down(self) -> None:
+        with self._lock:
+            self._down = True
+            pairs, self._pairs = self._pairs, []
+        for pair in pairs:
+            pair.close()
 
     def url(self, database_url: str) -> str:
         """`database_url` pointed at the proxy (PostgreSQL without TLS, so COMMIT can be seen)."""
@@ -75,6 +99,9 @@ class FaultProxy:
             if self._stopped.is_set():  # the wake-up connection of close()
                 client.close()
                 return
+            if self._down:
+                client.close()
+                continue
             try:
                 upstream = socket.create_connection(self.upstream, timeout=30)
             except OSError:
@@ -89,28 +116,35 @@ class FaultProxy:
             threading.Thread(target=self._client_to_server, args=(pair,), daemon=True).start()
             threading.Thread(target=self._server_to_client, args=(pair,), daemon=True).start()
 
-    def _cut(self, data: bytes) -> str | None:
-        """What to do with a client message: None (relay it), BEFORE or AFTER."""
+    def _cut(self, data: bytes) -> tuple[str | None, bool]:
+        """What to do with a client message: None (relay it), BEFORE or AFTER; and whether the
+        proxy then goes down."""
         if b"COMMIT" not in data[:16].upper():
-            return None
+            return None, False
         with self._lock:
+            if self._next is not None:
+                where, self._next = self._next, None
+                self.cuts[where] += 1
+                return where, True
             if not self._armed:
-                return None
+                return None, False
             self._commits += 1
             if self._commits % self.every:
-                return None
+                return None, False
             where = BEFORE if (self._commits // self.every) % 2 else AFTER
             self.cuts[where] += 1
-            return where
+            return where, False
 
     def _client_to_server(self, pair: _Pair) -> None:
         try:
             while data := pair.client.recv(65536):
-                where = self._cut(data)
+                where, down = self._cut(data)
                 if where == BEFORE:
+                    if down:
+                        self._go_down()
                     break
                 if where == AFTER:
-                    pair.drop_reply = True
+                    pair.drop_reply, pair.then_down = True, down
                 pair.upstream.sendall(data)
         except OSError:
             pass
@@ -121,6 +155,8 @@ class FaultProxy:
         try:
             while data := pair.upstream.recv(65536):
                 if pair.drop_reply:  # the server answered the COMMIT: it is stored
+                    if pair.then_down:
+                        self._go_down()
                     break
                 pair.client.sendall(data)
         except OSError:

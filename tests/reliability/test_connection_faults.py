@@ -144,15 +144,17 @@ def _reads_case(statement: str) -> bool:
 
 def test_a_killed_insert_raises_the_database_error_not_the_journal_hook_error(server_db_url: str) -> None:
     """Group commit off: the insert's transaction holds numbers reserved off it, so its rollback
-    runs the journal hook on a connection the server killed; the caller sees the database's error."""
+    runs the journal hook on a connection the server killed; the caller sees DatabaseUnavailable
+    raised from the database's error (nothing committed: safe to retry)."""
     p = make_platform(server_db_url, group_commit=False)
     try:
         with (
             killed_before(server_db_url, _writes_case, p.db) as hit,
-            pytest.raises(sa.exc.DBAPIError) as caught,
+            pytest.raises(DatabaseUnavailable) as caught,
         ):
             p.records.insert("Case", {"Subject": "killed"})
-        assert hit and _clear(caught.value), caught.value
+        assert hit and isinstance(caught.value.__cause__, sa.exc.DBAPIError), caught.value
+        assert _clear(caught.value.__cause__), caught.value.__cause__
         assert p.records.count("Case") == 0
         after = p.records.insert("Case", {"Subject": "after"})  # the pool recovers
         assert p.records.count("Case") == 1 and after["CaseNumber"]

@@ -75,9 +75,10 @@ def test_library_insert_with_a_key(platform: Platform) -> None:
 
 
 @contextmanager
-def commit_then_lose_connection(platform: Platform) -> Iterator[None]:
+def commit_then_lose_connection(platform: Platform, *, unreachable: bool = False) -> Iterator[None]:
     """The records pool's next COMMIT reaches the database, then the connection dies before the
-    answer comes back: the caller cannot know the outcome."""
+    answer comes back; `unreachable`: the database then cannot be asked whether the rows are there
+    (a Case read fails), so nobody knows the outcome."""
     fired = []
 
     def on_commit(conn: sa.engine.Connection) -> None:
@@ -89,15 +90,32 @@ def commit_then_lose_connection(platform: Platform) -> Iterator[None]:
         dbapi.commit()
         dbapi.close()
 
+    def on_read(_conn: Any, _cursor: Any, statement: str, params: Any, _context: Any, _many: bool) -> None:
+        text = statement.lstrip().upper()
+        if fired and unreachable and text.startswith("SELECT") and "CASE" in text.split("WHERE")[0]:
+            raise sa.exc.OperationalError(statement, params, ConnectionError("the database is unreachable"))
+
     sa.event.listen(platform.db, "commit", on_commit)
+    sa.event.listen(platform.db, "before_cursor_execute", on_read)
     try:
         yield
     finally:
         sa.event.remove(platform.db, "commit", on_commit)
+        sa.event.remove(platform.db, "before_cursor_execute", on_read)
+
+
+def test_a_lost_commit_answer_is_settled_by_looking_the_rows_up(platform: Platform) -> None:
+    with commit_then_lose_connection(platform):
+        stored = platform.records.insert_many("Case", [{"Subject": "lost answer"}])  # never grouped
+    assert platform.records.get("Case", stored[0]["Id"]) == stored[0]
+    assert platform.records.count("Case") == 1
 
 
 def test_unknown_commit_outcome_names_the_ids(platform: Platform) -> None:
-    with commit_then_lose_connection(platform), pytest.raises(CommitOutcomeUnknown) as caught:
+    with (
+        commit_then_lose_connection(platform, unreachable=True),
+        pytest.raises(CommitOutcomeUnknown) as caught,
+    ):
         platform.records.insert_many("Case", [{"Subject": "lost answer"}])  # never grouped
     assert len(caught.value.record_ids) == 1
     assert "look up" in str(caught.value) and caught.value.record_ids[0] in str(caught.value)
@@ -110,7 +128,7 @@ def test_unknown_commit_is_503_and_a_retry_with_the_key_returns_the_stored_recor
 ) -> None:
     headers = {"Idempotency-Key": "retry-me"}
     client.post("/api/records/Case", json={"Subject": "w"}, headers={"Idempotency-Key": "warm-up"})
-    with commit_then_lose_connection(platform):
+    with commit_then_lose_connection(platform, unreachable=True):
         r = client.post("/api/records/Case", json={"Subject": "x"}, headers=headers)
     assert r.status_code == 503 and r.headers["Retry-After"]
     ids = r.json()["record_ids"]

@@ -23,6 +23,9 @@ def to_utc(value: Any) -> datetime:
     return value.astimezone(UTC)
 
 
+UNAVAILABLE = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.PendingRollbackError)
+"""What a lost, killed or refused connection raises, also on the next statement run on it."""
+
 _BUILT: dict[tuple[Any, ...], sa.Executable] = {}
 """Statements over constant expressions, by dialect and expressions (a fixed, small set)."""
 
@@ -228,6 +231,11 @@ class Dialect:
     def is_duplicate_key(self, exc: BaseException) -> bool:
         """Whether a database error is a unique/primary-key violation."""
         return False
+
+    def is_unavailable(self, exc: BaseException) -> bool:
+        """Whether an error says the connection was lost, killed or refused (a lost race is not:
+        it is retried as one)."""
+        return isinstance(exc, UNAVAILABLE) and not self.is_retryable(exc)
 
     def bulk_insert(self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
         """Write many checked rows the fastest way this backend has, in `conn`'s transaction, with

@@ -180,21 +180,35 @@ def test_out_of_range_input_is_one_line_exit_2(
     assert lines and (len(lines) == 1 or "Usage:" in err), err  # ours, or Click's usage error
 
 
+@pytest.mark.parametrize("reported", ["raw", "DatabaseUnavailable", "CommitOutcomeUnknown"])
 def test_an_interrupt_inside_a_driver_call_is_not_an_internal_error(
-    db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+    db: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, reported: str
 ) -> None:
     """^C during insert-many on MariaDB: pymysql is cut off mid-read and the rollback on the way out
-    fails with an error of its own, raised while the KeyboardInterrupt is handled."""
+    fails with an error of its own, raised while the KeyboardInterrupt is handled (and reported by
+    the library as a lost connection, or as an unknown COMMIT outcome, which stays that)."""
     from autonumber.cli import import_cmd
+    from autonumber.errors import CommitOutcomeUnknown, DatabaseUnavailable
 
     def interrupted(*_: object, **__: object) -> None:
         try:
-            raise KeyboardInterrupt
-        except KeyboardInterrupt:
-            raise ConnectionResetError("connection cut off while reading") from None
+            try:
+                raise KeyboardInterrupt
+            except KeyboardInterrupt:
+                raise ConnectionResetError("connection cut off while reading") from None
+        except ConnectionResetError as exc:
+            if reported == "DatabaseUnavailable":
+                raise DatabaseUnavailable("writing Case records", exc) from exc
+            if reported == "CommitOutcomeUnknown":
+                raise CommitOutcomeUnknown("Case", ["abc"], str(exc)) from exc
+            raise
 
     monkeypatch.setattr(import_cmd, "run_import", interrupted)
     Path("rows.jsonl").write_text('{"Subject": "a"}\n', encoding="utf-8")
-    assert _run(["records", "insert-many", "Case", "--file", "rows.jsonl", "--db", db]) == 130
+    code = _run(["records", "insert-many", "Case", "--file", "rows.jsonl", "--db", db])
     err = capsys.readouterr().err
+    if reported == "CommitOutcomeUnknown":
+        assert code == 1 and "look up Id(s) abc" in err, err
+        return
+    assert code == 130
     assert err.startswith("error: interrupted") and "internal error" not in err

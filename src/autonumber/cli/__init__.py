@@ -8,7 +8,7 @@ from typing import NoReturn
 
 import typer
 
-from autonumber.errors import AutonumberError
+from autonumber.errors import AutonumberError, CommitOutcomeUnknown
 
 from .app import app
 
@@ -28,11 +28,13 @@ def main(argv: Sequence[str] | None = None) -> None:
             prog_name="autonumber",
             standalone_mode=True,
         )
-    except AutonumberError as exc:
-        _fail(str(exc), exc.exit_code)
-    except Exception as exc:  # a bug: still one line and a non-zero exit, never a traceback
-        if _interrupted(exc):
+    except Exception as exc:  # ours, or a bug: still one line and a non-zero exit, never a traceback
+        # ^C also when the cut-off driver call was reported as ours (DatabaseUnavailable); an unknown
+        # COMMIT outcome is said as such, ^C or not
+        if _interrupted(exc) and not isinstance(exc, CommitOutcomeUnknown):
             _fail("interrupted (^C); a batch that was not reported as stored was rolled back", INTERRUPTED)
+        if isinstance(exc, AutonumberError):
+            _fail(str(exc), exc.exit_code)
         if _is_database_error(exc):
             _fail(f"database error: {getattr(exc, 'orig', None) or exc}", 1)
         _fail(f"internal error ({type(exc).__name__}: {exc}); please report it", 1)

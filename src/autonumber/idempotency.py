@@ -16,8 +16,9 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from .db import schema
+from .db.base import UNAVAILABLE
 from .db.tables import idempotency_table
-from .errors import IdempotencyConflict, RecordError
+from .errors import DatabaseUnavailable, IdempotencyConflict, RecordError
 from .values import check_text
 
 MAX_KEY_LENGTH = 255
@@ -40,8 +41,12 @@ def digest(object_name: str, rows: Sequence[Mapping[str, Any]]) -> str:
 
 
 def ensure_table(engine: Engine) -> None:
-    """Create the key table on a database set up before it existed."""
-    schema.ensure_table(engine, idempotency_table)
+    """Create the key table on a database set up before it existed (before any record is written:
+    a lost connection here is DatabaseUnavailable)."""
+    try:
+        schema.ensure_table(engine, idempotency_table)
+    except UNAVAILABLE as exc:
+        raise DatabaseUnavailable("checking the idempotency key table", exc) from exc
 
 
 def claim(conn: Connection, key: str, object_name: str, request: str) -> list[str] | None:

@@ -76,7 +76,8 @@ class FaultProxy:
         with self._lock:
             self._down = False
 
-    def _go_down(self) -> None:
+    def down(self) -> None:
+        """Cut every connection and refuse new ones until `up()`."""
         with self._lock:
             self._down = True
             pairs, self._pairs = self._pairs, []
@@ -141,7 +142,7 @@ class FaultProxy:
                 where, down = self._cut(data)
                 if where == BEFORE:
                     if down:
-                        self._go_down()
+                        self.down()
                     break
                 if where == AFTER:
                     pair.drop_reply, pair.then_down = True, down
@@ -156,7 +157,7 @@ class FaultProxy:
             while data := pair.upstream.recv(65536):
                 if pair.drop_reply:  # the server answered the COMMIT: it is stored
                     if pair.then_down:
-                        self._go_down()
+                        self.down()
                     break
                 pair.client.sendall(data)
         except OSError:

@@ -164,3 +164,19 @@ def test_a_lost_connection_in_the_callers_transaction_is_database_unavailable(se
     finally:
         admin_engine.dispose()
         p.close()
+
+
+def test_a_keyed_create_with_the_database_gone_is_database_unavailable(server_db_url: str) -> None:
+    """Before any record is written, the key table is checked once per process: a lost connection
+    there is DatabaseUnavailable (nothing stored, safe to retry), not the driver's error."""
+    with fault_proxy(server_db_url) as proxy:
+        p = make_platform(proxy.url(server_db_url), poll_interval=3600)
+        try:
+            p.catalog.current()
+            proxy.down()
+            with pytest.raises(DatabaseUnavailable, match="idempotency key table"):
+                p.records.insert("Case", {"Subject": "keyed"}, idempotency_key="k-1")
+            proxy.up()
+            assert "keyed" not in subjects(server_db_url, p)
+        finally:
+            p.close()

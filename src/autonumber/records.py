@@ -359,7 +359,8 @@ class Records:
                 return self._write_alone(object_name, [dict(r) for r in records])
             except Exception as exc:
                 unknown = unknown or isinstance(exc, CommitOutcomeUnknown)
-                if unknown or self.engine.dialect.is_duplicate_key(exc):
+                duplicate = isinstance(exc, sa.exc.DBAPIError) and self.engine.dialect.is_duplicate_key(exc)
+                if unknown or duplicate:
                     landed = self._landed(object_name, records)
                     if landed is not None:
                         return landed
@@ -370,9 +371,9 @@ class Records:
                     continue
                 if not unknown or isinstance(exc, CommitOutcomeUnknown):
                     raise
-                ids = [str(r["Id"]) for r in records]
-                cause = f"then {type(exc).__name__}: {_first_line(exc)}"
-                raise CommitOutcomeUnknown(object_name, ids, cause) from exc
+                root = exc.__cause__ if isinstance(exc, DatabaseUnavailable) and exc.__cause__ else exc
+                cause = f"then {type(root).__name__}: {_first_line(root)}"
+                raise CommitOutcomeUnknown(object_name, [str(r["Id"]) for r in records], cause) from exc
 
     def _lost_races(self, exc: BaseException) -> bool:
         """`_write_own` gave up on lost races (its retry budget and window are spent)."""

@@ -44,6 +44,8 @@ class Client:
         self.name = name
         self.acknowledged: dict[str, str] = {}  # Subject -> Id
         self.statuses: list[int] = []
+        self.unknown = 0  # 503s naming record_ids (CommitOutcomeUnknown) to unkeyed creates
+        self.found = 0  # of those, looked up and found stored
 
     def post(self, body: dict[str, Any], key: str | None) -> Any:
         headers = {"Idempotency-Key": key} if key else {}
@@ -68,12 +70,14 @@ class Client:
             assert r.status_code == 503 and r.headers["Retry-After"], r.text
             ids = r.json().get("record_ids")
             if key is None and ids:  # unknown outcome: look it up before creating again
+                self.unknown += 1
                 found = None
                 for _ in range(TRIES):
                     found = self.stored(ids[0])
                     if found is not None:
                         break
                 if found:
+                    self.found += 1
                     self.acknowledged[subject] = ids[0]
                     return
         raise AssertionError(f"{subject}: no answer but 503 in {TRIES} tries")
@@ -154,6 +158,12 @@ def test_cut_commits_and_killed_sessions_lose_nothing_and_invent_nothing(
     assert not phantoms, f"stored but never acknowledged: {sorted(phantoms)}"
     lost = {s for s, i in told.items() if i not in stored.get(s, [])}
     assert not lost, f"acknowledged but not stored as told: {sorted(lost)}"
+    unavailable = sum(c.statuses.count(503) for c in clients)
+    unknown, found = sum(c.unknown for c in clients), sum(c.found for c in clients)
+    print(  # shown with -rA: what the run went through
+        f"cuts {proxy.cuts}, sessions killed {len(killed)}, 503s {unavailable}, "
+        f"unknown outcomes {unknown} (found stored {found})"
+    )
     numbers = [number(v) for v in stored_numbers(p)]
     assert len(numbers) == len(set(numbers)), "a number was stored twice"
     assert not duplicates, f"stored twice: {duplicates}"

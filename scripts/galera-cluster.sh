@@ -304,15 +304,14 @@ launch() { # node [extra mariadbd args...]
     in_ns "$n" setsid /usr/sbin/mariadbd --defaults-file="$d/my.cnf" "$@" \
         </dev/null >>"$d/stdout.log" 2>&1 &
     pid=$!
-    if [[ "$MODE" == netns ]]; then # `ip netns exec` may run mariadbd as a child: find the server itself
-        local i found=""
-        for ((i = 0; i < 50; i++)); do
-            found="$(pgrep -f -- "^/usr/sbin/mariadbd --defaults-file=$d/my.cnf" | head -n1 || true)"
-            [[ -n "$found" ]] && break
-            sleep 0.1
-        done
-        pid="${found:-$pid}"
-    fi
+    # $! is the background subshell (in_ns, `ip netns exec`), not necessarily mariadbd: find the server
+    local i found=""
+    for ((i = 0; i < 50; i++)); do
+        found="$(pgrep -f -- "^/usr/sbin/mariadbd --defaults-file=$d/my.cnf" | head -n1 || true)"
+        [[ -n "$found" ]] && break
+        sleep 0.1
+    done
+    pid="${found:-$pid}"
     echo "$pid" >"$(pidfile "$n")"
     sleep 0.2
     kill -0 "$pid" 2>/dev/null || fail_node "$n" "mariadbd exited at once"

@@ -215,7 +215,7 @@ def _show(views: list[FieldView], as_json: bool) -> None:
             v.format,
             v.scope,
             str(v.start),
-            v.numbering,
+            v.numbering if v.allocation == "single" else f"{v.numbering}, {v.allocation}",
             v.time_zone,
             state,
             "\n".join(shown) or "-",

@@ -93,6 +93,23 @@ def test_threads_and_processes_get_unique_stored_numbers(
     assert len(reserved) <= total // BLOCK + 1 + PROCESSES + 1, "the counter moved more than once per block"
 
 
+@pytest.mark.parametrize("group_commit", [True, False])
+def test_group_commit_writer_takes_numbers_from_blocks(
+    server_db_url: str, capsys: pytest.CaptureFixture[str], group_commit: bool
+) -> None:
+    _add_field(server_db_url, capsys)
+    with autonumber.connect(server_db_url, group_commit=group_commit) as p:
+        values = run_threads(
+            THREADS,
+            lambda i: [
+                number(p.records.insert("Case", {"Subject": f"g{i}-{k}"})["Block_No__c"]) for k in range(20)
+            ],
+        )
+    assert len(set(values)) == len(values) == THREADS * 20
+    assert sorted(_stored(server_db_url)) == sorted(values)
+    assert all(count >= BLOCK for _, count in _reservations(server_db_url))
+
+
 def test_a_closed_or_killed_process_leaves_its_rest_as_a_journaled_gap_never_reused(
     server_db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:

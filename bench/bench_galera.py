@@ -1,13 +1,17 @@
 """Galera scale-out: throughput and p99 of `records.insert` per strategy, one node vs three nodes.
 
 Three caller processes × THREADS threads insert `Case` records (one global `{00000000}` counter,
-the hottest case). Each strategy runs against three targets in the same run:
+the hottest case). Each variant — a strategy with `single` allocation, and `combining` with
+`blocks:N` allocation (`--block N`, default 100; docs/engine.md) — runs against three targets in the
+same run:
 
 - `single`: the machine's own MariaDB (127.0.0.1:3306, database autonumber_h9), every caller on it;
 - `galera-1node`: the three-node cluster, every caller on node 1;
 - `galera-3nodes`: the cluster, caller process i on node i (conflicts surface at COMMIT as 1213).
 
-Run: .venv/bin/python bench/bench_galera.py [--quick]   (single server: $AUTONUMBER_GALERA_BENCH_SINGLE_URL)
+Run: .venv/bin/python bench/bench_galera.py [--quick] [--combining-only] [--block N]
+(single server: $AUTONUMBER_GALERA_BENCH_SINGLE_URL; the cluster's network mode and the load average
+before and after are recorded, since the machine is shared: compare ratios within one run)
 Writes bench/results/galera-<timestamp>.json and prints a Markdown table. Brings the cluster up
 when it is not running (and down again afterwards); wipes autonumber_h9 and the cluster's
 autonumber_test database. Callers use max_retries=20 (docs/compatibility.md: size the retry budget
@@ -93,8 +97,9 @@ def _worker(url: str, strategy: Strategy, threads: int, count: int, start_at: fl
 
 
 # ------------------------------------------------------------------------------------ orchestration
-def _prepare(url: str) -> None:
-    """Empty the database (creating it on the single server when missing) and bootstrap the core pack."""
+def _prepare(url: str, allocation: str = "single") -> None:
+    """Empty the database (creating it on the single server when missing), bootstrap the core pack,
+    and give Case.CaseNumber the allocation."""
     from autonumber.db import create_engine
     from autonumber.setup.bootstrap import bootstrap
 
@@ -122,6 +127,11 @@ def _prepare(url: str) -> None:
         bootstrap(engine)
     finally:
         engine.dispose()
+    if allocation != "single":
+        from autonumber.commands.fields import set_field
+        from autonumber.rules import RuleEdit
+
+        set_field(url, RuleEdit("Case", "CaseNumber", format="{00000000}", allocation=allocation))
 
 
 def _p(sorted_values: list[float], q: float) -> float:
@@ -178,9 +188,16 @@ def measure(urls: list[str], strategy: Strategy, threads: int, per_thread: int) 
     }
 
 
-def run(quick: bool) -> dict[str, Any]:
-    """Measure every strategy on the three targets; write bench/results/galera-<ts>.json."""
+def variants(combining_only: bool, block: int) -> list[tuple[Strategy, str]]:
+    """(strategy, allocation) pairs to measure: every strategy single (or only combining), then blocks."""
+    singles = [s for s in STRATEGIES if s == "combining" or not combining_only]
+    return [(s, "single") for s in singles] + [("combining", f"blocks:{block}")]
+
+
+def run(quick: bool, combining_only: bool = False, block: int = 100) -> dict[str, Any]:
+    """Measure every variant on the three targets; write bench/results/galera-<ts>.json."""
     shape = QUICK if quick else FULL
+    load_before = os.getloadavg()
     started_cluster = not galera_cluster.is_up()
     if started_cluster:
         galera_cluster.up()
@@ -190,13 +207,15 @@ def run(quick: bool) -> dict[str, Any]:
         "galera-1node": [nodes[0]] * PROCESSES,
         "galera-3nodes": nodes[:PROCESSES],
     }
+    mode = galera_cluster.mode()
     rows: list[dict[str, Any]] = []
     try:
-        for strategy in STRATEGIES:
+        for strategy, allocation in variants(combining_only, block):
             for target, urls in targets.items():
-                _prepare(urls[0])
+                _prepare(urls[0], allocation)
                 row = measure(urls, strategy, shape["threads"], shape["per_thread"])
                 row["target"] = target
+                row["allocation"] = allocation
                 rows.append(row)
                 print(_line(row), file=sys.stderr, flush=True)
     finally:
@@ -209,7 +228,9 @@ def run(quick: bool) -> dict[str, Any]:
         "machine": {"cpus": os.cpu_count(), "python": platform.python_version(), "host": platform.node()},
         "shape": {"processes": PROCESSES, **shape, "max_retries": RETRIES},
         "single_url": sa.engine.make_url(SINGLE_URL).render_as_string(hide_password=True),
-        "note": "one run; the machine is shared (2 cores), numbers are noisy",
+        "network_mode": mode,
+        "load_average": {"before": load_before, "after": os.getloadavg()},
+        "note": "one run; the machine is shared (2 cores), numbers are noisy: compare ratios",
         "rows": rows,
     }
     RESULTS.mkdir(parents=True, exist_ok=True)
@@ -222,25 +243,29 @@ def run(quick: bool) -> dict[str, Any]:
 
 def _line(row: dict[str, Any]) -> str:
     return (
-        f"{row['strategy']:9} {row['target']:13} {row['throughput_per_s']:>8}/s "
+        f"{row['strategy']:9} {row.get('allocation', 'single'):10} {row['target']:13} "
+        f"{row['throughput_per_s']:>8}/s "
         f"p50 {row['p50_ms']:>7} ms  p99 {row['p99_ms']:>8} ms  errors {row['errors']}"
     )
 
 
 def table(doc: dict[str, Any]) -> str:
     """The Markdown table of docs/galera.md."""
-    by = {(r["strategy"], r["target"]): r for r in doc["rows"]}
+    by = {(r["strategy"], r.get("allocation", "single"), r["target"]): r for r in doc["rows"]}
     out = [
-        "| strategy | single MariaDB: numbers/s | p99 ms | Galera, all on node 1: numbers/s | p99 ms "
-        "| Galera, spread over 3 nodes: numbers/s | p99 ms | failed calls (1 / 3 nodes) |",
-        "|---|---:|---:|---:|---:|---:|---:|---:|",
+        "| strategy, allocation | single MariaDB: numbers/s | p99 ms | Galera, all on node 1: numbers/s "
+        "| p99 ms | Galera, spread over 3 nodes: numbers/s | p99 ms | spread ÷ single | spread ÷ node 1 "
+        "| failed calls (1 / 3 nodes) |",
+        "|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|",
     ]
-    for s in STRATEGIES:
-        a, b, c = by[(s, "single")], by[(s, "galera-1node")], by[(s, "galera-3nodes")]
+    for s, alloc in dict.fromkeys((r["strategy"], r.get("allocation", "single")) for r in doc["rows"]):
+        a, b, c = (by[(s, alloc, t)] for t in ("single", "galera-1node", "galera-3nodes"))
         out.append(
-            f"| {s} | {a['throughput_per_s']:,.0f} | {a['p99_ms']:.1f} | {b['throughput_per_s']:,.0f} "
+            f"| {s}, {alloc} | {a['throughput_per_s']:,.0f} | {a['p99_ms']:.1f} "
+            f"| {b['throughput_per_s']:,.0f} "
             f"| {b['p99_ms']:.1f} | {c['throughput_per_s']:,.0f} | {c['p99_ms']:.1f} "
-            f"| {b['errors']} / {c['errors']} |"
+            f"| {c['throughput_per_s'] / a['throughput_per_s']:.2f}× "
+            f"| {c['throughput_per_s'] / b['throughput_per_s']:.2f}× | {b['errors']} / {c['errors']} |"
         )
     return "\n".join(out)
 
@@ -254,8 +279,10 @@ def main(argv: list[str] | None = None) -> int:
         return 0
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--quick", action="store_true", help="a few calls per caller (harness check)")
+    parser.add_argument("--combining-only", action="store_true", help="skip the cas and atomic strategies")
+    parser.add_argument("--block", type=int, default=100, help="N of the blocks:N variant (default 100)")
     opts = parser.parse_args(args)
-    doc = run(opts.quick)
+    doc = run(opts.quick, opts.combining_only, opts.block)
     print(table(doc))
     print(f"\nwritten to {doc['path']}")
     return 0

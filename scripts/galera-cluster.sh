@@ -1,17 +1,34 @@
 #!/usr/bin/env bash
-# A three-node MariaDB Galera cluster on loopback, for tests and CI.
+# A three-node MariaDB Galera cluster on loopback or in network namespaces, for tests and CI.
 #
 #   scripts/galera-cluster.sh up     [DIR]   start (no-op when already up and healthy)
 #   scripts/galera-cluster.sh down   [DIR]   stop every node, remove DIR, leave nothing running
 #   scripts/galera-cluster.sh status [DIR]   print each node's state; exit 0 only when all 3 Synced, size 3
 #   scripts/galera-cluster.sh kill N [DIR]   SIGKILL node N (failure tests)
 #   scripts/galera-cluster.sh start N [DIR]  restart node N so it rejoins (IST/SST), wait until Synced
+#   scripts/galera-cluster.sh env    [DIR]   print mode=… and nI=HOST:PORT lines (the SQL addresses)
+#   netns mode only (partition tests):
+#   scripts/galera-cluster.sh cut A B [DIR]  drop every packet between nodes A and B (both ways)
+#   scripts/galera-cluster.sh isolate N [DIR] cut node N from both others
+#   scripts/galera-cluster.sh flaky N LOSS DELAY [DIR]  netem on N's links to the others, e.g. 20% 40ms
+#   scripts/galera-cluster.sh heal   [DIR]   remove every cut and netem rule
 #
 # DIR defaults to $AUTONUMBER_GALERA_DIR or /tmp/autonumber-galera (it must be reachable by the
-# `mysql` user, so not under /root). Node i listens on 127.0.0.1:331i (SQL), 456i (group
-# communication), 457i (IST) and 458i (rsync SST). The wait timeout is $GALERA_TIMEOUT seconds
-# (default 120). User 'app'@'127.0.0.1' (password 'app', ALL privileges) and database
+# `mysql` user, so not under /root). The wait timeout is $GALERA_TIMEOUT seconds (default 120).
+# User 'app' (password 'app', ALL privileges, from the clients' address) and database
 # `autonumber_test` exist on every node once `up` returns.
+#
+# Two network modes, chosen at `up` by $AUTONUMBER_GALERA_NET (remembered in DIR/mode):
+# - loopback (default): node i listens on 127.0.0.1:331i (SQL), 456i (group communication), 457i
+#   (IST) and 458i (rsync SST); $AUTONUMBER_GALERA_PORT_OFFSET (default 0) is added to every port
+#   so two clusters can run side by side.
+# - netns: node i runs in its own network namespace ang<T>n<i>, joined by veth pairs to a bridge
+#   ang<T>br that holds 10.213.<T>.254/24 for the clients; node i is 10.213.<T>.i (SQL 3306, group
+#   communication 4567, IST 4568, SST 4444). <T> (20..219) is derived from DIR, so clusters in other
+#   directories get other names and subnets. Links between nodes can be cut (blackhole routes inside
+#   the nodes' namespaces), made flaky (tc netem on the node's side of its veth, filtered to the
+#   other nodes' addresses) and healed; the clients' link to every node stays up. Nothing outside
+#   the namespaces and the bridge is touched; `down` deletes them.
 #
 # The machine's own MariaDB (port 3306, /var/lib/mysql) is never touched: every node runs with
 # --defaults-file pointing at its own my.cnf under DIR.
@@ -26,7 +43,7 @@ log() { printf '[galera] %s\n' "$*" >&2; }
 die() { printf '[galera] ERROR: %s\n' "$*" >&2; exit 1; }
 
 usage() {
-    sed -n '2,9p' "$0" | sed 's/^# \{0,1\}//' >&2
+    sed -n '2,/^set -euo/p' "$0" | grep '^#' | sed 's/^# \{0,1\}//' >&2
     exit 2
 }
 
@@ -35,19 +52,66 @@ CMD="${1:-}"
 [[ -n "$CMD" ]] || usage
 shift
 NODE=""
+NODE2=""
+LOSS=""
+DELAY=""
 case "$CMD" in
-    kill|start)
+    kill|start|isolate)
         NODE="${1:-}"
         [[ "$NODE" =~ ^[123]$ ]] || die "$CMD needs a node number 1, 2 or 3"
         shift
         ;;
-    up|down|status) ;;
+    cut)
+        NODE="${1:-}"
+        NODE2="${2:-}"
+        [[ "$NODE" =~ ^[123]$ && "$NODE2" =~ ^[123]$ && "$NODE" != "$NODE2" ]] ||
+            die "cut needs two different node numbers 1, 2 or 3"
+        shift 2
+        ;;
+    flaky)
+        NODE="${1:-}"
+        LOSS="${2:-}"
+        DELAY="${3:-}"
+        [[ "$NODE" =~ ^[123]$ ]] || die "flaky needs a node number 1, 2 or 3"
+        [[ "$LOSS" =~ ^[0-9]{1,2}%$ ]] || die "flaky needs a loss like 20% (0-99%), got '$LOSS'"
+        [[ "$DELAY" =~ ^[0-9]{1,4}ms$ ]] || die "flaky needs a delay like 40ms, got '$DELAY'"
+        shift 3
+        ;;
+    up|down|status|env|heal) ;;
     -h|--help|help) usage ;;
-    *) die "unknown command '$CMD' (up|down|status|kill N|start N)" ;;
+    *) die "unknown command '$CMD' (up|down|status|env|kill N|start N|cut A B|isolate N|flaky N LOSS DELAY|heal)" ;;
 esac
 DIR="${1:-${AUTONUMBER_GALERA_DIR:-/tmp/autonumber-galera}}"
 DIR="$(realpath -m -- "$DIR")"
 [[ "$DIR" != "/" && "$DIR" != "/tmp" && "$DIR" != "/var/lib/mysql" ]] || die "refusing DIR=$DIR"
+
+# ---------------------------------------------------------------- network mode
+OFFSET="${AUTONUMBER_GALERA_PORT_OFFSET:-0}"
+[[ "$OFFSET" =~ ^[0-9]{1,4}$ ]] || die "AUTONUMBER_GALERA_PORT_OFFSET must be a number, got '$OFFSET'"
+TAG=$(($(printf '%s' "$DIR" | cksum | awk '{print $1}') % 200 + 20))
+NET="10.213.$TAG"
+BRIDGE="ang${TAG}br"
+CLIENT_IP="$NET.254"
+if [[ -r "$DIR/mode" ]]; then
+    MODE="$(cat "$DIR/mode")"
+else
+    MODE="${AUTONUMBER_GALERA_NET:-loopback}"
+fi
+[[ "$MODE" == loopback || "$MODE" == netns ]] || die "network mode must be loopback or netns, got '$MODE'"
+
+ns() { echo "ang${TAG}n$1"; }
+veth() { echo "ang${TAG}v$1"; }
+node_ip() { if [[ "$MODE" == netns ]]; then echo "$NET.$1"; else echo 127.0.0.1; fi; }
+client_ip() { if [[ "$MODE" == netns ]]; then echo "$CLIENT_IP"; else echo 127.0.0.1; fi; }
+sql_port() { if [[ "$MODE" == netns ]]; then echo 3306; else echo $((3310 + $1 + OFFSET)); fi; }
+gcomm_port() { if [[ "$MODE" == netns ]]; then echo 4567; else echo $((4560 + $1 + OFFSET)); fi; }
+ist_port() { if [[ "$MODE" == netns ]]; then echo 4568; else echo $((4570 + $1 + OFFSET)); fi; }
+sst_port() { if [[ "$MODE" == netns ]]; then echo 4444; else echo $((4580 + $1 + OFFSET)); fi; }
+in_ns() { # node command... (inside the node's namespace in netns mode)
+    local n=$1
+    shift
+    if [[ "$MODE" == netns ]]; then ip netns exec "$(ns "$n")" "$@"; else "$@"; fi
+}
 
 ndir() { echo "$DIR/n$1"; }
 sock() { echo "$DIR/n$1/run/mysqld.sock"; }
@@ -148,7 +212,7 @@ fail_node() { # node message
     local n=$1
     shift
     {
-        printf '[galera] ERROR: node n%s (127.0.0.1:331%s): %s\n' "$n" "$n" "$*"
+        printf '[galera] ERROR: node n%s (%s:%s): %s\n' "$n" "$(node_ip "$n")" "$(sql_port "$n")" "$*"
         printf '[galera] --- tail of %s ---\n' "$(errlog "$n")"
         tail -n 40 "$(errlog "$n")" 2>/dev/null || echo "(no error.log)"
         printf '[galera] --- end ---\n'
@@ -197,8 +261,8 @@ datadir=$d/data
 tmpdir=$d/tmp
 socket=$d/run/mysqld.sock
 pid-file=$d/run/mysqld.pid
-port=331$n
-bind-address=127.0.0.1
+port=$(sql_port "$n")
+bind-address=$(node_ip "$n")
 skip-name-resolve
 log-error=$d/error.log
 binlog_format=ROW
@@ -210,22 +274,23 @@ max_connections=300
 wsrep_on=ON
 wsrep_provider=$GALERA_LIB
 wsrep_cluster_name=autonumber_test
-wsrep_cluster_address=gcomm://127.0.0.1:4561,127.0.0.1:4562,127.0.0.1:4563
-wsrep_node_address=127.0.0.1
+wsrep_cluster_address=gcomm://$(node_ip 1):$(gcomm_port 1),$(node_ip 2):$(gcomm_port 2),$(node_ip 3):$(gcomm_port 3)
+wsrep_node_address=$(node_ip "$n")
 wsrep_node_name=n$n
 # Loopback only (gmcast listens on 0.0.0.0 by default); a small gcache; failure detection in
 # ~3 s instead of the WAN-friendly defaults (5 s suspect / 15 s inactive), so that a killed node
 # stops stalling the survivors' commits quickly and a restarted one is admitted without waiting
 # for its old incarnation to be evicted.
-wsrep_provider_options="base_port=456$n;gmcast.listen_addr=tcp://127.0.0.1:456$n;ist.recv_addr=127.0.0.1:457$n;gcache.size=64M;evs.keepalive_period=PT0.5S;evs.inactive_check_period=PT0.5S;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.install_timeout=PT6S"
-wsrep_sst_receive_address=127.0.0.1:458$n
+wsrep_provider_options="base_port=$(gcomm_port "$n");gmcast.listen_addr=tcp://$(node_ip "$n"):$(gcomm_port "$n");ist.recv_addr=$(node_ip "$n"):$(ist_port "$n");gcache.size=64M;evs.keepalive_period=PT0.5S;evs.inactive_check_period=PT0.5S;evs.suspect_timeout=PT3S;evs.inactive_timeout=PT6S;evs.install_timeout=PT6S"
+wsrep_sst_receive_address=$(node_ip "$n"):$(sst_port "$n")
 wsrep_sst_method=rsync
 EOF
 }
 
 check_ports_free() {
-    local p holders
-    for p in 3311 3312 3313 4561 4562 4563 4571 4572 4573 4581 4582 4583; do
+    local p holders n
+    [[ "$MODE" == loopback ]] || return 0
+    for p in $(for n in "${NODES[@]}"; do sql_port "$n"; gcomm_port "$n"; ist_port "$n"; sst_port "$n"; done); do
         holders="$(ss -Htlnp "sport = :$p" 2>/dev/null || true)"
         [[ -z "$holders" ]] || die "port $p is already in use: $holders"
     done
@@ -236,9 +301,17 @@ launch() { # node [extra mariadbd args...]
     shift
     d="$(ndir "$n")"
     # setsid: the node must not die with the caller's process group (a test runner's Ctrl-C).
-    setsid /usr/sbin/mariadbd --defaults-file="$d/my.cnf" "$@" \
+    in_ns "$n" setsid /usr/sbin/mariadbd --defaults-file="$d/my.cnf" "$@" \
         </dev/null >>"$d/stdout.log" 2>&1 &
     pid=$!
+    # $! is the background subshell (in_ns, `ip netns exec`), not necessarily mariadbd: find the server
+    local i found=""
+    for ((i = 0; i < 50; i++)); do
+        found="$(pgrep -f -- "^/usr/sbin/mariadbd --defaults-file=$d/my.cnf" | head -n1 || true)"
+        [[ -n "$found" ]] && break
+        sleep 0.1
+    done
+    pid="${found:-$pid}"
     echo "$pid" >"$(pidfile "$n")"
     sleep 0.2
     kill -0 "$pid" 2>/dev/null || fail_node "$n" "mariadbd exited at once"
@@ -299,7 +372,101 @@ cluster_healthy() {
     done
 }
 
+# ---------------------------------------------------------------- namespaces (netns mode)
+netns_down() {
+    local n
+    for n in "${NODES[@]}"; do
+        ip netns del "$(ns "$n")" 2>/dev/null || true
+        ip link del "$(veth "$n")" 2>/dev/null || true
+    done
+    ip link del "$BRIDGE" 2>/dev/null || true
+}
+
+netns_up() {
+    local n
+    command -v ip >/dev/null 2>&1 || die "netns mode needs iproute2 (ip)"
+    [[ $EUID -eq 0 ]] || die "netns mode needs root (ip netns, veth, bridge)"
+    if ip -4 route show | grep -q "^$NET\.0/24" && ! ip link show "$BRIDGE" >/dev/null 2>&1; then
+        die "subnet $NET.0/24 is already routed on this host; use another DIR"
+    fi
+    netns_down
+    ip link add "$BRIDGE" type bridge
+    ip addr add "$CLIENT_IP/24" dev "$BRIDGE"
+    ip link set "$BRIDGE" up
+    for n in "${NODES[@]}"; do
+        ip netns add "$(ns "$n")"
+        ip -n "$(ns "$n")" link set lo up
+        ip link add "$(veth "$n")" type veth peer name eth0 netns "$(ns "$n")"
+        ip link set "$(veth "$n")" master "$BRIDGE" up
+        ip -n "$(ns "$n")" addr add "$NET.$n/24" dev eth0
+        ip -n "$(ns "$n")" link set eth0 up
+    done
+    log "namespaces $(ns 1) $(ns 2) $(ns 3) on bridge $BRIDGE ($NET.0/24, clients at $CLIENT_IP)"
+}
+
+need_netns() {
+    [[ "$MODE" == netns ]] || die "$CMD needs a cluster started in netns mode (AUTONUMBER_GALERA_NET=netns up)"
+    [[ -d "$DIR" ]] || die "no cluster at $DIR (run up first)"
+}
+
+cut_one_way() { # from to: node `from` drops everything it sends to `to`
+    ip -n "$(ns "$1")" route replace blackhole "$NET.$2/32"
+}
+
 # ---------------------------------------------------------------- commands
+cmd_env() {
+    local n
+    echo "mode=$MODE"
+    echo "client=$(client_ip)"
+    for n in "${NODES[@]}"; do echo "n$n=$(node_ip "$n"):$(sql_port "$n")"; done
+}
+
+cmd_cut() {
+    need_netns
+    cut_one_way "$NODE" "$NODE2"
+    cut_one_way "$NODE2" "$NODE"
+    log "cut n$NODE <-> n$NODE2"
+}
+
+cmd_isolate() {
+    local other
+    need_netns
+    for other in "${NODES[@]}"; do
+        [[ "$other" == "$NODE" ]] && continue
+        cut_one_way "$NODE" "$other"
+        cut_one_way "$other" "$NODE"
+    done
+    log "isolated n$NODE"
+}
+
+cmd_flaky() {
+    local other dev=eth0 nsn
+    need_netns
+    nsn="$(ns "$NODE")"
+    tc -n "$nsn" qdisc del dev "$dev" root 2>/dev/null || true
+    # band 4 (netem) for packets to the other nodes; everything else (the clients) by the priomap
+    tc -n "$nsn" qdisc add dev "$dev" root handle 1: prio bands 4 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1
+    tc -n "$nsn" qdisc add dev "$dev" parent 1:4 handle 40: netem loss "$LOSS" delay "$DELAY" 10ms
+    for other in "${NODES[@]}"; do
+        [[ "$other" == "$NODE" ]] && continue
+        tc -n "$nsn" filter add dev "$dev" parent 1: protocol ip prio 1 u32 match ip dst "$NET.$other/32" flowid 1:4
+    done
+    log "n$NODE's links to the other nodes: loss $LOSS, delay $DELAY"
+}
+
+cmd_heal() {
+    local n route
+    need_netns
+    for n in "${NODES[@]}"; do
+        tc -n "$(ns "$n")" qdisc del dev eth0 root 2>/dev/null || true
+        while read -r route; do
+            # shellcheck disable=SC2086 # "blackhole ADDR": two words on purpose
+            [[ -n "$route" ]] && ip -n "$(ns "$n")" route del $route
+        done < <(ip -n "$(ns "$n")" route show type blackhole | awk '{print $1, $2}')
+    done
+    log "healed: no cut, no netem"
+}
+
 cmd_status() {
     local n st ok=0
     if [[ ! -d "$DIR" ]]; then
@@ -308,7 +475,7 @@ cmd_status() {
     fi
     for n in "${NODES[@]}"; do
         st="$(node_status "$n")"
-        printf 'n%s 127.0.0.1:331%s state=%s cluster_size=%s\n' "$n" "$n" "${st% *}" "${st#* }"
+        printf 'n%s %s:%s state=%s cluster_size=%s\n' "$n" "$(node_ip "$n")" "$(sql_port "$n")" "${st% *}" "${st#* }"
         [[ "$st" == "Synced 3" ]] || ok=1
     done
     return $ok
@@ -332,6 +499,7 @@ cmd_down() {
     done
     left="$(dir_pids)"
     [[ -z "$left" ]] || die "processes still running under $DIR: $left"
+    [[ "$MODE" == netns ]] && netns_down
     rm -rf -- "$DIR"
     log "down: nothing left under $DIR"
 }
@@ -347,11 +515,14 @@ cmd_up() {
     if [[ -e "$DIR" ]]; then
         log "found a stale or broken cluster at $DIR; removing it"
         cmd_down
+        MODE="${AUTONUMBER_GALERA_NET:-loopback}"
     fi
     # A stale dir under another name could still hold the ports.
     check_ports_free
 
     mkdir -p "$DIR"
+    echo "$MODE" >"$DIR/mode"
+    [[ "$MODE" == netns ]] && netns_up
     for n in "${NODES[@]}"; do
         mkdir -p "$(ndir "$n")"/{data,run,tmp}
         write_cnf "$n"
@@ -377,13 +548,13 @@ cmd_up() {
     for n in "${NODES[@]}"; do wait_synced "$n" 3; done
     log "all nodes Synced, cluster size 3, after $((SECONDS - t0))s"
 
-    q 1 "CREATE USER IF NOT EXISTS 'app'@'127.0.0.1' IDENTIFIED BY 'app';
-         GRANT ALL PRIVILEGES ON *.* TO 'app'@'127.0.0.1';
+    q 1 "CREATE USER IF NOT EXISTS 'app'@'$(client_ip)' IDENTIFIED BY 'app';
+         GRANT ALL PRIVILEGES ON *.* TO 'app'@'$(client_ip)';
          CREATE DATABASE IF NOT EXISTS autonumber_test;" || fail_node 1 "could not create user/database"
     # Every node must accept the app user over TCP (the DDL replicates through the cluster).
     for n in "${NODES[@]}"; do
         local deadline=$((SECONDS + 30))
-        until mariadb --no-defaults -h127.0.0.1 -P"331$n" -uapp -papp --connect-timeout=2 \
+        until mariadb --no-defaults -h"$(node_ip "$n")" -P"$(sql_port "$n")" -uapp -papp --connect-timeout=2 \
             -N -B -e "SELECT 1" autonumber_test >/dev/null 2>&1; do
             ((SECONDS < deadline)) || fail_node "$n" "user app cannot connect to autonumber_test"
             sleep 0.3
@@ -440,4 +611,9 @@ case "$CMD" in
     status) cmd_status ;;
     kill) cmd_kill ;;
     start) cmd_start ;;
+    env) cmd_env ;;
+    cut) cmd_cut ;;
+    isolate) cmd_isolate ;;
+    flaky) cmd_flaky ;;
+    heal) cmd_heal ;;
 esac

@@ -3,14 +3,18 @@
 Plain functions, no pytest fixtures. Every call runs the script with subprocess and raises
 RuntimeError carrying the script's output when it fails.
 
-Node i (1..3) listens on 127.0.0.1:331i; user ``app``/``app`` owns everything; the database is
-``autonumber_test``. The cluster directory is ``$AUTONUMBER_GALERA_DIR`` or
-``/tmp/autonumber-galera``.
+Two network modes (the script's header): ``netns`` puts every node in its own network namespace,
+so the partition tests can cut and heal the links between nodes; ``loopback`` runs them all on
+127.0.0.1 (node i on port 331i). `up` chooses netns when this process may create namespaces (root,
+``ip netns`` works) unless ``$AUTONUMBER_GALERA_NET`` says otherwise; `mode()` says which ran. User
+``app``/``app`` owns everything; the database is ``autonumber_test``. The cluster directory is
+``$AUTONUMBER_GALERA_DIR`` or ``/tmp/autonumber-galera``.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 from pathlib import Path
 
@@ -26,20 +30,55 @@ UP_TIMEOUT_S = 600.0
 NODE_TIMEOUT_S = 300.0
 
 
-def node_port(i: int) -> int:
-    """SQL port of node i (1..3)."""
-    _check_node(i)
-    return 3310 + i
+def _env() -> dict[str, str]:
+    """The running cluster's `env` lines: mode, client address, nI=HOST:PORT."""
+    lines = _run("env", timeout=60.0).splitlines()
+    return dict(line.split("=", 1) for line in lines if "=" in line)
+
+
+def mode() -> str:
+    """`netns` or `loopback`: how the running cluster's nodes are networked."""
+    return _env()["mode"]
 
 
 def node_urls() -> list[str]:
     """SQLAlchemy URLs of the three nodes, node 1 first."""
-    return [f"mysql+pymysql://{USER}:{PASSWORD}@{HOST}:{node_port(i)}/{DATABASE}" for i in NODES]
+    env = _env()
+    return [f"mysql+pymysql://{USER}:{PASSWORD}@{env[f'n{i}']}/{DATABASE}" for i in NODES]
+
+
+def netns_available() -> bool:
+    """Whether this process can create network namespaces (root and a working `ip netns`)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        return False
+    probe = f"anprobe{os.getpid()}"
+    made = subprocess.run(["ip", "netns", "add", probe], capture_output=True, check=False, timeout=30)
+    subprocess.run(["ip", "netns", "del", probe], capture_output=True, check=False, timeout=30)
+    return made.returncode == 0
 
 
 def up() -> None:
-    """Start the cluster (a no-op when it is already up and healthy)."""
-    _run("up", timeout=UP_TIMEOUT_S)
+    """Start the cluster (a no-op when it is already up and healthy); netns mode where possible."""
+    net = os.environ.get("AUTONUMBER_GALERA_NET") or ("netns" if netns_available() else "loopback")
+    _run("up", timeout=UP_TIMEOUT_S, net=net)
+
+
+def isolate(i: int) -> None:
+    """Cut node i from both other nodes (netns mode); its clients still reach it."""
+    _check_node(i)
+    _run("isolate", str(i), timeout=60.0)
+
+
+def cut(a: int, b: int) -> None:
+    """Drop every packet between nodes a and b (netns mode)."""
+    _check_node(a)
+    _check_node(b)
+    _run("cut", str(a), str(b), timeout=60.0)
+
+
+def heal() -> None:
+    """Remove every cut and netem rule (netns mode)."""
+    _run("heal", timeout=60.0)
 
 
 def down() -> None:
@@ -79,8 +118,11 @@ def _check_node(i: int) -> None:
         raise ValueError(f"node must be 1, 2 or 3, not {i!r}")
 
 
-def _exec(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
+def _exec(*args: str, timeout: float, net: str | None = None) -> subprocess.CompletedProcess[str]:
     cmd = ["bash", str(SCRIPT), *args]
+    env = os.environ.copy()
+    if net is not None:
+        env["AUTONUMBER_GALERA_NET"] = net
     try:
         return subprocess.run(
             cmd,
@@ -88,7 +130,7 @@ def _exec(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
             text=True,
             timeout=timeout,
             check=False,
-            env=os.environ.copy(),
+            env=env,
             stdin=subprocess.DEVNULL,
         )
     except subprocess.TimeoutExpired as exc:
@@ -96,8 +138,8 @@ def _exec(*args: str, timeout: float) -> subprocess.CompletedProcess[str]:
         raise RuntimeError(f"{' '.join(cmd)} timed out after {timeout:.0f}s\n{out}") from exc
 
 
-def _run(*args: str, timeout: float) -> str:
-    proc = _exec(*args, timeout=timeout)
+def _run(*args: str, timeout: float, net: str | None = None) -> str:
+    proc = _exec(*args, timeout=timeout, net=net)
     if proc.returncode != 0:
         raise RuntimeError(
             f"scripts/galera-cluster.sh {' '.join(args)} failed (exit {proc.returncode})\n"

@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber.allocation import SINGLE, block_size, check_allocation
 from autonumber.db.base import UNAVAILABLE
 from autonumber.db.objects import shared_object_table
 from autonumber.db.tables import system_field, system_object, system_record_type
@@ -59,6 +60,7 @@ class Rule:
     token_refs: tuple[TokenRef, ...]
     numbering: str = "standard"
     time_zone: str = "UTC"
+    allocation: str = SINGLE
 
     @property
     def name(self) -> str:
@@ -69,6 +71,11 @@ class Rule:
     def gapless(self) -> bool:
         """Numbers are taken in the caller's transaction, so a rollback gives them back."""
         return self.numbering == "gapless"
+
+    @cached_property
+    def block_size(self) -> int:
+        """How many numbers one reservation takes (1: none handed out from a process-local block)."""
+        return block_size(self.allocation)
 
     @cached_property
     def zone(self) -> tzinfo:
@@ -94,6 +101,7 @@ class FieldRow:
     time_zone: str = "UTC"
     date_src: str = "assigned_at"
     on_change: str = "keep_existing"
+    allocation: str = SINGLE
 
 
 @dataclass
@@ -234,6 +242,7 @@ def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[
                 row.auto_number_time_zone,
                 row.auto_number_date_src,
                 row.auto_number_on_change,
+                row.auto_number_allocation,
             )
         )
     return objects, fields
@@ -258,6 +267,7 @@ def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[Fiel
                         row.time_zone,
                         row.date_src,
                         row.on_change,
+                        row.allocation,
                     )
                 ).encode()
             )
@@ -294,6 +304,7 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
         tuple(refs),
         row.numbering,
         row.time_zone,
+        row.allocation,
     )
 
 
@@ -307,6 +318,7 @@ def _check_policy(row: FieldRow) -> None:
     ):
         if value not in allowed:
             raise ValueError(f"stored {column} {value!r} is not one of {', '.join(allowed)}")
+    check_allocation(row.allocation, row.numbering)
 
 
 def _overrides(token_refs: str | None) -> list[Mapping[str, Any]] | None:

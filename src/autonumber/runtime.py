@@ -102,7 +102,8 @@ class Platform:
         return tuple(engine for engine in pools if engine is not None)
 
     def close(self) -> None:
-        """Dispose of every pool."""
+        """Journal the rest of this process's number blocks as gaps, then dispose of every pool."""
+        self.engine.close()
         for engine in self.engines:
             engine.dispose()
 

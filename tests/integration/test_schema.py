@@ -20,6 +20,7 @@ AUTONUMBER_DEFAULTS = {
     "auto_number_token_refs": None,
     "auto_number_numbering": "standard",
     "auto_number_time_zone": "UTC",
+    "auto_number_allocation": "single",
 }
 
 

@@ -158,23 +158,21 @@ def test_a_missing_file_is_one_clear_error(tmp_path: Path) -> None:
         parse_spec_file(tmp_path / "nope.md")
 
 
-def _with_policy_columns(text: str, case_cells: str) -> str:
-    """The spec with `numbering | time zone` columns, Case.CaseNumber's row filled with `case_cells`."""
+def _with_policy_columns(
+    text: str, case_cells: str, columns: tuple[str, ...] = ("numbering", "time zone")
+) -> str:
+    """The spec with extra policy columns, Case.CaseNumber's row filled with `case_cells`."""
+    header = " | ".join(columns)
     out = []
     for line in text.splitlines(keepends=True):
         if line.startswith("| object | field | format |"):
-            line = line.rstrip("\n") + " numbering | time zone |\n"
-        elif line.startswith("|---|---|---|---|---|---|---|---|") and "numbering" in out[-1]:
-            line = line.rstrip("\n") + "---|---|\n"
+            line = line.rstrip("\n") + f" {header} |\n"
+        elif line.startswith("|---|---|---|---|---|---|---|---|") and header in out[-1]:
+            line = line.rstrip("\n") + "---|" * len(columns) + "\n"
         elif line.startswith("| Case | CaseNumber |"):
             line = line.rstrip("\n") + f" {case_cells} |\n"
-        elif (
-            line.startswith("| ")
-            and out
-            and "numbering | time zone" in "".join(out[-200:])
-            and line.count("|") == 9
-        ):
-            line = line.rstrip("\n") + "  |  |\n"
+        elif line.startswith("| ") and out and header in "".join(out[-200:]) and line.count("|") == 9:
+            line = line.rstrip("\n") + "  |" * len(columns) + "\n"
         out.append(line)
     return "".join(out)
 
@@ -193,3 +191,16 @@ def test_numbering_and_time_zone_columns(text: str) -> None:
     ):
         with pytest.raises(SpecError, match=needle):
             parse_spec(_with_policy_columns(text, cells), "copy.md")
+
+
+def test_allocation_column(text: str) -> None:
+    columns = ("numbering", "allocation")
+    spec = parse_spec(_with_policy_columns(text, "standard | blocks:100", columns), "copy.md")
+    assert spec.rule("Case.CaseNumber").allocation == "blocks:100"
+    assert spec.rule("Account.Account_ID__c").allocation == "single"
+    for cells, needle in (
+        ("gapless | blocks:100", "refused on a gapless field"),
+        ("standard | blocks:0", "is not single or blocks:N"),
+    ):
+        with pytest.raises(SpecError, match=needle):
+            parse_spec(_with_policy_columns(text, cells, columns), "copy.md")

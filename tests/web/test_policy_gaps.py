@@ -43,6 +43,19 @@ def test_fields_show_policy_and_zone_and_admin_sets_them(admin: TestClient) -> N
     assert bad.status_code == 422
 
 
+def test_admin_sets_block_allocation_and_gapless_is_refused_with_it(admin: TestClient) -> None:
+    url = "/api/autonumber/fields/Case.CaseNumber"
+    assert fields(admin)["Case.CaseNumber"]["allocation"] == "single"
+    r = admin.put(url, json={"format": "{00000000}", "allocation": "blocks:10"})
+    assert r.status_code == 200, r.text
+    assert r.json()["allocation"] == "blocks:10"
+    bad = admin.put(url, json={"format": "{00000000}", "numbering": "gapless"})
+    assert bad.status_code == 422 and "refused on a gapless field" in bad.json()["error"], bad.text
+    bad = admin.put(url, json={"format": "{00000000}", "allocation": "blocks:0"})
+    assert bad.status_code == 422 and "is not single or blocks:N" in bad.json()["error"], bad.text
+    assert fields(admin)["Case.CaseNumber"]["allocation"] == "blocks:10"
+
+
 def test_preview_in_the_fields_zone(client: TestClient) -> None:
     body = {"format": "D-{YYYY}{MM}{DD}-{00}", "at": "2026-04-17T20:00:00+00:00"}
     assert client.post("/api/autonumber/preview", json=body).json()["value"] == "D-20260417-01"

@@ -51,12 +51,24 @@ TimeZoneOption = Annotated[
         show_default=False,
     ),
 ]
+AllocationOption = Annotated[
+    str | None,
+    typer.Option(
+        "--allocation",
+        metavar="<single|blocks:N>",
+        help="single (each insert reserves its numbers) or blocks:N (a process reserves N at a time "
+        "and hands them out itself: unique, not in creation order across processes, a process's "
+        "unused rest is a gap; refused on gapless fields). Default: single, or the stored policy for `set`.",
+        show_default=False,
+    ),
+]
 
 
 def _report(rule: RuleSpec, done: FieldChange) -> None:
     for line in done.changes:
         typer.echo(f"  {line}")
-    extra = "".join(f", {v}" for v in (rule.numbering, rule.time_zone) if v not in ("standard", "UTC"))
+    shown = (rule.numbering, rule.time_zone, rule.allocation)
+    extra = "".join(f", {v}" for v in shown if v not in ("standard", "UTC", "single"))
     typer.echo(
         f"{rule.name} ({done.field_id}): {rule.format} ({rule.scope}, start {rule.start}{extra}); "
         "verify passed"
@@ -77,6 +89,7 @@ def add_cmd(
     ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
+    allocation: AllocationOption = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Create the column if missing, store the validated rule and seed its counter; existing rows keep NULL.
@@ -95,6 +108,7 @@ def add_cmd(
         length=length,
         numbering=numbering or "standard",
         time_zone=time_zone or "UTC",
+        allocation=allocation or "single",
     )
     done = fields.create_field(db, rule)
     _report(rule, done)
@@ -117,6 +131,7 @@ def set_cmd(
     ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
+    allocation: AllocationOption = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Change an autonumber field's rule (also repairs a quarantined one): stored values stay valid,
@@ -128,7 +143,14 @@ def set_cmd(
     from autonumber.rules import RuleEdit
 
     edit = RuleEdit(
-        object_name, field, format=fmt, scope=scope, start=start, numbering=numbering, time_zone=time_zone
+        object_name,
+        field,
+        format=fmt,
+        scope=scope,
+        start=start,
+        numbering=numbering,
+        time_zone=time_zone,
+        allocation=allocation,
     )
     done = fields.set_field(db, edit)
     assert done.rule is not None  # a planned set always resolves its rule
@@ -193,7 +215,7 @@ def _show(views: list[FieldView], as_json: bool) -> None:
             v.format,
             v.scope,
             str(v.start),
-            v.numbering,
+            v.numbering if v.allocation == "single" else f"{v.numbering}, {v.allocation}",
             v.time_zone,
             state,
             "\n".join(shown) or "-",

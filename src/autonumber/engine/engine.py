@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 from autonumber.catalog import Catalog, Rule
 from autonumber.db import Dialect
 
+from .blocks import Blocks, Piece
 from .combining import Combiner
 from .gapless import reserve_gapless
 from .journal import Range
@@ -69,6 +70,11 @@ class Engine:
         )
         self.resolver = Resolver(fresh_db)
         self.combiner = Combiner()
+        journal, own = self.reserver.journal, reservation_db
+        self.blocks = Blocks(
+            lambda rule, n, cross: self._reserve(rule, n, cross, None),
+            lambda ranges: journal.outcome(own, ranges),
+        )
 
     @property
     def hooks(self) -> Hooks:
@@ -124,6 +130,20 @@ class Engine:
         detached: list[Range] = []
         for indices in groups.values():
             values = cross[indices[0]]
+            if rule.block_size > 1 and self._on_caller(conn) is None:
+                pieces = self.blocks.take(rule, len(indices), values)
+                detached += [Range(rule.field_id, p.scope_key, p.first, p.count) for p in pieces]
+                at = pieces[-1].assigned_at
+                for idx, (number, piece) in zip(indices, _numbers(pieces), strict=True):
+                    out[idx] = rule.format.render(
+                        number,
+                        piece.assigned_at,
+                        values,
+                        field_id=rule.field_id,
+                        scope_key=piece.scope_key,
+                        zone=rule.zone,
+                    )
+                continue
             if rule.gapless:
                 res, offset = reserve_gapless(self.reserver, rule, len(indices), values, conn, at), 0
             elif len(records) == 1 and not inside:
@@ -144,6 +164,10 @@ class Engine:
                 )
         assert at is not None
         return Assigned(out, at, detached)
+
+    def close(self) -> None:
+        """Journal the unused rest of every block this process holds as a gap."""
+        self.blocks.release_all()
 
     def _on_caller(self, conn: Connection | None) -> Connection | None:
         """SQLite: reserve on the caller's connection when its transaction holds the write lock."""
@@ -175,3 +199,8 @@ class Engine:
             return self._reserve(rule, 1, cross, conn), 0
         key = (rule.field_id, tuple(sorted(cross.items())))
         return self.combiner.reserve_one(key, lambda n: self.reserver.reserve_atomic(rule, n, cross))
+
+
+def _numbers(pieces: Sequence[Piece]) -> list[tuple[int, Piece]]:
+    """Every value of the pieces, in order, with the piece it came from."""
+    return [(piece.first + j, piece) for piece in pieces for j in range(piece.count)]

@@ -11,6 +11,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from autonumber.allocation import SINGLE, check_allocation
 from autonumber.db.guard import authorized
 from autonumber.db.tables import AUTONUMBER_COLUMNS, system_field, system_object, system_record_type
 from autonumber.errors import FormatError, UnknownField
@@ -43,6 +44,7 @@ class RuleSpec:
     length: int | None = None
     numbering: str = "standard"
     time_zone: str = "UTC"
+    allocation: str = SINGLE
 
     @property
     def name(self) -> str:
@@ -97,6 +99,10 @@ class StoredRule:
         return str(self.values.get("auto_number_time_zone") or "UTC")
 
     @property
+    def allocation(self) -> str:
+        return str(self.values.get("auto_number_allocation") or SINGLE)
+
+    @property
     def token_refs(self) -> str | None:
         refs = self.values.get("auto_number_token_refs")
         return None if refs is None else str(refs)
@@ -115,6 +121,7 @@ class StoredRule:
             overrides=tuple(json.loads(self.token_refs)) if self.token_refs else (),
             numbering=self.numbering,
             time_zone=self.time_zone,
+            allocation=self.allocation,
         )
 
 
@@ -132,6 +139,7 @@ class RuleEdit:
     time_zone: str | None = None
     length: int | None = None
     """Refused when given: a column's length is chosen when the field is added."""
+    allocation: str | None = None
 
     @property
     def name(self) -> str:
@@ -148,6 +156,7 @@ class RuleEdit:
             start=was.start if self.start is None else self.start,
             numbering=was.numbering if self.numbering is None else self.numbering,
             time_zone=was.time_zone if self.time_zone is None else self.time_zone,
+            allocation=was.allocation if self.allocation is None else self.allocation,
         )
         return replace(spec, overrides=carried_overrides(stored.token_refs, spec.format))
 
@@ -198,6 +207,10 @@ def check_enums(spec: RuleSpec) -> None:
                 f"{spec.name}: {what} {value!r} is not one of {', '.join(allowed)}",
                 format=spec.format,
             )
+    try:
+        check_allocation(spec.allocation, spec.numbering)
+    except ValueError as exc:
+        raise FormatError(0, f"{spec.name}: {exc}", format=spec.format) from None
     if spec.start < 0:
         raise FormatError(2, f"{spec.name}: start {spec.start} must be ≥ 0", format=spec.format)
     try:
@@ -269,6 +282,7 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
         "auto_number_token_refs": canonicalize_token_refs(refs) if refs else None,
         "auto_number_numbering": spec.numbering,
         "auto_number_time_zone": spec.time_zone,
+        "auto_number_allocation": spec.allocation,
     }
 
 
@@ -318,6 +332,7 @@ def _describe(spec: RuleSpec) -> str:
     """`per_day`, plus the numbering policy and time zone when they are not the defaults."""
     extra = [spec.numbering] if spec.numbering != "standard" else []
     extra += [spec.time_zone] if spec.time_zone != "UTC" else []
+    extra += [spec.allocation] if spec.allocation != SINGLE else []
     return ", ".join([spec.scope, *extra])
 
 

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
 from autonumber.db.schema import reconcile_system_schema, reconcile_tables
-from autonumber.db.tables import idempotency_table
+from autonumber.db.tables import idempotency_table, system_field
 from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
 from autonumber.progress import NullReporter, Reporter
@@ -70,6 +70,12 @@ def _exact_idempotency_keys(engine: Engine, reporter: Reporter) -> list[str]:
         return dialect_for(conn).retype_column(conn, idempotency_table.c.idempotency_key)
 
 
+def _allocation_column(engine: Engine, reporter: Reporter) -> list[str]:
+    """`_System_Field.auto_number_allocation` (block allocation), `single` on every existing rule."""
+    with engine.begin() as conn:
+        return reconcile_tables(conn, [system_field])
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -77,12 +83,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         (_system_tables, _prefix_keys, _unique_indexes),
     ),
     Migration(2, "idempotency keys compared byte for byte", (_exact_idempotency_keys,)),
+    Migration(3, "block allocation: _System_Field.auto_number_allocation", (_allocation_column,)),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 
-assert MIGRATIONS[-1].number == SCHEMA_VERSION and [m.number for m in MIGRATIONS] == list(
-    range(1, SCHEMA_VERSION + 1)
-)
+_NUMBERS = [m.number for m in MIGRATIONS]
+assert _NUMBERS[-1] == SCHEMA_VERSION and sorted(set(_NUMBERS)) == _NUMBERS
 
 
 def current_version(engine: Engine) -> int | None:

@@ -93,6 +93,11 @@ class FieldOut(BaseModel):
         "gap); gapless: taken inside it, the counter row locked until it ends",
     )
     time_zone: str = Field("UTC", description="IANA zone whose calendar dates the numbers")
+    allocation: str = Field(
+        "single",
+        description="single, or blocks:N (a process reserves N numbers at a time: unique, not in "
+        "creation order across processes, a process's unused rest is a gap)",
+    )
 
 
 class PreviewIn(BaseModel):
@@ -146,6 +151,9 @@ class RuleChangeIn(BaseModel):
     )
     numbering: Literal["standard", "gapless"] | None = Field(None, description="default: unchanged")
     time_zone: str | None = Field(None, max_length=64, description="IANA zone; default: unchanged")
+    allocation: str | None = Field(
+        None, max_length=16, description="single or blocks:N (N 2..100000); default: unchanged"
+    )
 
 
 class GapOut(BaseModel):

@@ -286,6 +286,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
             raise RecordError(f"{field_id}: start {start!r} is not a whole number ≥ 0")
         numbering = str(form.get("numbering", "")) or None
         time_zone = str(form.get("time_zone", "")).strip() or None
+        allocation = str(form.get("allocation", "")).strip() or None
         out = await run_in_threadpool(
             lambda: c.change_format(
                 field_id,
@@ -294,6 +295,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
                 int(start) if start else None,
                 numbering=numbering,
                 time_zone=time_zone,
+                allocation=allocation,
             )
         )
     except AutonumberError as exc:

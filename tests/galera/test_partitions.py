@@ -1,0 +1,228 @@
+"""Partitions under load (netns mode: every node in its own network namespace, links cut and healed
+by scripts/galera-cluster.sh). Callers insert on every node throughout; each call is recorded as a
+history entry (node, call time, result). After every scenario a checker asserts: no number twice
+across nodes, every number returned is stored on every node, verify green on every node, and the
+scenario's own availability rules (docs/compatibility.md, "Partitions").
+
+In loopback mode (namespaces unavailable) the tests skip and say so; the mode is printed either way.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+from galera_support import (
+    Cluster,
+    case_numbers,
+    finish_workers,
+    setup_cluster,
+    start_worker,
+    verify_node,
+)
+
+import galera_cluster
+
+STRATEGY, THREADS, RETRIES = "combining", 3, 3
+DETECT_BOUND_S = 30.0
+"""The stated bound: within this many seconds of a cut, a caller on a node that lost the primary
+component gets an error instead of a number (evs.suspect_timeout 3 s + inactive 6 s + view install,
+plus a call already waiting on its COMMIT; measured 4–12 s here)."""
+HOLD_S = 3.0
+"""How long a partition is held under load once detected."""
+WAIT_S = 120.0
+"""Generous deadline for a condition (progress, rejoin) on a loaded machine."""
+
+
+@dataclass(frozen=True)
+class Call:
+    """One history entry: a caller on `node` got `number` (or `error`) at `at` (epoch seconds)."""
+
+    node: int
+    at: float
+    number: str | None = None
+    error: str | None = None
+
+
+@pytest.fixture
+def netns(galera_db: Cluster) -> Iterator[Cluster]:
+    """The cluster in netns mode, set up, and healed again at the end whatever happened."""
+    mode = galera_cluster.mode()
+    print(f"\ngalera network mode: {mode}")
+    if mode != "netns":
+        pytest.skip(f"partition tests need the cluster in network namespaces; it runs in {mode} mode")
+    setup_cluster(galera_db)
+    yield galera_db
+    galera_cluster.heal()
+    _wait(lambda: galera_cluster.is_up(), "all three nodes Synced after the final heal")
+
+
+def _wait(condition: Callable[[], bool], what: str, deadline_s: float = WAIT_S) -> None:
+    end = time.monotonic() + deadline_s
+    while not condition():
+        if time.monotonic() > end:
+            pytest.fail(f"{what}: not within {deadline_s:.0f} s\n{galera_cluster.status()}")
+        time.sleep(0.2)
+
+
+class Load:
+    """One caller process per node, inserting until stopped."""
+
+    def __init__(self, cluster: Cluster, tmp: Path, procs: list[subprocess.Popen[str]]) -> None:
+        self.stop = tmp / "stop"
+        self.procs = [
+            start_worker(
+                "insert-until",
+                cluster.url(n, read_timeout=60, write_timeout=60),
+                STRATEGY,
+                THREADS,
+                RETRIES,
+                self.stop,
+            )
+            for n in galera_cluster.NODES
+        ]
+        procs.extend(self.procs)
+        _wait(lambda: len(list(tmp.glob("stop.ready-*"))) == len(self.procs), "every caller connected")
+
+    def last_number_at(self, node: int) -> float:
+        got = Path(f"{self.stop}.got-{self.procs[node - 1].pid}")
+        return got.stat().st_mtime if got.exists() else 0.0
+
+    def progress_after(self, nodes: tuple[int, ...], since: float, what: str) -> None:
+        """Wait until a caller on each of `nodes` got a number stamped after `since`."""
+        _wait(lambda: all(self.last_number_at(n) > since for n in nodes), what)
+
+    def finish(self) -> list[Call]:
+        self.stop.touch()
+        history: list[Call] = []
+        for node, report in zip(galera_cluster.NODES, finish_workers(self.procs), strict=True):
+            assert report["hung_threads"] == 0, f"node {node}: a caller hung"
+            history += [Call(node, at, number=n) for at, n in report["numbers"]]
+            history += [Call(node, at + took, error=e) for at, took, e in report["errors"]]
+        return sorted(history, key=lambda c: c.at)
+
+
+def check_history(cluster: Cluster, history: list[Call]) -> dict[str, Any]:
+    """The invariants of every scenario: unique numbers, every one stored on every node, verify."""
+    numbers = [c.number for c in history if c.number is not None]
+    twice = sorted({n for n in numbers if numbers.count(n) > 1})
+    assert not twice, f"numbers handed out twice: {twice[:10]}"
+    for node in galera_cluster.NODES:
+        stored = case_numbers(cluster, node)
+        assert len(stored) == len(set(stored)), f"node {node} stores a number twice"
+        lost = set(numbers) - set(stored)
+        assert not lost, f"node {node}: {len(lost)} returned numbers not stored, e.g. {sorted(lost)[:5]}"
+        assert verify_node(cluster, node) == [], f"verify failed on node {node}"
+    kinds = {(c.error or "")[:120] for c in history if c.error}
+    span = history[-1].at - history[0].at if history else 0.0
+    return {
+        "numbers": len(numbers),
+        "per_s": round(len(numbers) / span, 1) if span else 0.0,
+        "errors": sum(c.error is not None for c in history),
+        "kinds": sorted(kinds)[:6],
+    }
+
+
+def refused_between(history: list[Call], nodes: tuple[int, ...], start: float, end: float) -> None:
+    """No caller on `nodes` got a number stamped in [start, end]; each got an error there."""
+    handed = [c for c in history if c.node in nodes and c.number and start <= c.at <= end]
+    assert not handed, f"a node without the primary component handed out numbers: {handed[:5]}"
+    for node in nodes:
+        refused = [c for c in history if c.node == node and c.error and start <= c.at <= end]
+        assert refused, f"node {node}: no caller got an error while it was cut off"
+
+
+def out_of_primary(node: int) -> bool:
+    """Node `node` reports no longer being Synced in the primary component (its status line)."""
+    return "state=Synced" not in galera_cluster.status().splitlines()[node - 1]
+
+
+def first_error_after(history: list[Call], node: int, since: float) -> float:
+    """Seconds from `since` to the first error a caller on `node` got."""
+    return min(c.at for c in history if c.node == node and c.error and c.at >= since) - since
+
+
+def test_isolated_node_refuses_majority_goes_on_then_it_rejoins(
+    netns: Cluster, tmp_path: Path, workers: list[subprocess.Popen[str]]
+) -> None:
+    load = Load(netns, tmp_path, workers)
+    load.progress_after((1, 2, 3), time.time(), "every node hands out numbers before the cut")
+    cut = time.time()
+    galera_cluster.isolate(3)
+    _wait(lambda: out_of_primary(3), "node 3 left the primary component")
+    out = time.time()
+    load.progress_after((1, 2), out, "the majority hands out numbers after the cut")
+    time.sleep(HOLD_S)  # the partition lasts a while under load (the scenario, not a wait)
+    end = time.time()
+    galera_cluster.heal()
+    healed = time.time()
+    _wait(galera_cluster.is_up, "node 3 rejoined (all Synced, size 3)")
+    load.progress_after((3,), healed, "node 3 hands out numbers again after the heal")
+    history = load.finish()
+    summary = check_history(netns, history)
+    detected = first_error_after(history, 3, cut)
+    assert detected <= DETECT_BOUND_S, f"node 3's first error came {detected:.1f} s after the cut"
+    refused_between(history, (3,), out, end)
+    print(f"isolate n3: first error on n3 after {detected:.1f} s; {summary}")
+
+
+def test_split_three_ways_every_node_refuses_then_all_serve(
+    netns: Cluster, tmp_path: Path, workers: list[subprocess.Popen[str]]
+) -> None:
+    load = Load(netns, tmp_path, workers)
+    load.progress_after((1, 2, 3), time.time(), "every node hands out numbers before the split")
+    cut = time.time()
+    for a, b in ((1, 2), (1, 3), (2, 3)):
+        galera_cluster.cut(a, b)
+    _wait(
+        lambda: all(out_of_primary(n) for n in galera_cluster.NODES), "every node left the primary component"
+    )
+    split = time.time()
+    time.sleep(HOLD_S)  # the split lasts a while under load (the scenario, not a wait)
+    end = time.time()
+    galera_cluster.heal()
+    healed = time.time()
+    _wait(galera_cluster.is_up, "the three nodes re-formed the primary component")
+    load.progress_after((1, 2, 3), healed, "every node hands out numbers again after the heal")
+    history = load.finish()
+    summary = check_history(netns, history)
+    refused_between(history, (1, 2, 3), split, end)
+    for node in galera_cluster.NODES:
+        detected = first_error_after(history, node, cut)
+        assert detected <= DETECT_BOUND_S, f"node {node}'s first error came {detected:.1f} s after the split"
+    print(f"split 1/1/1: {summary}")
+
+
+FLAP_S = 30.0
+"""How long the link between nodes 1 and 2 flaps (cut 0.5–5 s: longer than the 3 s suspect timeout
+at times, so views change; up 1–3 s; seeded)."""
+
+
+def test_flapping_link_keeps_every_number_unique_and_stored(
+    netns: Cluster, tmp_path: Path, workers: list[subprocess.Popen[str]]
+) -> None:
+    import random
+
+    rng = random.Random(int(os.environ.get("GALERA_FLAP_SEED", "30")))
+    load = Load(netns, tmp_path, workers)
+    load.progress_after((1, 2, 3), time.time(), "every node hands out numbers before the flapping")
+    end = time.monotonic() + FLAP_S
+    flaps = 0
+    while time.monotonic() < end:
+        galera_cluster.cut(1, 2)
+        time.sleep(rng.uniform(0.5, 5.0))
+        galera_cluster.heal()
+        time.sleep(rng.uniform(1.0, 3.0))
+        flaps += 1
+    healed = time.time()
+    _wait(galera_cluster.is_up, "all Synced after the flapping")
+    load.progress_after((1, 2, 3), healed, "every node hands out numbers after the flapping")
+    history = load.finish()
+    summary = check_history(netns, history)
+    print(f"flapping n1<->n2 ({flaps} flaps in {FLAP_S:.0f} s): {summary}")

@@ -71,7 +71,7 @@ def test_ordered_ids_are_increasing_unique_uuid7_across_batches() -> None:
 def test_bound_tuples_apply_the_dialect_processor_once_per_repeated_value() -> None:
     at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
     rows = [{"Id": "a", "CreatedDate": at, "Subject": "x"}, {"Id": "b", "CreatedDate": at, "Subject": None}]
-    (fields, group), = by_fields(rows).items()
+    ((fields, group),) = by_fields(rows).items()
     got = bound_tuples(sqlite.dialect(), TABLE, fields, group)
     assert fields == ("CreatedDate", "Id", "Subject")
     assert got == [("2026-01-02 03:04:05.000000", "a", "x"), ("2026-01-02 03:04:05.000000", "b", None)]

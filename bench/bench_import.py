@@ -247,7 +247,8 @@ def markdown(docs: list[dict[str, Any]]) -> str:
         out.append(f"Run of {doc.get('started', '?')}:\n")
         out.append(
             "| backend | rows | load (1 min, start→end) | import, s | rows/s | peak RSS | "
-            "executemany peer, s | import ÷ peer | COPY, s | import ÷ COPY time | floor, s | peer ÷ floor |"
+            "executemany peer, s | import ÷ peer speed | COPY, s | import ÷ COPY time | floor, s | "
+            "floor ÷ peer speed |"
         )
         out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
         for backend in doc["backends"]:

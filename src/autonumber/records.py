@@ -15,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from . import idempotency
+from .bulk_rows import RowCheck, ordered_ids
 from .catalog import Catalog, CatalogSnapshot, Rule
 from .db.base import Dialect, by_fields, to_utc
 from .db.objects import key_column
@@ -301,10 +302,10 @@ class Records:
     ) -> Iterator[tuple[list[Any], list[dict[str, Any]]]]:
         labels: list[Any] = []
         records: list[dict[str, Any]] = []
-        snapshot = self.catalog.current()
+        check = self._row_check(object_name, table)
         for label, row in rows:
             try:
-                record = self._checked(snapshot, object_name, table, row, label)
+                record = check(row, label)
             except RecordError as exc:
                 if rejected is None:
                     raise
@@ -313,10 +314,29 @@ class Records:
             labels.append(label)
             records.append(record)
             if len(records) >= batch_size:
-                yield labels, records
-                labels, records, snapshot = [], [], self.catalog.current()
+                yield labels, self._with_ids(object_name, records)
+                labels, records, check = [], [], self._row_check(object_name, table)
         if records:
-            yield labels, records
+            yield labels, self._with_ids(object_name, records)
+
+    def _row_check(self, object_name: str, table: sa.Table) -> RowCheck:
+        """The row check of a batch, against the catalog as it is now."""
+        snapshot = self.catalog.current()
+        writable = frozenset(table.c.keys()) - snapshot.autonumber_field_set(object_name)
+        if not snapshot.is_adopted(object_name):
+            writable -= frozenset(SYSTEM_COLUMNS)
+
+        def full(data: Mapping[str, Any], label: Any) -> dict[str, Any]:
+            return self._checked(snapshot, object_name, table, data, label)
+
+        return RowCheck(table, writable, full)
+
+    def _with_ids(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        """A batch's records with their Ids, in index order (an adopted table's come from it)."""
+        if not self.catalog.current().is_adopted(object_name):
+            for record, record_id in zip(records, ordered_ids(len(records)), strict=True):
+                record["Id"] = record_id
+        return records
 
     def _write_batch(
         self,

@@ -5,12 +5,15 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
 import time
+import uuid
 from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from engine_support import ReservationLog, assert_unique_contiguous, make_platform
@@ -62,6 +65,33 @@ def test_insert_stream_yields_each_batch(platform: Platform) -> None:
     assert sizes == [5, 5, 5, 2]
     assert_unique_contiguous(_case_numbers(platform))
     assert platform.records.count("Case") == 17
+
+
+def test_rows_off_the_fast_path_are_checked_in_full_and_ids_are_ordered_uuid7(platform: Platform) -> None:
+    """Plain ASCII text takes the fast check; accents, NUL, wrong types and unknown fields go through
+    the full one (stored as given, or refused naming the label); each batch's Ids increase."""
+    subjects = ["plain", "Ünïcödé ✓", None, "x" * 255, "plain again"]
+    labelled = ((f"row {i}", {"Subject": s}) for i, s in enumerate(subjects, 1))
+    batches = list(platform.records.insert_stream("Case", labelled, batch_size=2))
+    stored = {r["Id"]: r["Subject"] for r in platform.records.list("Case", limit=100)}
+    for batch in batches:
+        ids = [row["Id"] for row in batch.rows]
+        assert ids == sorted(ids) and all(uuid.UUID(hex=i).version == 7 for i in ids)
+        for row in batch.rows:
+            assert stored[row["Id"]] == row["Subject"]
+    assert sorted(stored.values(), key=str) == sorted(subjects, key=str)
+    refused: list[tuple[dict[str, Any], str]] = [
+        ({"Subject": "a\x00b"}, "row 1: Case.Subject contains a NUL"),
+        ({"Subject": "x" * 256}, "row 1: Case.Subject is 256 characters; at most 255 fit"),
+        ({"Subject": 7}, "row 1: Case.Subject must be text, got 7"),
+        ({"Nope": "x"}, "row 1: Case has no field 'Nope'"),
+        ({"CaseNumber": "x"}, "row 1: Case.CaseNumber is an autonumber field"),
+        ({"Id": "x"}, "row 1: Id is set by the platform"),
+    ]
+    for values, why in refused:
+        with pytest.raises(RecordError, match=re.escape(why)):
+            list(platform.records.insert_stream("Case", iter([("row 1", values)])))
+    assert platform.records.count("Case") == len(subjects)
 
 
 def test_a_bad_line_in_the_middle_writes_nothing(

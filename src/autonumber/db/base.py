@@ -11,6 +11,8 @@ from typing import Any, ClassVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from .bulk import bound_tuples, insert_text
+
 
 def to_utc(value: Any) -> datetime:
     """Turn what a driver returns for a UTC timestamp (naive datetime or text) into an aware UTC one."""
@@ -239,10 +241,15 @@ class Dialect:
 
     def bulk_insert(self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
         """Write many checked rows the fastest way this backend has, in `conn`'s transaction, with
-        no RETURNING (an import knows its Ids). Here: one executemany per set of fields, which
-        PyMySQL rewrites as multi-row INSERTs and SQLite runs as one prepared statement."""
-        for group in by_fields(rows).values():
-            conn.execute(sa.insert(table), group)
+        no RETURNING (an import knows its Ids). Here: one executemany per set of fields of a
+        statement made once, with the values as tuples, which PyMySQL rewrites as multi-row INSERTs
+        and SQLite runs as one prepared statement."""
+        for fields, group in by_fields(rows).items():
+            text = insert_text(conn, table, fields)
+            if text is None:
+                conn.execute(sa.insert(table), group)
+            else:
+                conn.exec_driver_sql(text, bound_tuples(conn.dialect, table, fields, group))
 
     def retype_column(self, conn: Connection, column: sa.Column[Any]) -> list[str]:
         """Give an existing system column its declared type where the backend stores a different
@@ -264,8 +271,13 @@ def by_fields(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, ...], list[M
     """Rows grouped by the fields they set (callers may set different ones; a missing field takes
     its column default, so it must not be sent as NULL)."""
     shapes: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    keys: Any = None
+    group: list[Mapping[str, Any]] = []
     for row in rows:
-        shapes.setdefault(tuple(sorted(row)), []).append(row)
+        if row.keys() != keys:  # a run of rows with the same fields is sorted once
+            keys = row.keys()
+            group = shapes.setdefault(tuple(sorted(row)), [])
+        group.append(row)
     return shapes
 
 

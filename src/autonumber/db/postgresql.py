@@ -15,6 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.errors import LockTimeout
 
 from .base import Dialect, by_fields, driver_code, lock_key, server_flag
+from .bulk import row_tuples
 from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS
@@ -51,8 +52,8 @@ class PostgreSQLDialect(Dialect):
                 raw.cursor() as cursor,
                 cursor.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(name, columns)) as copy,
             ):
-                for row in group:
-                    copy.write_row([row[f] for f in fields])
+                for values in row_tuples(group, fields):
+                    copy.write_row(values)
 
     def configure_engine(self, engine: Engine) -> None:
         @event.listens_for(engine, "connect")

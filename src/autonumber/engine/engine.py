@@ -120,11 +120,9 @@ class Engine:
         if not records:
             return Assigned([], None)
         keys = {ref.key for ref in rule.token_refs}
-        if cross is None or len(cross) != len(records) or any(set(v) != keys for v in cross):
+        if cross is None or len(cross) != len(records) or _stale(cross, keys):
             cross = self.resolver.resolve(snapshot, rule, records, conn)  # none given, or stale
-        groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
-        for i, values in enumerate(cross):
-            groups.setdefault(tuple(sorted(values.items())), []).append(i)
+        groups = _by_values(cross, keys)
         out: list[str] = [""] * len(records)
         at: datetime | None = None
         detached: list[Range] = []
@@ -153,15 +151,16 @@ class Engine:
             if not rule.gapless and not inside and self._on_caller(conn) is None:
                 detached.append(Range(rule.field_id, res.scope_key, res.first + offset, len(indices)))
             at = res.assigned_at
-            for j, idx in enumerate(indices):
-                out[idx] = rule.format.render(
-                    res.first + offset + j,
-                    res.assigned_at,
-                    values,
-                    field_id=rule.field_id,
-                    scope_key=res.scope_key,
-                    zone=rule.zone,
-                )
+            render, first = rule.format.render, res.first + offset
+            rendered = [
+                render(n, at, values, field_id=rule.field_id, scope_key=res.scope_key, zone=rule.zone)
+                for n in range(first, first + len(indices))
+            ]
+            if len(indices) == len(records):
+                out = rendered  # one group: every record, in order
+            else:
+                for idx, value in zip(indices, rendered, strict=True):
+                    out[idx] = value
         assert at is not None
         return Assigned(out, at, detached)
 
@@ -204,3 +203,23 @@ class Engine:
 def _numbers(pieces: Sequence[Piece]) -> list[tuple[int, Piece]]:
     """Every value of the pieces, in order, with the piece it came from."""
     return [(piece.first + j, piece) for piece in pieces for j in range(piece.count)]
+
+
+def _stale(cross: Sequence[Mapping[str, str]], keys: set[str]) -> bool:
+    """Whether resolved token values lack (or exceed) the rule's tokens for some record."""
+    if not keys:
+        return any(cross)  # a rule without cross tokens: every map is empty
+    return any(set(v) != keys for v in cross)
+
+
+Groups = dict[tuple[tuple[str, str], ...], list[int]]
+
+
+def _by_values(cross: Sequence[Mapping[str, str]], keys: set[str]) -> Groups:
+    """Record indexes grouped by their token values (one reservation per group), in order."""
+    if not keys:
+        return {(): list(range(len(cross)))}
+    groups: Groups = {}
+    for i, values in enumerate(cross):
+        groups.setdefault(tuple(sorted(values.items())), []).append(i)
+    return groups

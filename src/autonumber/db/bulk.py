@@ -1,0 +1,62 @@
+"""The rows of a bulk write as the driver takes them: tuples in a fixed column order, made at C
+speed, with SQLAlchemy's bind processing applied per column (a value repeated down a column, such
+as a batch's CreatedDate, converted once)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from operator import itemgetter
+from typing import Any
+
+import sqlalchemy as sa
+
+_UNSET = object()
+
+
+def row_tuples(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> list[tuple[Any, ...]]:
+    """Each row's values of `fields`, in that order."""
+    if len(fields) == 1:
+        only = fields[0]
+        return [(row[only],) for row in rows]
+    return list(map(itemgetter(*fields), rows))
+
+
+def bound_tuples(
+    dialect: sa.Dialect, table: sa.Table, fields: Sequence[str], rows: Sequence[Mapping[str, Any]]
+) -> list[tuple[Any, ...]]:
+    """`row_tuples` with each column's bind processor of `dialect` applied (what `execute` does)."""
+    tuples = row_tuples(rows, fields)
+    processors = [
+        (i, process)
+        for i, name in enumerate(fields)
+        if (process := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
+    ]
+    if not processors or not tuples:
+        return tuples
+    columns = list(zip(*tuples, strict=True))
+    for i, process in processors:
+        columns[i] = _processed(columns[i], process)
+    return list(zip(*columns, strict=True))
+
+
+def _processed(values: Sequence[Any], process: Callable[[Any], Any]) -> tuple[Any, ...]:
+    out = []
+    last: Any = _UNSET
+    done: Any = None
+    for value in values:
+        if value is not last:
+            last, done = value, process(value)
+        out.append(done)
+    return tuple(out)
+
+
+def insert_text(conn: sa.Connection, table: sa.Table, fields: Sequence[str]) -> str | None:
+    """The driver's INSERT of `fields` with positional placeholders, names quoted by the dialect;
+    None for a paramstyle without positional `?` or `%s`."""
+    marks = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(conn.dialect.paramstyle)
+    if marks is None:
+        return None
+    prep = conn.dialect.identifier_preparer
+    names = ", ".join(prep.quote(name) for name in fields)
+    values = ", ".join([marks] * len(fields))
+    return f"INSERT INTO {prep.format_table(table)} ({names}) VALUES ({values})"

@@ -1,0 +1,82 @@
+"""The streamed insert's per-row helpers: the fast row check defers to the full one, batch Ids
+are ordered UUIDv7s, bound tuples match what `execute` binds."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from datetime import UTC, datetime
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from sqlalchemy.dialects import sqlite
+
+from autonumber.bulk_rows import RowCheck, ordered_ids
+from autonumber.db.base import by_fields
+from autonumber.db.bulk import bound_tuples
+
+TABLE = sa.Table(
+    "Case",
+    sa.MetaData(),
+    sa.Column("Id", sa.String(64), primary_key=True),
+    sa.Column("CreatedDate", sa.DateTime()),
+    sa.Column("Subject", sa.String(5)),
+    sa.Column("Count", sa.Integer()),
+)
+
+
+def _check() -> tuple[RowCheck, list[Any]]:
+    calls: list[Any] = []
+
+    def full(data: Mapping[str, Any], label: Any) -> dict[str, Any]:
+        calls.append(label)
+        return {"full": True}
+
+    return RowCheck(TABLE, frozenset({"Subject", "Count"}), full), calls
+
+
+def test_plain_text_passes_as_a_copy_and_anything_else_goes_to_the_full_check() -> None:
+    check, calls = _check()
+    row = {"Subject": "abc"}
+    out = check(row, "f:1")
+    assert out == row and out is not row and calls == []
+    for label, data in [
+        ("long", {"Subject": "abcdef"}),  # longer than the column
+        ("nul", {"Subject": "a\x00"}),
+        ("accent", {"Subject": "é"}),
+        ("number", {"Count": 3}),  # not a text column
+        ("unknown", {"Nope": "x"}),
+        ("system", {"Id": "x"}),
+        ("list", [("Subject", "a")]),
+    ]:
+        assert check(data, label) == {"full": True}  # type: ignore[arg-type]
+    assert calls == ["long", "nul", "accent", "number", "unknown", "system", "list"]
+
+
+def test_ordered_ids_are_increasing_unique_uuid7_across_batches() -> None:
+    batches = [ordered_ids(n) for n in (1, 5_000, 0, 3)]
+    assert [len(b) for b in batches] == [1, 5_000, 0, 3]
+    every = [i for batch in batches for i in batch]
+    assert len(set(every)) == len(every)
+    for batch in batches:
+        assert batch == sorted(batch)
+    for record_id in every:
+        parsed = uuid.UUID(hex=record_id)
+        assert len(record_id) == 32 and parsed.version == 7 and parsed.variant == uuid.RFC_4122
+    with pytest.raises(ValueError, match="too large"):
+        ordered_ids(1 << 29)
+
+
+def test_bound_tuples_apply_the_dialect_processor_once_per_repeated_value() -> None:
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+    rows = [{"Id": "a", "CreatedDate": at, "Subject": "x"}, {"Id": "b", "CreatedDate": at, "Subject": None}]
+    ((fields, group),) = by_fields(rows).items()
+    got = bound_tuples(sqlite.dialect(), TABLE, fields, group)
+    assert fields == ("CreatedDate", "Id", "Subject")
+    assert got == [("2026-01-02 03:04:05.000000", "a", "x"), ("2026-01-02 03:04:05.000000", "b", None)]
+
+
+def test_by_fields_groups_rows_by_the_fields_they_set() -> None:
+    rows = [{"a": 1}, {"a": 2, "b": 1}, {"b": 3, "a": 4}, {"a": 5}]
+    assert by_fields(rows) == {("a",): [rows[0], rows[3]], ("a", "b"): [rows[1], rows[2]]}

@@ -272,23 +272,35 @@ class Records:
         batch is its own transaction with its numbers reserved inside it, so a kill leaves whole
         batches; `before_commit` hears each batch just before its COMMIT (progress records).
         `rejected`: a row refused by the checks is reported there and skipped instead of raising.
+        A COMMIT of ours that fails is settled by a locking read of the batch's (or the import's)
+        last Id; when the database cannot tell, CommitOutcomeUnknown names that one Id.
         """
         if batch_size < 1:
             raise RecordError(f"batch size must be at least 1, got {batch_size}")
         table = self.catalog.current().table(object_name)  # UnknownObject before reading a row
         batches = self._checked_batches(object_name, table, rows, batch_size, rejected)
         if not commit_each:
-            with self._txn(conn) as c:
-                for labels, records in batches:
-                    yield self._write_batch(object_name, labels, records, c, inside=False)
+            probe: list[dict[str, Any]] = []  # the last row written: stored iff the import is
+            try:
+                with self._writing(object_name, table, probe, conn) as c:
+                    for labels, records in batches:
+                        yield self._write_batch(object_name, labels, records, c, inside=False)
+                        probe[:] = records[-1:]
+            except CommitOutcomeUnknown:
+                if not probe or self._landed(object_name, probe) is None:
+                    raise
             return
         if conn is not None:
             raise RecordError("commit_each commits batches itself: it cannot run in a caller's transaction")
         for labels, records in batches:
-            with self._db.begin() as c:
-                batch = self._write_batch(object_name, labels, records, c, inside=True)
-                if before_commit is not None:
-                    before_commit(batch)
+            try:
+                with self._writing(object_name, table, records[-1:], None) as c:
+                    batch = self._write_batch(object_name, labels, records, c, inside=True)
+                    if before_commit is not None:
+                        before_commit(batch)
+            except CommitOutcomeUnknown:
+                if self._landed(object_name, records[-1:]) is None:
+                    raise
             yield batch
 
     def _checked_batches(

@@ -12,8 +12,10 @@ from __future__ import annotations
 import io
 import json
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
@@ -22,6 +24,7 @@ from rel_support import make_platform
 from test_commit_outcome import subjects
 
 from autonumber.bulk_import import ImportOptions, run_import
+from autonumber.cli import main
 from autonumber.errors import ImportInterrupted, ImportOutcomeUnknown
 from autonumber.events import RecordBeforeCreate
 from autonumber.jsonl import Line, read_lines
@@ -176,4 +179,45 @@ def test_over_http_a_cut_batch_commit_is_503_naming_the_lines_and_the_id(
             "/api/records/Case/bulk", content=rest, headers={"Content-Type": "application/x-ndjson"}
         )
         assert sent.status_code == 201 and sent.json()["count"] == 3, sent.text
+    exactly_once(server_db_url, p)
+
+
+def test_the_cli_says_in_one_line_what_is_stored_and_that_resume_settles_the_rest(
+    proxied: tuple[Platform, FaultProxy],
+    server_db_url: str,
+    tmp_path: Path,
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from autonumber.commands import session
+
+    p, proxy = proxied
+    opened = session.platform
+
+    @contextmanager
+    def watched(url: str, **options: Any) -> Iterator[Platform]:
+        with opened(url, **options) as cli_platform:
+            if not resuming:
+                cut_batch(cli_platform, proxy, AFTER, batch=2)
+            yield cli_platform
+
+    monkeypatch.setattr(session, "platform", watched)
+    source = tmp_path / "cases.jsonl"
+    source.write_bytes(BODY)
+    argv = ["records", "insert-many", "Case", "--file", str(source), "--commit-every", "3", "--quiet"]
+    argv += ["--db", proxy.url(server_db_url)]
+    resuming = False
+    with pytest.raises(SystemExit) as failed:
+        main(argv)
+    err = capsys.readouterr().err
+    assert failed.value.code == 1 and len(err.strip().splitlines()) == 1, err
+    said = "error: lines 1-3 are stored (3 Case records by this run); the commit of lines 4-6 had"
+    assert err.startswith(said), err
+    assert "--resume" in err, err
+    proxy.up()
+    resuming = True
+    with pytest.raises(SystemExit) as resumed:
+        main([*argv, "--resume"])
+    assert resumed.value.code in (0, None), capsys.readouterr().err
+    assert "resumed after line 6" in capsys.readouterr().out
     exactly_once(server_db_url, p)

@@ -178,7 +178,10 @@ def run_import(
             summary.last_line = batch.labels[-1].number
             stored(batch)
     except (CommitOutcomeUnknown, DatabaseUnavailable) as exc:
-        raise _what_is_stored(exc, summary, options, pending[0]) from exc
+        known = _what_is_stored(exc, summary, options, pending[0])
+        if known is exc:
+            raise
+        raise known from exc
     if checkpoint is not None:
         checkpoint.finish(summary.last_line)
     summary.seconds = time.monotonic() - summary.started

@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from fault_proxy import AFTER, BEFORE, FaultProxy, fault_proxy
 from rel_support import make_platform
@@ -25,7 +26,7 @@ from test_commit_outcome import subjects
 
 from autonumber.bulk_import import ImportOptions, run_import
 from autonumber.cli import main
-from autonumber.errors import ImportInterrupted, ImportOutcomeUnknown
+from autonumber.errors import DatabaseUnavailable, ImportInterrupted, ImportOutcomeUnknown
 from autonumber.events import RecordBeforeCreate
 from autonumber.jsonl import Line, read_lines
 from autonumber.runtime import Platform
@@ -148,6 +149,27 @@ def test_a_batch_import_that_loses_the_database_says_which_lines_are_stored(
     rest = b"\n" * 6 + BODY.split(b"\n", 6)[6]  # lines 7-9, numbered as in the file
     run_import(p.records, "Case", body_lines(rest), ImportOptions(commit_every=3))
     exactly_once(server_db_url, p)
+
+
+def test_an_all_or_nothing_import_that_loses_the_database_stored_nothing(
+    proxied: tuple[Platform, FaultProxy], server_db_url: str
+) -> None:
+    """Lost while batch 2 is written: DatabaseUnavailable from the driver's error, nothing stored."""
+    p, proxy = proxied
+    seen = [0]
+
+    def on_create(_: RecordBeforeCreate) -> None:
+        seen[0] += 1
+        if seen[0] == 2:
+            proxy.down()
+
+    p.events.subscribe(RecordBeforeCreate, on_create)
+    with pytest.raises(DatabaseUnavailable) as caught:
+        run_import(p.records, "Case", body_lines(), ImportOptions(batch_size=3))
+    assert type(caught.value) is DatabaseUnavailable, caught.value
+    assert isinstance(caught.value.__cause__, (sa.exc.DBAPIError, sa.exc.PendingRollbackError))
+    proxy.up()
+    assert subjects(server_db_url, p) == {}
 
 
 def test_over_http_a_cut_batch_commit_is_503_naming_the_lines_and_the_id(

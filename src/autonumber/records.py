@@ -211,7 +211,8 @@ class Records:
         `insert_stream` in batches of that size (checked batch by batch; a bad row rolls back the
         whole transaction). When our own COMMIT fails, the records are looked for (they are
         returned if it landed); when the database cannot tell, CommitOutcomeUnknown names the Ids
-        to look up. A connection lost before COMMIT (ours or the caller's) raises
+        to look up (a streamed insert: its last Id, stored exactly when every row is). A connection
+        lost before COMMIT (ours or the caller's) raises
         DatabaseUnavailable.
         """
         if idempotency_key is None and (batch_size is not None or not isinstance(rows, Sequence)):

@@ -20,7 +20,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .errors import RecordError
+from .errors import (
+    AutonumberError,
+    CommitOutcomeUnknown,
+    DatabaseUnavailable,
+    ImportInterrupted,
+    ImportOutcomeUnknown,
+    RecordError,
+)
 from .jsonl import Line, rows
 from .records import BATCH_SIZE, Batch, Records
 
@@ -150,22 +157,62 @@ def run_import(
         rejected(line, exc)
 
     keep = refuse if options.keep_going else None
+    pending = [after]  # the last line of the batch being committed
+
+    def before_commit(batch: Batch) -> None:
+        pending[0] = batch.labels[-1].number
+        if checkpoint is not None:
+            checkpoint.before_commit(batch)
+
     stream = records.insert_stream(
         object_name,
         rows(lines(after), keep),
         batch_size=options.commit_every or options.batch_size,
         commit_each=options.commit_every is not None,
         rejected=keep,
-        before_commit=checkpoint.before_commit if checkpoint is not None else None,
+        before_commit=before_commit,
     )
-    for batch in stream:
-        summary.inserted += len(batch)
-        summary.last_line = batch.labels[-1].number
-        stored(batch)
+    try:
+        for batch in stream:
+            summary.inserted += len(batch)
+            summary.last_line = batch.labels[-1].number
+            stored(batch)
+    except (CommitOutcomeUnknown, DatabaseUnavailable) as exc:
+        known = _what_is_stored(exc, summary, options, pending[0])
+        if known is exc:
+            raise
+        raise known from exc
     if checkpoint is not None:
         checkpoint.finish(summary.last_line)
     summary.seconds = time.monotonic() - summary.started
     return summary
+
+
+def _what_is_stored(
+    exc: CommitOutcomeUnknown | DatabaseUnavailable,
+    summary: ImportSummary,
+    options: ImportOptions,
+    pending: int,
+) -> AutonumberError:
+    """The error of an import the database failed: which lines are stored and, when a COMMIT was
+    cut, which may be, with the one Id that settles them and how (docs/import.md)."""
+    batched = options.commit_every is not None
+    through = max(summary.last_line, summary.resumed_after) if batched else summary.resumed_after
+    stored = summary.inserted if batched else 0
+    resume = options.checkpoint is not None
+    if isinstance(exc, CommitOutcomeUnknown) and exc.record_ids:
+        unknown = (through + 1, pending if batched else summary.last_line)
+        how = (
+            "run the import again with --resume: it looks that Id up and continues after the lines stored"
+            if resume
+            else f"look that Id up before importing lines {unknown[0]}- again: if it is stored, "
+            f"continue after line {unknown[1]}"
+        )
+        return ImportOutcomeUnknown(summary.object_name, stored, through, unknown, exc.record_ids[-1], how)
+    if isinstance(exc, CommitOutcomeUnknown) or not batched:
+        return exc
+    how = "run the import again with --resume" if resume else f"import from line {through + 1} again"
+    return ImportInterrupted(summary.object_name, stored, through, how, exc.__cause__ or exc)
 
 
 def _checkpoint(records: Records, object_name: str, options: ImportOptions) -> Checkpoint | None:

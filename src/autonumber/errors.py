@@ -251,6 +251,58 @@ class CommitOutcomeUnknown(AutonumberError):
         )
 
 
+def _stored_lines(stored: int, through: int, object_name: str) -> str:
+    return (
+        f"lines 1-{through} are stored ({stored} {object_name} records by this run)"
+        if through
+        else "no line is stored"
+    )
+
+
+class ImportOutcomeUnknown(CommitOutcomeUnknown):
+    """A bulk import's COMMIT failed and the database could not then say whether it landed. Lines up
+    to `stored_through` are stored (`stored` records); the batch of lines `unknown_from` to
+    `unknown_through` is one transaction, stored exactly when its last row's Id (`record_ids`) is."""
+
+    def __init__(
+        self,
+        object_name: str,
+        stored: int,
+        stored_through: int,
+        unknown: tuple[int, int],
+        probe: str,
+        how: str,
+    ) -> None:
+        self.stored = stored
+        self.stored_through = stored_through
+        self.unknown_from, self.unknown_through = unknown
+        AutonumberError.__init__(
+            self,
+            f"{_stored_lines(stored, stored_through, object_name)}; the commit of lines "
+            f"{unknown[0]}-{unknown[1]} had an unknown outcome: they are stored if and only if Id "
+            f"{probe} is; {how}",
+        )
+        self.object_name = object_name
+        self.record_ids = (probe,)
+
+
+class ImportInterrupted(DatabaseUnavailable):
+    """A batch-by-batch import lost the database before a COMMIT: lines up to `stored_through` are
+    stored (`stored` records), nothing after them."""
+
+    def __init__(
+        self, object_name: str, stored: int, stored_through: int, how: str, cause: BaseException
+    ) -> None:
+        self.stored = stored
+        self.stored_through = stored_through
+        first = (str(getattr(cause, "orig", None) or cause).splitlines() or [""])[0][:200]
+        AutonumberError.__init__(
+            self,
+            f"the database became unavailable during the import of {object_name} ({first}): "
+            f"{_stored_lines(stored, stored_through, object_name)}, nothing after them; {how}",
+        )
+
+
 class IdempotencyConflict(AutonumberError):
     """An idempotency key reused with a different request body."""
 

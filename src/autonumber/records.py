@@ -212,7 +212,8 @@ class Records:
         `insert_stream` in batches of that size (checked batch by batch; a bad row rolls back the
         whole transaction). When our own COMMIT fails, the records are looked for (they are
         returned if it landed); when the database cannot tell, CommitOutcomeUnknown names the Ids
-        to look up. A connection lost before COMMIT (ours or the caller's) raises
+        to look up (a streamed insert: its last Id, stored exactly when every row is). A connection
+        lost before COMMIT (ours or the caller's) raises
         DatabaseUnavailable.
         """
         if idempotency_key is None and (batch_size is not None or not isinstance(rows, Sequence)):
@@ -273,23 +274,35 @@ class Records:
         batch is its own transaction with its numbers reserved inside it, so a kill leaves whole
         batches; `before_commit` hears each batch just before its COMMIT (progress records).
         `rejected`: a row refused by the checks is reported there and skipped instead of raising.
+        A COMMIT of ours that fails is settled by a locking read of the batch's (or the import's)
+        last Id; when the database cannot tell, CommitOutcomeUnknown names that one Id.
         """
         if batch_size < 1:
             raise RecordError(f"batch size must be at least 1, got {batch_size}")
         table = self.catalog.current().table(object_name)  # UnknownObject before reading a row
         batches = self._checked_batches(object_name, table, rows, batch_size, rejected)
         if not commit_each:
-            with self._txn(conn) as c:
-                for labels, records in batches:
-                    yield self._write_batch(object_name, labels, records, c, inside=False)
+            probe: list[dict[str, Any]] = []  # the last row written: stored iff the import is
+            try:
+                with self._writing(object_name, table, probe, conn) as c:
+                    for labels, records in batches:
+                        yield self._write_batch(object_name, labels, records, c, inside=False)
+                        probe[:] = records[-1:]
+            except CommitOutcomeUnknown:
+                if not probe or self._landed(object_name, probe) is None:
+                    raise
             return
         if conn is not None:
             raise RecordError("commit_each commits batches itself: it cannot run in a caller's transaction")
         for labels, records in batches:
-            with self._db.begin() as c:
-                batch = self._write_batch(object_name, labels, records, c, inside=True)
-                if before_commit is not None:
-                    before_commit(batch)
+            try:
+                with self._writing(object_name, table, records[-1:], None) as c:
+                    batch = self._write_batch(object_name, labels, records, c, inside=True)
+                    if before_commit is not None:
+                        before_commit(batch)
+            except CommitOutcomeUnknown:
+                if self._landed(object_name, records[-1:]) is None:
+                    raise
             yield batch
 
     def _checked_batches(

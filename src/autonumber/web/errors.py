@@ -67,6 +67,10 @@ _IDS = (
     "attempts",
     "violations",
     "record_ids",
+    "stored",
+    "stored_through",
+    "unknown_from",
+    "unknown_through",
     "retry_after",
 )
 

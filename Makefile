@@ -12,7 +12,7 @@ DEVSTAMP := $(VENV)/.installed-dev
 WORKERS ?= 4
 XDIST = -n $(WORKERS) --dist loadgroup
 
-.PHONY: run test check lint install install-dev bench bench-quick bench-job bench-cli bench-import soak clean chromium wrk
+.PHONY: run test check lint suite quick install install-dev bench bench-quick bench-job bench-cli bench-import soak clean chromium wrk
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -35,13 +35,22 @@ run: $(STAMP)
 
 ## make test: install the dev extras (and Chromium via apt-get for the browser tests, when missing)
 ## and run the whole suite (lint, types, every test on SQLite, MariaDB, PostgreSQL, Galera, Chromium).
-test: lint chromium
+## Lint and types run BESIDE the tests (make -j2), not before them: mypy's first run on a fresh
+## clone (empty .mypy_cache) takes minutes, and the tests mostly wait on the database servers.
+test: chromium
+	@$(MAKE) --no-print-directory -j2 --output-sync=line lint suite
+
+suite: $(DEVSTAMP)
 	$(BIN)/pytest -q $(XDIST) --durations=30
 
 ## make check: the quick loop (< 2 min): lint, types, and the tests that need no server, browser or
 ## load (unit tests and everything on SQLite).
-check: lint
-	$(BIN)/pytest -q -n 2 -m "not mysql and not postgresql and not galera and not e2e and not slow"
+check:
+	@$(MAKE) --no-print-directory -j2 --output-sync=line lint quick
+
+QUICK_WORKERS ?= 2
+quick: $(DEVSTAMP)
+	$(BIN)/pytest -q -n $(QUICK_WORKERS) -m "not mysql and not postgresql and not galera and not e2e and not slow"
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests bench

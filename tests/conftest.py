@@ -113,13 +113,21 @@ def sqlite_url(tmp_path: Path) -> str:
 # Tests that share one machine-wide resource run in one xdist worker (`--dist loadgroup`): the
 # Galera cluster (fixed ports, one data directory) and the browser tests (one Chromium at a time).
 _GROUPS = {"galera": "galera", "e2e": "browser"}
+SLOW_TIMEOUT = 600
+"""pytest-timeout for a `slow` test without its own: a full-spec cut-over on MariaDB takes over the
+default 120 s when the machine is loaded (load average 20)."""
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Give every test under tests/galera and tests/e2e its `xdist_group`."""
+    """Give every test under tests/galera and tests/e2e its `xdist_group`, and start the `slow`
+    tests first: xdist hands out tests in this order, so a long test begun last would leave every
+    other worker idle while it finishes (the groups go first anyway: xdist starts the largest)."""
     for item in items:
         parts = item.path.parts
         for folder, group in _GROUPS.items():
             if folder in parts[-3:-1]:
                 item.add_marker(pytest.mark.xdist_group(group))
+        if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
+            item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept within

@@ -19,6 +19,7 @@ when missing), so `.ci/run` need not know the worker count.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import re
 import shutil
@@ -81,6 +82,7 @@ def ensure_database(url: str) -> None:
                 ).first()
                 if found is None:
                     conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+                _pg_fast_commits(conn, name)
         finally:
             admin.dispose()
     else:
@@ -90,6 +92,14 @@ def ensure_database(url: str) -> None:
                 conn.execute(sa.text(f"CREATE DATABASE IF NOT EXISTS `{name}`"))
         finally:
             admin.dispose()
+
+
+def _pg_fast_commits(conn: sa.Connection, name: str) -> None:
+    """COMMIT without waiting for the WAL flush in this test database (new sessions): what another
+    session sees is unchanged, only a crash of the server could lose the last commits, and no test
+    crashes it. Skipped when the test user may not alter the database."""
+    with contextlib.suppress(sa.exc.ProgrammingError):
+        conn.execute(sa.text(f'ALTER DATABASE "{name}" SET synchronous_commit = off'))
 
 
 def _today() -> str:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import contextlib
 import io
 import random
+import tempfile
 from pathlib import Path
 
 import pytest
@@ -17,7 +18,7 @@ from hypothesis import strategies as st
 
 from autonumber.cli import main
 from autonumber.db.tables import counter_table
-from support import make_platform
+from support import bootstrap_url, make_platform
 
 SPEC_WITH_HUGE_START = """---
 apiVersion: data-spec/v1
@@ -173,9 +174,11 @@ FILE_BYTES = st.one_of(
     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
 )
 @given(content=FILE_BYTES)
-def test_fuzz_cli_file_inputs(sqlite_url: str, tmp_path: Path, content: bytes) -> None:
-    make_platform(sqlite_url).close()
-    path = tmp_path / "input.txt"
+def test_fuzz_cli_file_inputs(tmp_path: Path, content: bytes) -> None:
+    example = Path(tempfile.mkdtemp(dir=tmp_path))  # each example on a fresh copy of the platform
+    sqlite_url = f"sqlite:///{example / 'autonumber.db'}"
+    bootstrap_url(sqlite_url)
+    path = example / "input.txt"
     path.write_bytes(content)
     for argv in (
         ["spec", "check", "--spec", str(path)],

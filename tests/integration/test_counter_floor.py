@@ -22,6 +22,10 @@ from autonumber.setup.apply import apply
 from autonumber.setup.demo import fill_legacy
 from autonumber.setup.generate import default_spec
 
+pytestmark = pytest.mark.slow
+"""Every test cuts over a demo legacy database of the full spec: out of `make check`, started
+first by `make test`."""
+
 SPEC = default_spec()
 LIVE_MAX = 420
 LEGACY = 500

@@ -139,8 +139,8 @@ def _update_country(p: Platform, account_id: str, country: str, busy_ms: int | N
     other = create_engine(p.db.url.render_as_string(hide_password=False))
     try:
         with other.connect() as conn:
-            if busy_ms is not None:
-                conn.exec_driver_sql(f"PRAGMA busy_timeout={busy_ms}")
+            if busy_ms is not None:  # on the driver: SQLAlchemy would begin (and wait 30 s) first
+                conn.connection.driver_connection.execute(f"PRAGMA busy_timeout={busy_ms}")  # type: ignore[union-attr]
             with conn.begin():
                 table = p.catalog.current().table("Account")
                 conn.execute(

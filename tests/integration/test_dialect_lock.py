@@ -11,6 +11,7 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from sqlalchemy.engine import Engine
 
+import testdb
 from autonumber.db import create_engine, dialect_for
 from autonumber.errors import LockTimeout
 from testdb import worker_id
@@ -97,3 +98,20 @@ def test_second_process_cannot_take_the_lock_while_held(engine: Engine, db_url: 
             assert SHORT * 0.8 <= elapsed < SHORT + 20, elapsed  # generous: a loaded machine is slow
         outcome, _ = pool.apply_async(_child_try_lock, (db_url, NAME, LONG)).get(30)
         assert outcome == "acquired"
+
+
+@pytest.mark.mysql
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_mariadb_lock_of_one_database_does_not_hold_up_another(engine: Engine) -> None:
+    """GET_LOCK names are server-wide: the set-up lock of one database must not make a set-up of
+    another database on the same server wait (the test suite's workers, or two tenants)."""
+    other_url = engine.url.set(database=f"{engine.url.database}_lk")
+    testdb.ensure_database(other_url.render_as_string(hide_password=False))
+    other = create_engine(other_url)
+    dialect = dialect_for(engine)
+    try:
+        with ThreadPoolExecutor(max_workers=1) as pool, dialect.named_lock(engine, NAME, LONG):
+            assert pool.submit(_try_lock, other, NAME, SHORT).result(timeout=30)[0] == "acquired"
+            assert pool.submit(_try_lock, engine, NAME, SHORT).result(timeout=30)[0] == "timeout"
+    finally:
+        other.dispose()

@@ -120,6 +120,7 @@ def test_parser_masks_and_wildcards() -> None:
         check_output(step, "id x, day 20261201, n 00000003\n")
 
 
+@pytest.mark.slow
 def test_readme_console_blocks_run_as_written(tmp_path: Path) -> None:
     bin_dir = Path(sys.executable).parent
     assert (bin_dir / "autonumber").exists(), "the autonumber command is not installed next to python"

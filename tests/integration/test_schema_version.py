@@ -61,6 +61,7 @@ def test_a_newer_schema_is_refused_with_one_line(db_url: str, capsys: pytest.Cap
         assert "\n" not in err and "refusing to write" in err, (argv, err)
 
 
+@pytest.mark.slow
 def test_verify_reports_an_autonumber_column_without_its_unique_index(db_url: str) -> None:
     setup.apply_setup(db_url, NullReporter())
     assert setup.verify_setup(db_url) == []

@@ -24,6 +24,7 @@ from autonumber.setup.report import snapshot
 SPEC = default_spec()
 
 
+@pytest.mark.slow
 def test_fresh_apply_configures_every_field_and_verify_passes(
     engine: Engine, db_url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -43,6 +44,7 @@ def test_fresh_apply_configures_every_field_and_verify_passes(
     assert capsys.readouterr().out == "verify: V1–V7 hold\n"
 
 
+@pytest.mark.slow
 def test_apply_twice_changes_nothing(engine: Engine) -> None:
     apply(engine, SPEC)
     first = snapshot(engine)
@@ -52,6 +54,7 @@ def test_apply_twice_changes_nothing(engine: Engine) -> None:
     assert snapshot(engine) == first
 
 
+@pytest.mark.slow
 def test_populated_legacy_database_is_cut_over(engine: Engine) -> None:
     fill_legacy(engine, SPEC, 300)
     apply(engine, SPEC)
@@ -69,6 +72,7 @@ def test_populated_legacy_database_is_cut_over(engine: Engine) -> None:
     assert all(not r.changes for r in again)
 
 
+@pytest.mark.slow
 def test_backup_on_the_same_day_twice_does_not_fail(engine: Engine) -> None:
     fill_legacy(engine, SPEC, 20)
     phases = [phase_named(n) for n in ("schema", "standard_pack", "formats", "backup_legacy")]
@@ -77,6 +81,7 @@ def test_backup_on_the_same_day_twice_does_not_fail(engine: Engine) -> None:
     assert len(second.changes) == 4 and all("already holds" in line for line in second.changes)
 
 
+@pytest.mark.slow
 def test_record_type_codes_assert_record_types_exist(engine: Engine) -> None:
     no_types = DataSpec(SPEC.meta, SPEC.objects, SPEC.rules, (), SPEC.source)
     run_phases(engine, no_types, [phase_named(n) for n in ("schema", "standard_pack", "formats")])

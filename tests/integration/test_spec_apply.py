@@ -28,6 +28,11 @@ from autonumber.specapply.document import read_document
 ROOT = Path(__file__).resolve().parents[2]
 ROLLBACK = ROOT / "data-specs/2026-04-19-autonumber-v2-rollback.md"
 CLEANUP = ROOT / "data-specs/2026-05-02-autonumber-v2-backup-cleanup.md"
+
+pytestmark = pytest.mark.slow
+"""Every test cuts over a demo legacy database of the full spec: out of `make check`, started
+first by `make test`."""
+
 SPEC = default_spec()
 ENGINEER = {"name": "alice", "role": "engineer"}
 SRE = {"name": "bob", "role": "sre"}

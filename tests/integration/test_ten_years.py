@@ -58,6 +58,7 @@ def _contracts(engine: Engine, codes: list[str], days: int) -> dict[str, int]:
     return {key: 1 + i % 3 for i, key in enumerate(keys)}
 
 
+@pytest.mark.slow
 def test_fourteen_thousand_per_prefix_keys_cut_over_and_verify(engine: Engine) -> None:
     codes = [rt.code for rt in SPEC.record_types if rt.object == "Contract"]
     assert len(codes) == 9

@@ -50,6 +50,7 @@ def test_raw_duplicate_insert_is_refused_and_nulls_are_not(db_url: str) -> None:
         p.close()
 
 
+@pytest.mark.slow
 def test_apply_refuses_a_stored_duplicate_before_changing_anything(engine: Engine) -> None:
     fill_legacy(engine, SPEC, 60)
     with engine.begin() as conn:
@@ -75,6 +76,7 @@ def _rows(engine: Engine) -> list[object]:
         return list(conn.execute(sa.select(counter_table)))
 
 
+@pytest.mark.slow
 def test_apply_adds_missing_indexes_to_an_existing_database(engine: Engine) -> None:
     apply(engine, SPEC)
     with engine.begin() as conn:

@@ -19,6 +19,10 @@ from sqlalchemy.engine import make_url
 from autonumber.db import create_engine
 from autonumber.rules.fields import stored_rule
 
+pytestmark = pytest.mark.slow
+"""A real Django project (migrate, ORM, admin, its own `manage.py test`) in subprocesses: out of
+`make check`, started first by `make test`."""
+
 PROJECT = Path(__file__).resolve().parent / "djproject"
 
 

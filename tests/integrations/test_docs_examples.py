@@ -56,6 +56,7 @@ def _run_yaml(code: str, url: str) -> None:
 
 
 @pytest.mark.parametrize("section", SECTIONS, ids=[s.splitlines()[0] for s in SECTIONS])
+@pytest.mark.slow
 def test_doc_section_runs(
     section: str,
     db_url: str,

@@ -80,6 +80,7 @@ def test_init_then_status_on_sqlite(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert err == ""
 
 
+@pytest.mark.slow
 def test_run_bootstraps_and_reports(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     url = f"sqlite:///{tmp_path / 'run.db'}"
     assert _run(["run", "--no-serve", "--db", url]) == 0
@@ -94,6 +95,7 @@ def test_run_bootstraps_and_reports(tmp_path: Path, capsys: pytest.CaptureFixtur
     assert "made 0 change(s)" in out
 
 
+@pytest.mark.slow
 def test_run_uses_the_environment_url(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:

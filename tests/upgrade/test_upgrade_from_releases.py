@@ -72,6 +72,7 @@ def test_before_the_upgrade_one_line_and_exit_2(old_db: str, capsys: pytest.Capt
         assert err.count("\n") == 0 and line in err, err
 
 
+@pytest.mark.slow
 def test_upgrade_then_verify_numbers_duplicates_and_a_second_run(release: str, old_db: str) -> None:
     backend = backend_of(old_db)
     old = numbers(release, backend)
@@ -128,6 +129,7 @@ setup.upgrade_schema(sys.argv[1], KillAfterFirstIndex())
 """
 
 
+@pytest.mark.slow
 def test_a_killed_upgrade_resumes(release: str, old_db: str, tmp_path: Path) -> None:
     script = tmp_path / "kill.py"
     script.write_text(KILL_AFTER_ONE_INDEX)

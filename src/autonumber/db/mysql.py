@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import math
 from collections.abc import Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
@@ -25,6 +26,18 @@ RETRYABLE = {1213, 1205, 1020, 1180, 1181, 1305, 9007, 8002, 8022}
 commit/rollback failures (1180/1181), a savepoint the server dropped when a deadlock rolled the whole
 transaction back (1305), and TiDB write conflicts (9007, 8002, 8022)."""
 MAX_LOCK_NAME = 64
+
+
+def database_lock_name(name: str, database: str | None) -> str:
+    """`name:database`: GET_LOCK names are server-wide, and a lock that guards one database's
+    schema must not make set-ups of every other database on the server wait (a digest of the
+    database name when the whole would pass MAX_LOCK_NAME)."""
+    if not database:
+        return name
+    scoped = f"{name}:{database}"
+    if len(scoped) <= MAX_LOCK_NAME:
+        return scoped
+    return f"{name}:{hashlib.blake2b(database.encode(), digest_size=8).hexdigest()}"[:MAX_LOCK_NAME]
 
 
 _LAST_INSERT_ID = sa.select(sa.func.last_insert_id())
@@ -62,6 +75,7 @@ class MySQLDialect(Dialect):
     def _get_lock(self, engine: Engine, name: str, timeout: float) -> Iterator[None]:
         if len(name) > MAX_LOCK_NAME:
             raise ValueError(f"lock name {name!r} is longer than {MAX_LOCK_NAME} characters")
+        held = database_lock_name(name, engine.url.database)
         with engine.connect() as raw:
             conn = raw.execution_options(isolation_level="AUTOCOMMIT")
             # MariaDB honours fractional seconds; MySQL/TiDB wait whole seconds, so round up there
@@ -69,13 +83,13 @@ class MySQLDialect(Dialect):
             wait = max(0.0, timeout)
             if not getattr(conn.dialect, "is_mariadb", False):
                 wait = math.ceil(wait)
-            got = conn.execute(sa.select(sa.func.get_lock(name, wait))).scalar()
+            got = conn.execute(sa.select(sa.func.get_lock(held, wait))).scalar()
             if got != 1:
                 raise LockTimeout(name, timeout)
             try:
                 yield
             finally:
-                conn.execute(sa.select(sa.func.release_lock(name)))
+                conn.execute(sa.select(sa.func.release_lock(held)))
 
     def upsert_greatest_stmt(
         self, table: sa.Table, keys: Sequence[str], column: str, columns: Sequence[str]

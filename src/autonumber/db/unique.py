@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -82,38 +83,52 @@ def index_name(table: str, column: str) -> str:
 
 
 class _Columns:
-    """One inspection of the tables involved: their columns and unique indexes."""
+    """One inspection of the tables involved: their columns and unique indexes, reflected for all
+    the targets' tables at once (on PostgreSQL one query each, not one per table)."""
 
-    def __init__(self, conn: Connection) -> None:
+    def __init__(self, conn: Connection, targets: Sequence[Target] = ()) -> None:
         self.inspector = sa.inspect(conn)
         self.tables = set(self.inspector.get_table_names())
         self._columns: dict[str, dict[str, sa.types.TypeEngine[object]]] = {}
+        self._uniques: dict[str, list[list[str | None]]] = {}
+        self._keys: dict[str, list[str]] = {}
+        self._reflect({t.table for t in targets})
+
+    def _reflect(self, tables: set[str]) -> None:
+        names = sorted(t for t in tables if t in self.tables and t not in self._columns)
+        if not names:
+            return
+        insp = self.inspector
+        # SQLite keeps an inline `UNIQUE` column constraint (Django's) as an automatic index only
+        auto: dict[str, Any] = {"include_auto_indexes": insp.dialect.name == "sqlite"}
+        for name in names:
+            self._columns[name], self._uniques[name] = {}, []
+        for (_, name), cols in insp.get_multi_columns(filter_names=names).items():
+            self._columns[name] = {c["name"]: c["type"] for c in cols}
+        for (_, name), indexes in insp.get_multi_indexes(filter_names=names, **auto).items():
+            self._uniques[name] += [list(i["column_names"]) for i in indexes if i.get("unique")]
+        for (_, name), constraints in insp.get_multi_unique_constraints(filter_names=names).items():
+            self._uniques[name] += [list(uc["column_names"]) for uc in constraints]
+        for (_, name), pk in insp.get_multi_pk_constraint(filter_names=names).items():
+            self._keys[name] = list(pk.get("constrained_columns") or [])
 
     def columns(self, table: str) -> dict[str, sa.types.TypeEngine[object]]:
-        if table not in self._columns:
-            self._columns[table] = {c["name"]: c["type"] for c in self.inspector.get_columns(table)}
-        return self._columns[table]
+        self._reflect({table})
+        return self._columns.get(table, {})
 
     def exists(self, target: Target) -> bool:
         return target.table in self.tables and target.column in self.columns(target.table)
 
     def has_unique_index(self, target: Target) -> bool:
-        # SQLite keeps an inline `UNIQUE` column constraint (Django's) as an automatic index only
-        sqlite = self.inspector.dialect.name == "sqlite"
-        for index in self.inspector.get_indexes(target.table, None, include_auto_indexes=sqlite):
-            if index.get("unique") and list(index["column_names"]) == [target.column]:
-                return True
-        return any(
-            list(uc["column_names"]) == [target.column]
-            for uc in self.inspector.get_unique_constraints(target.table)
-        )
+        self._reflect({target.table})
+        return [target.column] in self._uniques.get(target.table, [])
 
     def table(self, target: Target) -> sa.Table:
         """A Core table with just `Id` and the target column (names validated first)."""
         check_api_name(target.table.lstrip("_"), "table name")
         check_api_name(target.column, "field name")
         kind = self.columns(target.table)[target.column]
-        pk = self.inspector.get_pk_constraint(target.table).get("constrained_columns") or ["Id"]
+        pk = self._keys.get(target.table) or ["Id"]
         key = pk[0] if len(pk) == 1 else "Id"
         check_api_name(key, "key column")
         return sa.Table(
@@ -148,7 +163,7 @@ def find_duplicates(
 
 def check_no_duplicates(conn: Connection, targets: Sequence[Target]) -> None:
     """DuplicateValues naming every duplicate found in the existing columns (reads only)."""
-    cols = _Columns(conn)
+    cols = _Columns(conn, targets)
     found: list[Duplicate] = []
     for target in targets:
         if cols.exists(target):
@@ -159,7 +174,7 @@ def check_no_duplicates(conn: Connection, targets: Sequence[Target]) -> None:
 
 def ensure_unique_indexes(conn: Connection, targets: Sequence[Target]) -> list[str]:
     """Create the missing UNIQUE indexes (idempotent); duplicates are refused before any is made."""
-    cols = _Columns(conn)
+    cols = _Columns(conn, targets)
     todo = [t for t in targets if cols.exists(t) and not cols.has_unique_index(t)]
     if not todo:
         return []
@@ -181,7 +196,7 @@ def ensure_unique_indexes(conn: Connection, targets: Sequence[Target]) -> list[s
 
 def missing_unique_indexes(conn: Connection, targets: Sequence[Target]) -> list[Target]:
     """The existing autonumber columns without a UNIQUE index of their own (verify reports them)."""
-    cols = _Columns(conn)
+    cols = _Columns(conn, targets)
     return [t for t in targets if cols.exists(t) and not cols.has_unique_index(t)]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
@@ -25,9 +25,6 @@ RETRYABLE = {1213, 1205, 1020, 1180, 1181, 1305, 9007, 8002, 8022}
 commit/rollback failures (1180/1181), a savepoint the server dropped when a deadlock rolled the whole
 transaction back (1305), and TiDB write conflicts (9007, 8002, 8022)."""
 MAX_LOCK_NAME = 64
-
-
-_LAST_INSERT_ID = sa.select(sa.func.last_insert_id())
 
 
 class MySQLDialect(Dialect):
@@ -107,9 +104,11 @@ class MySQLDialect(Dialect):
 
         key = ("bump", table, where, column, n, tuple(sorted((extra or {}).items())), guard)
         stmt = build() if params is None else self.built(key, build)
-        if conn.execute(stmt, params).rowcount == 0:
+        result = conn.execute(stmt, params)
+        if result.rowcount == 0:
             return None
-        return int(conn.execute(_LAST_INSERT_ID).scalar_one())
+        # the OK packet carries LAST_INSERT_ID(expr): no `SELECT LAST_INSERT_ID()` round trip
+        return int(result.lastrowid)
 
     def atomic_increment_clocked(
         self,
@@ -121,6 +120,7 @@ class MySQLDialect(Dialect):
         clock_column: str,
         guard: sa.ColumnElement[bool] | None = None,
         params: Mapping[str, Any] | None = None,
+        line: Callable[[sa.CTE], sa.Insert] | None = None,
     ) -> tuple[int, datetime] | None:
         """No UPDATE … RETURNING here: LAST_INSERT_ID(expr) carries the value, and the stamped clock
         is read back from the row this transaction holds locked."""

@@ -118,14 +118,15 @@ class NativeInsert(Contestant):
     name = "peer:native-insert"
     family = "peer"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, pool_max: int = PEER_POOL_MAX) -> None:
         self.url = url
+        self.pool_max = pool_max
         self.table = create_native_table(url)
         self.db: sa.Engine | None = None
 
     def op_for(self, callers: int, work: float = 0.0) -> Op:
         # one connection per caller up to PEER_POOL_MAX, all opened before the cell
-        size = min(callers, PEER_POOL_MAX)
+        size = min(callers, self.pool_max)
         self.db = create_engine(self.url, pool_size=size, max_overflow=0, pool_pre_ping=False)
         warm(self.db, size)
         db, stmt = self.db, sa.insert(self.table).values(subject="bench")
@@ -153,8 +154,10 @@ class NativeInsert(Contestant):
         self.end_cell()
 
 
-def make(name: str, url: str, backend: str) -> Contestant:
-    """A contestant by name."""
+def make(name: str, url: str, backend: str, processes: int = 1) -> Contestant:
+    """A contestant by name; a peer of one of `processes` processes gets its share of the peers'
+    connections."""
+    share = PEER_POOL_MAX // processes
     if name == "records.insert":
         return RecordsJob(url)
     if name == "records.insert (no group commit)":
@@ -162,9 +165,9 @@ def make(name: str, url: str, backend: str) -> Contestant:
     if name == "records.insert (peer's connections)":
         return RecordsJob(url, pool_size=PEER_POOL_MAX)
     if name == "peer:native-insert":
-        return NativeInsert(url)
+        return NativeInsert(url, pool_max=share)
     if name == "peer:django-sequences":  # one Django connection per caller, up to PEER_POOL_MAX
-        return django_peer.DjangoSequences(url, f"job_{backend}", sessions=PEER_POOL_MAX)
+        return django_peer.DjangoSequences(url, f"job_{backend}", sessions=share)
     raise ValueError(name)
 
 
@@ -182,7 +185,7 @@ def _child(
     name: str, url: str, backend: str, threads: int, seconds: float, warmup: float, barrier: Any
 ) -> dict[str, Any]:
     """One process of the 4 × 25 cell: its own contestant, its threads, its latencies and values."""
-    contestant = make(name, url, backend)
+    contestant = make(name, url, backend, PROCESSES)
     try:
         contestant.begin_cell()
         op = contestant.op_for(threads)

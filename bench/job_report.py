@@ -22,10 +22,11 @@ MariaDB peer of that run collapsed on its connects, so its ratios are no floor: 
 PEERS = (
     "`peer:native-insert`: `autonumber.db.create_engine(url, pool_size=min(callers, 50), "
     "max_overflow=0, pool_pre_ping=False)` (MariaDB: READ COMMITTED, `time_zone` UTC; SQLite: WAL, "
-    "`BEGIN IMMEDIATE`), every connection opened before the cell; one `INSERT` + `COMMIT` per record "
-    "on a table whose key is BIGSERIAL / AUTO_INCREMENT / rowid.",
+    "`BEGIN IMMEDIATE`), every connection opened before the cell (4×25: 12 per process); one "
+    "`INSERT` + `COMMIT` per record on a table whose key is BIGSERIAL / AUTO_INCREMENT / rowid.",
     "`peer:django-sequences`: Django's own backend for the URL, `CONN_MAX_AGE=None`, one worker thread "
-    "with its own connection per caller up to 50, connected before the cell; `get_next_value` + "
+    "with its own connection per caller up to 50 (4×25: 12 per process), connected before the cell; "
+    "`get_next_value` + "
     "`INSERT` in `transaction.atomic()`.",
     "`records.insert`: `autonumber.connect(url)` defaults (budget 10 connections: 5 for callers' "
     "transactions, 2 reservations, 2 fresh reads, 1 group writer; group commit on).",

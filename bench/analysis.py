@@ -145,8 +145,9 @@ def summarise(doc: dict[str, Any]) -> dict[str, Any]:
         if strategy is not None:
             b["ratios"] = {str(n): ratios(b, strategy, n) for n in doc.get("callers", [])}
     doc["targets"] = targets(doc)
-    from .job_report import job_targets  # job_report → report → analysis: imported when used
+    from .job_report import job_targets, speed_targets  # job_report → report → analysis: on use
 
     doc["job_targets"] = job_targets(doc)
+    doc["speed_targets"] = speed_targets(doc)
     doc["cli_targets"] = startup_targets(doc)
     return doc

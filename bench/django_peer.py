@@ -111,13 +111,19 @@ class _Workers:
         self.jobs: queue.SimpleQueue[tuple[Callable[[], Hashable], Future[Hashable]] | None] = (
             queue.SimpleQueue()
         )
+        self._connected = threading.Barrier(n + 1)
         self.threads = [threading.Thread(target=self._loop, daemon=True) for _ in range(n)]
         for t in self.threads:
             t.start()
+        self._connected.wait(120)  # every worker holds its connection before the cell starts
 
     def _loop(self) -> None:
         connections = importlib.import_module("django.db").connections
         try:
+            try:
+                connections[self.alias].ensure_connection()
+            finally:
+                self._connected.wait(120)
             while (job := self.jobs.get()) is not None:
                 fn, fut = job
                 try:

@@ -3,13 +3,16 @@
 Contestants, each storing one `Case`-like row per call:
 - `records.insert` — `autonumber.connect(url)` with every default (group commit included);
 - `records.insert (no group commit)` — the same with group commit off, to show what it buys;
+- `records.insert (peer's connections)` — the work rows only, with the caller-transaction pool as
+  large as the native peer's (`connect(url, pool_size=…)`);
 - `peer:native-insert` — one transaction per record on a table whose number column is the
   database's own sequence (PostgreSQL BIGSERIAL, MariaDB AUTO_INCREMENT, SQLite rowid), with a pool
-  as large as the callers;
+  as large as the callers up to PEER_POOL_MAX, opened before the cell;
 - `peer:django-sequences` — `get_next_value` and the row INSERT in one `transaction.atomic()`, one
-  Django connection per caller.
+  Django connection per caller up to PEER_POOL_MAX, opened before the cell.
 Work rows hold 2 or 10 ms inside the caller's transaction before COMMIT (a sleep, standing for the
 caller's own statements); the number is then taken inside that transaction by every contestant.
+Every pool is opened before its cell: a cell measures inserts, not connects.
 """
 
 from __future__ import annotations
@@ -26,18 +29,23 @@ from autonumber.db import create_engine
 
 from . import django_peer
 from .contestants import Contestant, measure
-from .database import engine_for, stored_numbers
+from .database import engine_for, stored_numbers, warm
 from .harness import CellResult, Log, Op, flatten, run_cell
 
 NATIVE_TABLE = "bench_native_case"
 JOB_OBJECT = "Case"
 CALLERS = (1, 8, 32, 100)
 WORK_MS = (2.0, 10.0)
-"""Work rows run at the largest caller count (100 by default)."""
+WORK_CALLERS = 8
+"""Work rows run at every caller count from this one up (8, 32 and 100 by default)."""
+PEER_POOL_MAX = 50
+"""The peers' connections: one per caller, at most this many — half of PostgreSQL's default
+`max_connections` (100), which the peers share with every other client of the server."""
 PROCESSES, PROCESS_THREADS = 4, 25
 CONTESTANTS = (
     "records.insert",
     "records.insert (no group commit)",
+    "records.insert (peer's connections)",
     "peer:native-insert",
     "peer:django-sequences",
 )
@@ -48,13 +56,17 @@ class RecordsJob(Contestant):
 
     family = "records"
 
-    def __init__(self, url: str, *, group_commit: bool = True) -> None:
+    def __init__(self, url: str, *, group_commit: bool = True, pool_size: int | None = None) -> None:
         self.name = "records.insert" if group_commit else "records.insert (no group commit)"
         options: dict[str, Any] = {} if group_commit else {"group_commit": False}
+        if pool_size is not None:
+            self.name = "records.insert (peer's connections)"
+            options["pool_size"] = pool_size
         self.platform = autonumber.connect(url, **options)
 
     def op_for(self, callers: int, work: float = 0.0) -> Op:
         p = self.platform
+        warm(p.db, min(callers, p.budget.records))
         if not work:
             return lambda: str(p.records.insert(JOB_OBJECT, {"Subject": "bench"})["CaseNumber"])
 
@@ -106,14 +118,17 @@ class NativeInsert(Contestant):
     name = "peer:native-insert"
     family = "peer"
 
-    def __init__(self, url: str) -> None:
+    def __init__(self, url: str, *, pool_max: int = PEER_POOL_MAX) -> None:
         self.url = url
+        self.pool_max = pool_max
         self.table = create_native_table(url)
         self.db: sa.Engine | None = None
 
     def op_for(self, callers: int, work: float = 0.0) -> Op:
-        # a pool as large as the callers: no caller ever queues for a connection
-        self.db = create_engine(self.url, pool_size=callers, max_overflow=0, pool_pre_ping=False)
+        # one connection per caller up to PEER_POOL_MAX, all opened before the cell
+        size = min(callers, self.pool_max)
+        self.db = create_engine(self.url, pool_size=size, max_overflow=0, pool_pre_ping=False)
+        warm(self.db, size)
         db, stmt = self.db, sa.insert(self.table).values(subject="bench")
 
         def insert() -> Hashable:
@@ -139,16 +154,20 @@ class NativeInsert(Contestant):
         self.end_cell()
 
 
-def make(name: str, url: str, backend: str) -> Contestant:
-    """A contestant by name."""
+def make(name: str, url: str, backend: str, processes: int = 1) -> Contestant:
+    """A contestant by name; a peer of one of `processes` processes gets its share of the peers'
+    connections."""
+    share = PEER_POOL_MAX // processes
     if name == "records.insert":
         return RecordsJob(url)
     if name == "records.insert (no group commit)":
         return RecordsJob(url, group_commit=False)
+    if name == "records.insert (peer's connections)":
+        return RecordsJob(url, pool_size=PEER_POOL_MAX)
     if name == "peer:native-insert":
-        return NativeInsert(url)
-    if name == "peer:django-sequences":  # one Django connection per caller
-        return django_peer.DjangoSequences(url, f"job_{backend}", sessions=None)
+        return NativeInsert(url, pool_max=share)
+    if name == "peer:django-sequences":  # one Django connection per caller, up to PEER_POOL_MAX
+        return django_peer.DjangoSequences(url, f"job_{backend}", sessions=share)
     raise ValueError(name)
 
 
@@ -166,7 +185,7 @@ def _child(
     name: str, url: str, backend: str, threads: int, seconds: float, warmup: float, barrier: Any
 ) -> dict[str, Any]:
     """One process of the 4 × 25 cell: its own contestant, its threads, its latencies and values."""
-    contestant = make(name, url, backend)
+    contestant = make(name, url, backend, PROCESSES)
     try:
         contestant.begin_cell()
         op = contestant.op_for(threads)
@@ -232,18 +251,29 @@ def run_job(
         rows: list[dict[str, Any]] = []
         contestant = make(name, url, backend)
         try:
-            plan = [(n, 0.0) for n in callers] + [(max(callers), w / 1000) for w in WORK_MS]
+            plan = _plan(name, callers)
             for n, work in plan:
                 rows.append(_cell(contestant, n, work, seconds, warmup))
                 _log_row(log, backend, name, rows[-1])
         finally:
             out["stored"][name] = contestant.verify()
             contestant.close()
-        if processes and PROCESSES * PROCESS_THREADS in callers:  # the same load, over processes
+        # the same load, over processes (the equal-connections contestant runs the work rows only)
+        if processes and PROCESSES * PROCESS_THREADS in callers and "peer's connections" not in name:
             rows.append(_processes(name, url, backend, seconds, warmup))
             _log_row(log, backend, name, rows[-1])
         out["cells"][name] = rows
     return out
+
+
+def _plan(name: str, callers: tuple[int, ...]) -> list[tuple[int, float]]:
+    """The cells of one contestant: every caller count, then the work rows from WORK_CALLERS up
+    (only those for the contestant that exists for them)."""
+    work = [(n, w / 1000) for n in callers if n >= WORK_CALLERS for w in WORK_MS] or [
+        (max(callers), w / 1000) for w in WORK_MS
+    ]
+    plain = [] if name == "records.insert (peer's connections)" else [(n, 0.0) for n in callers]
+    return plain + work
 
 
 def _log_row(log: Log, backend: str, name: str, row: dict[str, Any]) -> None:

@@ -9,10 +9,31 @@ from .analysis import Targets
 from .report import LABELS, MARKDOWN_MET, TARGET_HEADER, md_table, stored_text, target_rows
 
 PROJECT = "records.insert"
+EQUAL = "records.insert (peer's connections)"
 NATIVE = "peer:native-insert"
 DJANGO = "peer:django-sequences"
 HTTP_PROJECT, HTTP_PEER = "autonumber serve", "peer:fastapi-native-insert"
 SERVER_BACKENDS = ("mysql", "postgresql")
+SPEED_GOALS = {"sqlite": {"1×1": 0.5, "1×8": 1.0}, "mysql": {"1×1": 0.8, "1×8": 1.0}}
+SPEED_GOALS["postgresql"] = SPEED_GOALS["mysql"]
+EARLIER = {"sqlite": {"1×32": 0.89, "1×100": 1.85}, "postgresql": {"1×32": 1.27, "1×100": 3.17}}
+"""Issue 27's floor for 32 and 100 callers: the ratios of the run before it (2026-12-01T08:32Z). The
+MariaDB peer of that run collapsed on its connects, so its ratios are no floor: ≥ 1.0× there."""
+PEERS = (
+    "`peer:native-insert`: `autonumber.db.create_engine(url, pool_size=min(callers, 50), "
+    "max_overflow=0, pool_pre_ping=False)` (MariaDB: READ COMMITTED, `time_zone` UTC; SQLite: WAL, "
+    "`BEGIN IMMEDIATE`), every connection opened before the cell (4×25: 12 per process); one "
+    "`INSERT` + `COMMIT` per record on a table whose key is BIGSERIAL / AUTO_INCREMENT / rowid.",
+    "`peer:django-sequences`: Django's own backend for the URL, `CONN_MAX_AGE=None`, one worker thread "
+    "with its own connection per caller up to 50 (4×25: 12 per process), connected before the cell; "
+    "`get_next_value` + "
+    "`INSERT` in `transaction.atomic()`.",
+    "`records.insert`: `autonumber.connect(url)` defaults (budget 10 connections: 5 for callers' "
+    "transactions, 2 reservations, 2 fresh reads, 1 group writer; group commit on).",
+    "`records.insert (peer's connections)`: `autonumber.connect(url, pool_size=50)`: as many "
+    "connections for callers' transactions as the native peer has.",
+)
+"""Every peer's configuration, printed next to its rows."""
 
 
 def job_cell(job: Mapping[str, Any], name: str, label: str, work_ms: float = 0.0) -> Mapping[str, Any] | None:
@@ -99,6 +120,37 @@ def job_targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
     return out
 
 
+def speed_targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Issue 27: few callers at least as fast as a plain INSERT, and the caller's transaction with as
+    many connections as the peer at least as fast as the peer."""
+    out = Targets()
+    for backend, job in doc.get("job", {}).items():
+        for label, goal in SPEED_GOALS.get(backend, {}).items():
+            _versus_native(out, backend, job, label, goal)
+        for label in ("1×32", "1×100"):
+            _versus_native(out, backend, job, label, EARLIER.get(backend, {}).get(label, 1.0))
+        for label in ("1×8", "1×32", "1×100"):
+            for work in (2.0, 10.0):
+                r = _ratio(job_cell(job, EQUAL, label, work), job_cell(job, NATIVE, label, work))
+                out.add(
+                    backend,
+                    f"caller txn +{work:g} ms, equal connections ÷ native insert @{label}",
+                    r,
+                    "≥ 1×",
+                    _at_least(r, 1.0),
+                )
+    return out
+
+
+def _versus_native(out: Targets, backend: str, job: Mapping[str, Any], label: str, goal: float) -> None:
+    r = _ratio(job_cell(job, PROJECT, label), job_cell(job, NATIVE, label))
+    out.add(backend, f"records.insert ÷ native insert @{label}", r, f"≥ {goal:g}×", _at_least(r, goal))
+
+
+def _at_least(ratio: float | None, goal: float) -> bool | None:
+    return None if ratio is None else ratio >= goal
+
+
 def _text(row: Mapping[str, Any] | None) -> str:
     if row is None:
         return "–"
@@ -182,12 +234,21 @@ def job_section(doc: Mapping[str, Any]) -> list[str]:
     if not doc.get("job") and not doc.get("http"):
         return []
     rows = target_rows(doc.get("job_targets", []), MARKDOWN_MET)
+    speed = target_rows(doc.get("speed_targets", []), MARKDOWN_MET)
     return [
-        "### The job: a record with its number (issue 17)",
+        "### The job: a record with its number (issues 17 and 27)",
+        "",
+        "How each contestant was configured in this run:",
+        "",
+        *[f"- {line}" for line in PEERS],
         "",
         *job_tables(doc),
         "#### Targets (issue 17)",
         "",
         md_table(TARGET_HEADER, rows),
+        "",
+        "#### Targets (issue 27)",
+        "",
+        md_table(TARGET_HEADER, speed),
         "",
     ]

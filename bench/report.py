@@ -95,7 +95,12 @@ def terminal(doc: Mapping[str, Any]) -> str:
 
 def all_targets(doc: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     """The hot-counter, job and CLI start-up targets of a summarised run."""
-    return [*doc.get("targets", []), *doc.get("job_targets", []), *doc.get("cli_targets", [])]
+    return [
+        *doc.get("targets", []),
+        *doc.get("job_targets", []),
+        *doc.get("speed_targets", []),
+        *doc.get("cli_targets", []),
+    ]
 
 
 def target_rows(targets: Sequence[Mapping[str, Any]], met: Mapping[bool | None, str]) -> list[list[str]]:

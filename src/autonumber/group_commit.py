@@ -90,10 +90,10 @@ class GroupCommit:
 
     def insert(self, object_name: str, row: Row) -> Row:
         """Write one checked row (in a group when others are writing too); return it as stored."""
-        group, index, run_now = self._join(object_name, row)
-        if run_now:
-            self._run(object_name, group)
-        elif index == 0:
+        group, index = self._join(object_name, row)
+        if group is None:  # nobody in flight or waiting: a group of one, written with no hand-off
+            return self._alone(object_name, row)
+        if index == 0:
             group.lead.wait()
             self._run(object_name, group)
         else:
@@ -107,17 +107,25 @@ class GroupCommit:
         # as a duplicate Id instead of storing the record twice.
         return self._retry(object_name, [dict(row)], group.error)[0]
 
-    def _join(self, object_name: str, row: Row) -> tuple[_Group, int, bool]:
+    def _join(self, object_name: str, row: Row) -> tuple[_Group | None, int]:
+        """The group `row` joined and its place in it; None when it takes a free flight alone."""
         with self._lock:
             slot = self._slots.setdefault(object_name, _Slot())
             if slot.flights < self.max_flights and not slot.waiting:
                 slot.flights += 1
-                return _Group(rows=[row]), 0, True
+                return None, 0
             if not slot.waiting or len(slot.waiting[-1].rows) >= self.max_group:
                 slot.waiting.append(_Group())
             group = slot.waiting[-1]
             group.rows.append(row)
-            return group, len(group.rows) - 1, False
+            return group, len(group.rows) - 1
+
+    def _alone(self, object_name: str, row: Row) -> Row:
+        """The flight of a caller that found nobody to group with: its own row, its own error."""
+        try:
+            return self._write(object_name, [dict(row)])[0]
+        finally:
+            self._land(object_name, 1, failed=False)
 
     def _run(self, object_name: str, group: _Group) -> None:
         try:
@@ -126,14 +134,15 @@ class GroupCommit:
             group.error = exc
         finally:
             group.done.set()
-            self._land(object_name, group)
+            self._land(object_name, len(group.rows), failed=group.error is not None)
 
-    def _land(self, object_name: str, group: _Group) -> None:
+    def _land(self, object_name: str, rows: int, *, failed: bool) -> None:
+        """Count a landed flight of `rows` rows and hand the slot to the next group, if any."""
         with self._lock:
             self.stats.groups += 1
-            self.stats.rows += len(group.rows)
-            self.stats.largest = max(self.stats.largest, len(group.rows))
-            self.stats.split += group.error is not None and len(group.rows) > 1
+            self.stats.rows += rows
+            self.stats.largest = max(self.stats.largest, rows)
+            self.stats.split += failed and rows > 1
             slot = self._slots[object_name]
             following = slot.waiting.popleft() if slot.waiting else None
             if following is None:

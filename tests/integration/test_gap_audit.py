@@ -155,12 +155,8 @@ def test_batch_rollback_is_one_run(server_db_url: str) -> None:
     finally:
         p.close()
     assert [(g.first, g.last, g.reason) for g in report.gaps] == [(2, 6, "rolled back")]
-    assert [tuple(r) for r in lines] == [
-        ("reserved", 1),
-        ("reserved", 5),
-        ("rolled_back", 5),
-        ("reserved", 1),
-    ]
+    # the two single inserts are groups of one: their numbers commit with their rows, no line
+    assert [tuple(r) for r in lines] == [("reserved", 5), ("rolled_back", 5)]
 
 
 DIE = """
@@ -236,3 +232,32 @@ def test_journal_is_one_line_per_reservation_and_none_in_the_callers_savepoint(p
     if not platform.dialect.reserve_on_caller_when_written:
         expected.append((8, 3, "reserved"))  # SQLite reserves in the caller's savepoint: no line
     assert sorted(tuple(r) for r in rows) == expected
+
+
+def test_each_reservation_has_one_line_with_its_range_and_clock(server_db_url: str) -> None:
+    """The line written with the increment (folded into it on PostgreSQL) names exactly the range and
+    the clock sample the reservation handed out, once per reservation; a group of one writes none."""
+    p = make_platform(server_db_url)
+    seen: list[tuple[int, int, datetime]] = []
+    p.engine.hooks.reserved = lambda r: seen.append((r.first, r.count, r.assigned_at.replace(tzinfo=None)))
+    try:
+        for _ in range(3):
+            p.engine.assign_one(CASE, {})
+        p.engine.assign_batch(CASE, [{}] * 4)
+        with p.begin() as conn:
+            p.records.insert("Case", {"Subject": "in the caller's transaction"}, conn)
+        insert(p)  # a group of one: number and row commit together, no line
+        with p.db.connect() as conn:
+            lines = conn.execute(
+                sa.select(
+                    reservation_journal.c.first_value,
+                    reservation_journal.c.count,
+                    reservation_journal.c.logged_at,
+                    reservation_journal.c.state,
+                ).order_by(reservation_journal.c.Id)
+            ).all()
+    finally:
+        p.close()
+    assert [tuple(r[:3]) for r in lines] == seen[:5]
+    assert [r.state for r in lines] == ["reserved"] * 5
+    assert [(first, count) for first, count, _ in seen] == [(1, 1), (2, 1), (3, 1), (4, 4), (8, 1), (9, 1)]

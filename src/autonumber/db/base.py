@@ -54,6 +54,9 @@ class Dialect:
     """Whether DDL can be rolled back (PostgreSQL, SQLite); MySQL-family DDL commits implicitly."""
     has_guard_trigger: ClassVar[bool] = False
     """Whether the guard trigger of db/guard.py exists here (it needs a session flag to read)."""
+    folds_line: ClassVar[bool] = False
+    """Whether `atomic_increment_clocked` runs its `line` INSERT in the increment's own statement
+    (PostgreSQL: a data-modifying CTE), saving the journal line's round trip."""
     executemany_pipelined: ClassVar[bool] = False
     """Whether the driver sends an executemany's rows in one round trip of its own (psycopg 3's
     pipeline mode): a group's rows then go as one executemany of one cached statement instead of
@@ -183,12 +186,16 @@ class Dialect:
         clock_column: str,
         guard: sa.ColumnElement[bool] | None = None,
         params: Mapping[str, Any] | None = None,
+        line: Callable[[sa.CTE], sa.Insert] | None = None,
     ) -> tuple[int, datetime] | None:
         """atomic_increment that also stamps `clock_column` with the database clock and returns that
         one sample: the clock rides on the UPDATE (one round trip fewer). None when no row.
 
         With `params`, `where`, `n` and `guard` are constant expressions whose bind parameters
-        `params` fills: the statement is then built once and reused (the hot path)."""
+        `params` fills: the statement is then built once and reused (the hot path). `line`: an
+        INSERT built from the increment's returned row, run in the same statement where the
+        backend allows it (`folds_line`; a constant function, part of the statement's cache key);
+        elsewhere it is ignored and the caller writes its line itself."""
 
         def build() -> sa.Executable:
             return (

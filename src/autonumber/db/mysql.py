@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import hashlib
 import math
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
@@ -38,9 +38,6 @@ def database_lock_name(name: str, database: str | None) -> str:
     if len(scoped) <= MAX_LOCK_NAME:
         return scoped
     return f"{name}:{hashlib.blake2b(database.encode(), digest_size=8).hexdigest()}"[:MAX_LOCK_NAME]
-
-
-_LAST_INSERT_ID = sa.select(sa.func.last_insert_id())
 
 
 class MySQLDialect(Dialect):
@@ -121,9 +118,11 @@ class MySQLDialect(Dialect):
 
         key = ("bump", table, where, column, n, tuple(sorted((extra or {}).items())), guard)
         stmt = build() if params is None else self.built(key, build)
-        if conn.execute(stmt, params).rowcount == 0:
+        result = conn.execute(stmt, params)
+        if result.rowcount == 0:
             return None
-        return int(conn.execute(_LAST_INSERT_ID).scalar_one())
+        # the OK packet carries LAST_INSERT_ID(expr): no `SELECT LAST_INSERT_ID()` round trip
+        return int(result.lastrowid)
 
     def atomic_increment_clocked(
         self,
@@ -135,6 +134,7 @@ class MySQLDialect(Dialect):
         clock_column: str,
         guard: sa.ColumnElement[bool] | None = None,
         params: Mapping[str, Any] | None = None,
+        line: Callable[[sa.CTE], sa.Insert] | None = None,
     ) -> tuple[int, datetime] | None:
         """No UPDATE … RETURNING here: LAST_INSERT_ID(expr) carries the value, and the stamped clock
         is read back from the row this transaction holds locked."""

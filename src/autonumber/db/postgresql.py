@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from datetime import datetime
 from typing import Any
 
 import sqlalchemy as sa
@@ -14,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import LockTimeout
 
-from .base import Dialect, by_fields, driver_code, lock_key, server_flag
+from .base import Dialect, by_fields, driver_code, lock_key, server_flag, to_utc
 from .bulk import row_tuples
 from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
@@ -31,6 +32,41 @@ class PostgreSQLDialect(Dialect):
     transactional_ddl = True
     has_guard_trigger = True
     executemany_pipelined = True
+    folds_line = True
+
+    def atomic_increment_clocked(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        column: str,
+        n: int | sa.BindParameter[int],
+        clock_column: str,
+        guard: sa.ColumnElement[bool] | None = None,
+        params: Mapping[str, Any] | None = None,
+        line: Callable[[sa.CTE], sa.Insert] | None = None,
+    ) -> tuple[int, datetime] | None:
+        """With `line`: `WITH bumped AS (UPDATE … RETURNING …), line AS (INSERT … SELECT … FROM
+        bumped) SELECT … FROM bumped` — increment, clock sample and line in one round trip; the
+        line exists exactly when the increment changed a row."""
+        if line is None or params is None:
+            return super().atomic_increment_clocked(
+                conn, table, where, column, n, clock_column, guard, params
+            )
+
+        def build() -> sa.Executable:
+            bumped = (
+                sa.update(table)
+                .where(where if guard is None else sa.and_(where, guard))
+                .values({column: table.c[column] + n, clock_column: self.utc_now_expr()})
+                .returning(table.c[column], table.c[clock_column])
+                .cte("bumped")
+            )
+            return sa.select(bumped.c[column], bumped.c[clock_column]).add_cte(line(bumped).cte("line"))
+
+        key = ("folded", table, where, column, n, clock_column, guard, line)
+        row = conn.execute(self.built(key, build), params).first()
+        return None if row is None else (int(row[0]), to_utc(row[1]))
 
     def insert(self, table: sa.Table) -> Any:
         return pg_insert(table)

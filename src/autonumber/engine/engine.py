@@ -186,9 +186,9 @@ class Engine:
         target = conn if inside else self._on_caller(conn)
         if self.strategy == "cas":
             return self.reserver.reserve_cas(rule, n, cross, target, at)
-        # inside the group writer's own short transaction the row lock lasts to its COMMIT anyway:
-        # no savepoint round trips (SQLite's writer is the caller's connection: keep them there)
-        savepoint = not inside or self.dialect.reserve_on_caller_when_written
+        # inside the group writer's own short transaction the row lock lasts to its COMMIT anyway
+        # (and on SQLite it holds the write lock from BEGIN): no savepoint round trips
+        savepoint = not inside
         return self.reserver.reserve_atomic(rule, n, cross, target, at, savepoint)
 
     def _reserve_single(

@@ -10,8 +10,9 @@ rolls back, fails its INSERT or its process dies, that value is a gap. The journ
 - a `reserved` range with neither a record nor an outcome line, whose owner process is gone, was
   reserved by a process that died.
 
-Numbers taken in the caller's own transaction (`gapless` fields, and SQLite while the caller holds
-the write lock) are journaled there too, so a rollback removes the line with the number.
+Numbers taken in a transaction that also writes their rows (`gapless` fields, SQLite while the
+caller holds the write lock, a group-commit writer's or a committed batch's own transaction) need
+no line: they commit with their rows or roll back with them, so they cannot become gaps.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ STATES = (RESERVED, ROLLED_BACK, FAILED)
 MAX_DETAIL = 255
 _APPEND = sa.insert(J)
 """Built once: a `reserved` line is appended on every reservation."""
+_LINE_COLUMNS = ("field_id", "scope_key", "first_value", "count", "state", "owner", "logged_at")
 log = logging.getLogger(__name__)
 
 
@@ -108,6 +110,10 @@ class Journal:
         }
         conn.execute(_APPEND, line)
 
+    def params(self) -> dict[str, Any]:
+        """The bind parameters `reserved_line` needs besides the reservation's own."""
+        return {"b_owner": self.owner}
+
     def outcome(self, db: Engine, ranges: Sequence[tuple[Range, str, str]]) -> None:
         """Append `rolled_back` / `failed` lines on a connection of their own.
 
@@ -134,6 +140,23 @@ class Journal:
                 conn.execute(sa.insert(J), rows)
         except sa.exc.DBAPIError as exc:
             log.warning("reservation journal: could not record %d outcome(s): %s", len(rows), exc)
+
+
+def reserved_line(bumped: sa.CTE) -> sa.Insert:
+    """The `reserved` line as an INSERT from the increment's returned row (`next_value` after it,
+    `last_modified_date` = the clock sample), for a backend that folds it into the increment.
+    Binds: b_field_id, b_scope_key, b_n (as the increment's) and b_owner (`Journal.params`)."""
+    n = sa.bindparam("b_n", type_=sa.BigInteger)
+    values = sa.select(
+        sa.bindparam("b_field_id", type_=J.c.field_id.type),
+        sa.bindparam("b_scope_key", type_=J.c.scope_key.type),
+        bumped.c.next_value - n,
+        n,
+        sa.literal(RESERVED, J.c.state.type),
+        sa.bindparam("b_owner", type_=J.c.owner.type),
+        bumped.c.last_modified_date,
+    )
+    return sa.insert(J).from_select(list(_LINE_COLUMNS), values)
 
 
 def prune(conn: Connection, before: datetime) -> int:

@@ -27,7 +27,7 @@ from autonumber.db.tables import counter_table
 from autonumber.errors import CounterMissing, CounterOverflow, ReservationFailed
 
 from . import metrics
-from .journal import Journal, Range
+from .journal import Journal, Range, reserved_line
 from .retry import RetryPolicy
 
 SEMAPHORE_TTL = 48 * 3600.0
@@ -234,7 +234,7 @@ class Reserver:
             )
             if c.execute(stmt).rowcount != 1:
                 raise _Lost()
-            return self._journaled(c, rule, Reservation(now, key, int(current), n))
+            return self._journaled(c, rule, Reservation(now, key, int(current), n), conn)
 
     def reserve_fallback(
         self,
@@ -288,7 +288,7 @@ class Reserver:
                 .where(_key(rule, key))
                 .values(next_value=T.c.next_value + n, last_modified_date=now)
             )
-            return self._journaled(c, rule, Reservation(now, key, int(current), n))
+            return self._journaled(c, rule, Reservation(now, key, int(current), n), conn)
 
     @contextmanager
     def _fallback_slot(self) -> Iterator[Callable[[str, str], None]]:
@@ -354,15 +354,27 @@ class Reserver:
     ) -> Reservation | _Missing:
         with self._attempt(conn, savepoint) as c:
             if rule.scope == "global" and at is None and self.hooks.clock is None:
-                # the scope key does not depend on the clock: sample it on the UPDATE itself
+                # the scope key does not depend on the clock: sample it on the UPDATE itself, and
+                # where the backend allows, append the journal line in that same statement
+                fold = conn is None and self.journal.enabled and self.dialect.folds_line
+                params = {**_params(rule, "", n), **self.journal.params()} if fold else _params(rule, "", n)
                 clocked = self.dialect.atomic_increment_clocked(
-                    c, T, _KEY, "next_value", _N, "last_modified_date", _FITS, _params(rule, "", n)
+                    c,
+                    T,
+                    _KEY,
+                    "next_value",
+                    _N,
+                    "last_modified_date",
+                    _FITS,
+                    params,
+                    line=reserved_line if fold else None,
                 )
                 if clocked is None:
                     _overflow_or_missing(c, rule, "", n)
                     return _Missing(self.dialect.utc_now(c), "")
                 last, stamped = clocked
-                return self._journaled(c, rule, Reservation(stamped, "", last - n, n))
+                res = Reservation(stamped, "", last - n, n)
+                return res if fold else self._journaled(c, rule, res, conn)
             now = self._clock(c, at)
             key = rule.scope_key(now, cross)
             after = self.dialect.atomic_increment(
@@ -371,12 +383,14 @@ class Reserver:
             if after is None:
                 _overflow_or_missing(c, rule, key, n)
                 return _Missing(now, key)
-            return self._journaled(c, rule, Reservation(now, key, after - n, n))
+            return self._journaled(c, rule, Reservation(now, key, after - n, n), conn)
 
-    def _journaled(self, c: Connection, rule: Rule, res: Reservation) -> Reservation:
+    def _journaled(self, c: Connection, rule: Rule, res: Reservation, conn: Connection | None) -> Reservation:
         """Append the reservation's journal line in its own transaction (it commits with it). A
-        reservation in the caller's savepoint (SQLite) needs none: a rollback returns its numbers."""
-        if not c.in_nested_transaction():
+        reservation made in a transaction that also writes its rows (`conn`: the caller's savepoint
+        on SQLite, a group writer's or a committed batch's own transaction) needs none: its numbers
+        commit with their rows or roll back with them, so they can never become gaps."""
+        if conn is None:
             rng = Range(rule.field_id, res.scope_key, res.first, res.count)
             self.journal.reserved(c, rng, res.assigned_at)
         return res

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
 from autonumber.db.schema import reconcile_system_schema, reconcile_tables
-from autonumber.db.tables import idempotency_table
+from autonumber.db.tables import idempotency_table, reservation_journal
 from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
 from autonumber.progress import NullReporter, Reporter
@@ -70,6 +70,12 @@ def _exact_idempotency_keys(engine: Engine, reporter: Reporter) -> list[str]:
         return dialect_for(conn).retype_column(conn, idempotency_table.c.idempotency_key)
 
 
+def _journal_caller(engine: Engine, reporter: Reporter) -> list[str]:
+    """The journal's `caller` column: the application label of the process that reserved."""
+    with engine.begin() as conn:
+        return reconcile_tables(conn, [reservation_journal])
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -77,6 +83,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         (_system_tables, _prefix_keys, _unique_indexes),
     ),
     Migration(2, "idempotency keys compared byte for byte", (_exact_idempotency_keys,)),
+    Migration(3, "the reservation journal names the caller", (_journal_caller,)),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 

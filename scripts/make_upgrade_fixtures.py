@@ -21,6 +21,7 @@ import venv
 from pathlib import Path
 
 import sqlalchemy as sa
+from db_clients import client_args  # scripts/, next to this file
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "upgrade" / "fixtures"
@@ -76,29 +77,9 @@ def dump(backend: str, url: str) -> str:
         return run("sqlite3", str(parsed.database), ".dump")
     if backend == "mysql":
         return run(
-            "mariadb-dump",
-            "-h",
-            parsed.host or "127.0.0.1",
-            "-P",
-            str(parsed.port or 3306),
-            "-u",
-            parsed.username or "root",
-            "--skip-dump-date",
-            "--skip-comments",
-            str(parsed.database),
+            "mariadb-dump", *client_args(url), "--skip-dump-date", "--skip-comments", str(parsed.database)
         )
-    return run(
-        "pg_dump",
-        "-h",
-        parsed.host or "127.0.0.1",
-        "-p",
-        str(parsed.port or 5432),
-        "-U",
-        parsed.username or "postgres",
-        "--no-owner",
-        "--no-privileges",
-        str(parsed.database),
-    )
+    return run("pg_dump", *client_args(url), "--no-owner", "--no-privileges", str(parsed.database))
 
 
 def make(release: str, backends: list[str]) -> None:

@@ -20,7 +20,7 @@ from sqlalchemy.engine import Connection
 
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
-from autonumber.engine.journal import FAILED, RESERVED, ROLLED_BACK, lines_for, owner_alive
+from autonumber.engine.journal import FAILED, RESERVED, ROLLED_BACK, lines_for, owner_alive, who
 from autonumber.errors import AutonumberError
 from autonumber.format.scope import COUNTER_MARK
 from autonumber.format.value_patterns import ScanPattern
@@ -45,6 +45,9 @@ class Gap:
     reserved_at: datetime | None = None
     released_at: datetime | None = None
     """When the journal recorded the run's reservation and its outcome (rolled back / failed)."""
+    caller: str | None = None
+    """Who reserved the run: the application's label and process (`billing (web1:4242)`), or the
+    process alone when the application set no label; None when no journal line says."""
 
     @property
     def count(self) -> int:
@@ -94,7 +97,7 @@ def audit_gaps(
         checked += high - low + 1
         missing = (v for v in range(low, high + 1) if v not in used)
         runs = _runs(key, ((v, reasons.of(v)) for v in missing))
-        gaps += [_described(rule, g, *reasons.times(g.first)) for g in runs]
+        gaps += [_described(rule, g, reasons) for g in runs]
     return GapReport(rule.field_id, rule.name, rule.numbering, checked, sum(g.count for g in gaps), gaps)
 
 
@@ -162,6 +165,11 @@ class _Reasons:
         line = self._line(value)
         return (None if line is None else line.logged_at), self._released.get(value)
 
+    def caller(self, value: int) -> str | None:
+        """Who reserved `value` (journal.who), None when no reserved line covers it."""
+        line = self._line(value)
+        return None if line is None else who(str(line.owner), line.caller)
+
     def _line(self, value: int) -> Any:
         i = bisect.bisect_right(self._starts, value) - 1
         if i < 0 or value >= int(self._reserved[i].first_value) + int(self._reserved[i].count):
@@ -217,11 +225,18 @@ def _runs(key: str, missing: Iterable[tuple[int, str]]) -> list[Gap]:
     return out
 
 
-def _described(rule: Rule, gap: Gap, reserved_at: datetime | None, released_at: datetime | None) -> Gap:
+def _described(rule: Rule, gap: Gap, reasons: _Reasons) -> Gap:
+    reserved_at, released_at = reasons.times(gap.first)
     first = render_in_scope(rule, gap.scope_key, gap.first, reserved_at)
     last = first if gap.first == gap.last else render_in_scope(rule, gap.scope_key, gap.last, reserved_at)
     numbers = None if first is None or last is None else first if first == last else f"{first} … {last}"
-    return replace(gap, numbers=numbers, reserved_at=reserved_at, released_at=released_at)
+    return replace(
+        gap,
+        numbers=numbers,
+        reserved_at=reserved_at,
+        released_at=released_at,
+        caller=reasons.caller(gap.first),
+    )
 
 
 def render_in_scope(rule: Rule, scope_key: str, value: int, at: datetime | None = None) -> str | None:

@@ -42,6 +42,7 @@ from autonumber.format import (
 from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
 from autonumber.format.zones import zone_of
 from autonumber.identifiers import check_api_name
+from autonumber.stored import StoredRule
 
 RECORD_TYPE = "RecordType"
 RECORD_TYPE_TABLE = system_record_type.name
@@ -87,29 +88,12 @@ class Rule:
         return self.format.scope_key(self.scope, at, cross, zone=self.zone)
 
 
-@dataclass(frozen=True)
-class FieldRow:
-    """A `_System_Field` row as the catalog keeps it."""
-
-    id: str
-    info: FieldInfo
-    format: str | None
-    start: int
-    scope: str
-    token_refs: str | None
-    numbering: str = "standard"
-    time_zone: str = "UTC"
-    date_src: str = "assigned_at"
-    on_change: str = "keep_existing"
-    allocation: str = SINGLE
-
-
 @dataclass
 class CatalogSnapshot:
     """One consistent read of the metadata; implements the grammar's CatalogView."""
 
     objects: dict[str, ObjectInfo]
-    fields: dict[str, list[FieldRow]]
+    fields: dict[str, list[StoredRule]]
     record_type_cols: tuple[str, ...]
     rules: dict[str, Rule]
     quarantined: dict[str, str]
@@ -124,8 +108,8 @@ class CatalogSnapshot:
     def __post_init__(self) -> None:
         for rows in self.fields.values():
             for row in rows:
-                self._field_index[row.id] = row.id
-                self._field_index.setdefault(f"{row.info.object}.{row.info.name}", row.id)
+                self._field_index[row.field_id] = row.field_id
+                self._field_index.setdefault(row.name, row.field_id)
 
     def get_object(self, name: str) -> ObjectInfo | None:
         if name == RECORD_TYPE:
@@ -216,65 +200,46 @@ class CatalogSnapshot:
             raise UnknownField(field, "field has no autonumber rule")
         return rule
 
+    def stored(self, field: str, *, autonumber: bool = True) -> StoredRule:
+        """The stored row of a field (by id or `Object.Field`), quarantined or not; UnknownField.
 
-def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[FieldRow]]]:
+        `autonumber`: only a field with a rule will do ("field has no autonumber rule" otherwise).
+        """
+        field_id = self.field_id(field)
+        for rows in self.fields.values():
+            for row in rows:
+                if row.field_id == field_id and (row.format is not None or not autonumber):
+                    return row
+        raise UnknownField(field, "field has no autonumber rule")
+
+
+def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[StoredRule]]]:
     ids: dict[str, str] = {}
     objects: dict[str, ObjectInfo] = {}
     for row in conn.execute(sa.select(system_object).order_by(system_object.c.ApiName)):
         objects[row.ApiName] = ObjectInfo(row.ApiName, row.TableName)
         ids[row.Id] = row.ApiName
-    fields: dict[str, list[FieldRow]] = {name: [] for name in objects}
+    fields: dict[str, list[StoredRule]] = {name: [] for name in objects}
     stmt = sa.select(system_field).order_by(system_field.c.ObjectId, system_field.c.ApiName)
     for row in conn.execute(stmt):
         obj = ids.get(row.ObjectId)
         if obj is None:
             continue
-        info = FieldInfo(obj, row.ApiName, row.Type, row.ReferenceTo, row.MaxLength)
-        fields[obj].append(
-            FieldRow(
-                row.Id,
-                info,
-                row.auto_number_format,
-                int(row.auto_number_start),
-                row.auto_number_scope,
-                row.auto_number_token_refs,
-                row.auto_number_numbering,
-                row.auto_number_time_zone,
-                row.auto_number_date_src,
-                row.auto_number_on_change,
-                row.auto_number_allocation,
-            )
-        )
+        fields[obj].append(StoredRule.from_row(obj, row._mapping))
     return objects, fields
 
 
-def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[FieldRow]]) -> str:
+def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[StoredRule]]) -> str:
     """A digest of the objects and fields a rule depends on; a change triggers re-validation."""
     digest = hashlib.blake2b(digest_size=16)
     digest.update(repr(sorted(objects.items())).encode())
     for obj in sorted(fields):
         for row in fields[obj]:
-            digest.update(
-                repr(
-                    (
-                        row.id,
-                        row.info,
-                        row.format,
-                        row.start,
-                        row.scope,
-                        row.token_refs,
-                        row.numbering,
-                        row.time_zone,
-                        row.date_src,
-                        row.on_change,
-                        row.allocation,
-                    )
-                ).encode()
-            )
+            digest.update(repr(row.columns).encode())
     return digest.hexdigest()
 
 
-def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
+def build_rule(row: StoredRule, snapshot: CatalogSnapshot) -> Rule:
     """Parse and validate one stored rule; raise a FormatError/AutonumberError when it is broken."""
     assert row.format is not None
     fmt = parse_format(row.format)
@@ -295,7 +260,7 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
         raise ValueError("stored auto_number_token_refs differ from the refs derived from the format")
     zone_of(row.time_zone)
     return Rule(
-        row.id,
+        row.field_id,
         row.info.object,
         row.info.name,
         fmt,
@@ -308,7 +273,7 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
     )
 
 
-def _check_policy(row: FieldRow) -> None:
+def _check_policy(row: StoredRule) -> None:
     """The stored date source, on-change and numbering policies are known values (a raw UPDATE can
     set garbage; the rule is then quarantined like a tampered format)."""
     for value, allowed, column in (
@@ -343,12 +308,12 @@ def load_snapshot(conn: Connection) -> CatalogSnapshot:
             if row.format is None:
                 continue
             if row.info.object in missing:
-                snapshot.quarantined[row.id] = missing[row.info.object]
+                snapshot.quarantined[row.field_id] = missing[row.info.object]
                 continue
             try:
-                snapshot.rules[row.id] = build_rule(row, snapshot)
+                snapshot.rules[row.field_id] = build_rule(row, snapshot)
             except (AutonumberError, ValueError) as exc:
-                snapshot.quarantined[row.id] = str(exc)
+                snapshot.quarantined[row.field_id] = str(exc)
     return snapshot
 
 

@@ -372,6 +372,17 @@ class SchemaVersionError(AutonumberError):
         super().__init__(message)
 
 
+class SchemaMissing(AutonumberError):
+    """The database has none of autonumber's tables: it was never initialised."""
+
+    exit_code = 2
+
+    def __init__(self) -> None:
+        super().__init__(
+            "the database has no autonumber schema: run autonumber db init (or autonumber setup apply)"
+        )
+
+
 class SchemaTooOld(SchemaVersionError):
     """The database was made by an earlier release: `autonumber db upgrade` brings it up to date."""
 

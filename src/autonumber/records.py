@@ -529,8 +529,8 @@ class Records:
 
     def _refuse_quarantined(self, snapshot: CatalogSnapshot, object_name: str) -> None:
         for row in snapshot.fields.get(object_name, ()):
-            if row.id in snapshot.quarantined:
-                raise RuleQuarantined(row.id, snapshot.quarantined[row.id])
+            if row.field_id in snapshot.quarantined:
+                raise RuleQuarantined(row.field_id, snapshot.quarantined[row.field_id])
 
     def _checked(
         self,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from collections.abc import Iterator
 from contextlib import contextmanager
 
@@ -16,12 +17,16 @@ from .db.version import check_schema
 from .defaults import DEFAULT_URL
 from .engine import DEFAULT_MAX_RETRIES, Engine, Strategy, metrics
 from .engine import DEFAULT_STRATEGY as DEFAULT_STRATEGY  # re-exported: bench reads it here
+from .engine.journal import caller_label
 from .events import EventBus
 from .records import Records
 
 GROUP_COMMIT = True
 """Chosen by the job benchmark (docs/performance.md): concurrent independent inserts of one object
 share one transaction, so 100 callers do not pay 100 durable commits."""
+
+CALLER_ENV = "AUTONUMBER_CALLER"
+"""The caller label of a process that does not pass one to `connect` (`autonumber serve`, the CLI)."""
 
 POLL_INTERVAL = 1.0
 """Seconds between the catalog's checks for rule changes made by other processes."""
@@ -43,6 +48,7 @@ class Platform:
         poll_interval: float = POLL_INTERVAL,
         journal: bool = True,
         group_commit: bool = GROUP_COMMIT,
+        caller: str | None = None,
     ) -> None:
         split = Budget.split(max_connections_from(max_connections), group_commit=group_commit)
         records = pool_size or split.records
@@ -80,6 +86,7 @@ class Platform:
         )
         # The reservation journal behind `autonumber audit gaps` (off: reasons unknown, cost saved).
         self.engine.reserver.journal.enabled = journal
+        self.engine.reserver.journal.caller = caller_label(caller or os.environ.get(CALLER_ENV))
         self.records = Records(
             self.db,
             self.catalog,
@@ -131,6 +138,7 @@ def connect(
     poll_interval: float = POLL_INTERVAL,
     journal: bool = True,
     group_commit: bool = GROUP_COMMIT,
+    caller: str | None = None,
 ) -> Platform:
     """Open a Platform on `url` (the schema must exist: run `autonumber setup apply` first).
 
@@ -140,7 +148,8 @@ def connect(
     `pool_size` / `reservation_pool_size` override its split; `connection_timeout`: seconds to wait
     for a pooled connection; `poll_interval`: seconds between catalog checks for rule changes;
     `journal`: keep the reservation journal behind `autonumber audit gaps`; `group_commit`: let
-    concurrent inserts of one object share one transaction.
+    concurrent inserts of one object share one transaction; `caller` (default AUTONUMBER_CALLER): a
+    label for this application, kept on every journal line and shown by the gap audit.
     """
     return Platform(
         url,
@@ -153,4 +162,5 @@ def connect(
         poll_interval=poll_interval,
         journal=journal,
         group_commit=group_commit,
+        caller=caller,
     )

@@ -4,6 +4,8 @@ stored record carries is listed with its reason; exit 0 without gaps, 1 with."""
 from __future__ import annotations
 
 import json
+import os
+import socket
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -85,6 +87,7 @@ def test_rolled_back_insert_is_named_with_its_reason(
         "count": 1,
         "reason": "rolled back",
         "numbers": f"{lost:08d}",
+        "caller": f"{socket.gethostname()[:80]}:{os.getpid()}",  # no label set: the process
     }
 
 

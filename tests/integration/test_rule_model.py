@@ -91,6 +91,7 @@ def test_two_admins_editing_one_field_never_overwrite_each_other(engine: Engine,
     base = RuleEdit("Case", "CaseNumber")
     with engine.connect() as conn:
         stored = stored_rule(conn, "Case", "CaseNumber")
+    assert stored is not None
     edits = {"a": replace(base, numbering="gapless"), "b": replace(base, time_zone="Asia/Tokyo")}
     outcome: dict[str, str] = {}
     holding, release = threading.Event(), threading.Event()
@@ -102,7 +103,7 @@ def test_two_admins_editing_one_field_never_overwrite_each_other(engine: Engine,
 
     def edit(who: str) -> None:
         try:
-            commit_requests(engine, [RuleRequest("set", edits[who], base=stored)])
+            commit_requests(engine, [RuleRequest("set", edits[who], base=stored.token)])
             outcome[who] = "stored"
         except RuleChangedMeanwhile as exc:
             outcome[who] = str(exc)
@@ -130,9 +131,12 @@ def test_a_stale_edit_is_refused_and_changes_nothing(
 ) -> None:
     with engine.connect() as conn:
         stale = stored_rule(conn, "Case", "CaseNumber")
+    assert stale is not None
     set_rule(engine, RuleEdit("Case", "CaseNumber", start=5))
     with pytest.raises(RuleChangedMeanwhile):
-        commit_requests(engine, [RuleRequest("set", RuleEdit("Case", "CaseNumber", start=7), base=stale)])
+        commit_requests(
+            engine, [RuleRequest("set", RuleEdit("Case", "CaseNumber", start=7), base=stale.token)]
+        )
     assert rule_of(engine, "Case", "CaseNumber")[2] == 5
 
 
@@ -391,13 +395,13 @@ def test_field_list_and_show_print_the_stored_rule_and_the_next_number(
     code, out = run_cli(["field", "show", "Case.CaseNumber", "--json", "--db", db_url], capsys)
     assert code == 0, out
     [shown] = json.loads(out)
-    assert {k: shown[k] for k in ("format", "scope", "start", "numbering", "time_zone", "quarantined")} == {
+    assert {k: shown[k] for k in ("format", "scope", "start", "numbering", "time_zone", "status")} == {
         "format": "C-{0000}",
         "scope": "per_prefix",
         "start": 1,
         "numbering": "standard",
         "time_zone": "Asia/Tokyo",
-        "quarantined": None,
+        "status": "ok",
     }
     assert shown["counters"] == [{"scope_key": "C-", "next_value": 2, "next_number": "C-0002"}]
     code, out = run_cli(["field", "list", "Case", "--json", "--db", db_url], capsys)

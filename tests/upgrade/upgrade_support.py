@@ -13,6 +13,8 @@ from pathlib import Path
 
 import sqlalchemy as sa
 
+from scripts.db_clients import client_args
+
 FIXTURES = Path(__file__).parent / "fixtures"
 RELEASES = ("0.1.0", "0.2.0")
 COUNTRIES = ("SG", "SGT", "US")
@@ -59,36 +61,11 @@ def load(release: str, url: str) -> int:
             conn.executescript(text)
     elif backend == "mysql":
         subprocess.run(
-            [
-                "mariadb",
-                "-h",
-                parsed.host or "127.0.0.1",
-                "-P",
-                str(parsed.port or 3306),
-                "-u",
-                parsed.username or "root",
-                str(parsed.database),
-            ],
-            input=text,
-            text=True,
-            check=True,
+            ["mariadb", *client_args(url), str(parsed.database)], input=text, text=True, check=True
         )
     else:
         subprocess.run(
-            [
-                "psql",
-                "-q",
-                "-v",
-                "ON_ERROR_STOP=1",
-                "-h",
-                parsed.host or "127.0.0.1",
-                "-p",
-                str(parsed.port or 5432),
-                "-U",
-                parsed.username or "postgres",
-                "-d",
-                str(parsed.database),
-            ],
+            ["psql", "-q", "-v", "ON_ERROR_STOP=1", *client_args(url), "-d", str(parsed.database)],
             input=text,
             text=True,
             check=True,

@@ -139,10 +139,14 @@ def test_fields_show_rules_counters_and_status(client: TestClient) -> None:
     fields = {f["field_id"]: f for f in client.get("/api/autonumber/fields").json()}
     account = fields["Account.Account_ID__c"]
     assert account["format"] == "IBG-B-{YYYY}{MM}{DD}-{000000}" and account["scope"] == "global"
-    assert account["counters"] == [{"scope_key": "", "next_value": 3}] and account["status"] == "ok"
+    assert (
+        account["counters"] == [{"scope_key": "", "next_value": 3, "next_number": None}]
+        and account["status"] == "ok"
+    )
     contract = fields["Contract.Contract_Number__c"]
     assert contract["scope"] == "per_prefix" and contract["counter_width"] == 2
-    assert contract["counters"] == [{"scope_key": f"SG-CSA-{today('%y%m%d')}-", "next_value": 2}]
+    key = f"SG-CSA-{today('%y%m%d')}-"
+    assert contract["counters"] == [{"scope_key": key, "next_value": 2, "next_number": None}]  # cross-record
 
 
 def test_quarantined_rule_is_listed_and_inserts_are_409(client: TestClient, platform: Platform) -> None:
@@ -270,10 +274,11 @@ def test_admin_change_raises_a_counter_behind_the_stored_values(
         )
     r = admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "C-{00000000}"})
     assert r.status_code == 200, r.text
-    assert r.json()["counters"] == [{"scope_key": "", "next_value": 2}]  # C-… cannot render 00000002
+    assert r.json()["counters"] == [{"scope_key": "", "next_value": 2, "next_number": "C-00000002"}]
     r = admin.put("/api/autonumber/fields/Case.CaseNumber", json={"format": "{00000000}"})
     assert r.status_code == 200, r.text
-    assert r.json()["counters"] == [{"scope_key": "", "next_value": 3}]  # raised: never reissued
+    # raised: never reissued
+    assert r.json()["counters"] == [{"scope_key": "", "next_value": 3, "next_number": "00000003"}]
     assert post(admin, "Case", {"Subject": "three"})["CaseNumber"] == "00000003"
 
 
@@ -309,3 +314,21 @@ def test_admin_change_refuses_a_start_the_counter_cannot_hold(admin: TestClient,
     assert want in body["error"]
     fields = {f["field_id"]: f for f in admin.get("/api/autonumber/fields").json()}
     assert fields["Case.CaseNumber"]["format"] == "{00000000}"
+
+
+def test_a_change_sent_with_a_stale_base_is_refused_with_409(admin: TestClient) -> None:
+    """`base` is the field's `token` as read: a change made since by someone else is not overwritten."""
+    url = "/api/autonumber/fields/Case.CaseNumber"
+
+    def case() -> dict[str, Any]:
+        found: dict[str, Any] = {f["field_id"]: f for f in admin.get("/api/autonumber/fields").json()}
+        return found["Case.CaseNumber"]
+
+    seen = case()["token"]
+    ok = admin.put(url, json={"format": "{00000000}", "start": 3, "base": seen})
+    assert ok.status_code == 200, ok.text
+    assert ok.json()["token"] != seen
+    stale = admin.put(url, json={"format": "{00000000}", "start": 9, "base": seen})
+    assert stale.status_code == 409, stale.text
+    assert "changed by someone else, re-read and retry" in error(stale, 409)["error"]
+    assert case()["start"] == 3

@@ -8,6 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 from web_support import FormClient
 
+from autonumber.rules import RuleEdit, set_rule
 from autonumber.runtime import Platform
 
 
@@ -120,6 +121,33 @@ def test_rules_form_changes_scope_and_start(
     assert "Account.Account_ID__c" in pages.get(r.headers["location"]).text
     acc = sqlite_platform.records.insert("Account", {"Name": "Acme", "BillingCountryCode": "SG"})
     assert acc["Account_ID__c"].endswith("-005000")
+
+
+def _base_of(html: str, field: str) -> str:
+    """The hidden `base` token of a field's editor form (the rule as the page showed it)."""
+    form = html[html.index(f'data-field="{field}"') :]
+    found = re.search(r'name="base" value="([0-9a-f]+)"', form)
+    assert found, form[:2000]
+    return found.group(1)
+
+
+def test_a_rule_changed_after_the_page_was_loaded_is_not_overwritten(
+    pages: TestClient, admin_token: str, sqlite_platform: Platform
+) -> None:
+    """Admin A loads the page; B changes the rule; A's submit is refused and B's change stays."""
+    pages.post("/login", data={"token": admin_token})
+    seen = _base_of(pages.get("/rules").text, "Case.CaseNumber")
+    set_rule(sqlite_platform.db, RuleEdit("Case", "CaseNumber", numbering="gapless"))  # B, meanwhile
+    form = {"format": "{00000000}", "scope": "global", "start": "", "numbering": "standard"}
+    r = pages.post("/rules/Case.CaseNumber", data={**form, "time_zone": "UTC", "base": seen})
+    page = pages.get(r.headers["location"]).text
+    assert "changed by someone else, re-read and retry" in page
+    assert sqlite_platform.catalog.refresh().stored("Case.CaseNumber").numbering == "gapless"
+    fresh = _base_of(page, "Case.CaseNumber")  # re-read: the form now carries B's rule
+    assert fresh != seen
+    r = pages.post("/rules/Case.CaseNumber", data={**form, "time_zone": "Asia/Tokyo", "base": fresh})
+    assert "Case.CaseNumber now uses {00000000}" in pages.get(r.headers["location"]).text
+    assert sqlite_platform.catalog.refresh().stored("Case.CaseNumber").time_zone == "Asia/Tokyo"
 
 
 def test_an_adopted_table_lists_its_rows_with_links_by_its_own_key(

@@ -86,6 +86,7 @@ def _print(report: GapReport) -> None:
         shown = f"{g.numbers} (counter {values})" if g.numbers else values
         when = f"; reserved {_iso(g.reserved_at)}" if g.reserved_at else ""
         when += f", released {_iso(g.released_at)}" if g.released_at else ""
+        when += f"; by {g.caller}" if g.caller else ""
         typer.echo(f"  scope {g.scope_key or 'global'!r}: {shown}: {g.reason}{when}")
 
 

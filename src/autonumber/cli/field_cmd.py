@@ -197,9 +197,8 @@ def show_cmd(
 def _show(views: list[FieldView], as_json: bool) -> None:
     if as_json:
         import json
-        from dataclasses import asdict
 
-        typer.echo(json.dumps([asdict(v) for v in views], ensure_ascii=False))
+        typer.echo(json.dumps([v.model_dump() for v in views], ensure_ascii=False))
         return
     from rich.table import Table
 
@@ -209,7 +208,7 @@ def _show(views: list[FieldView], as_json: bool) -> None:
     for v in views:
         shown = [f"{c.scope_key or 'global'}={c.next_value} → {c.next_number or '?'}" for c in v.counters[:5]]
         shown += [f"… {len(v.counters) - 5} more"] if len(v.counters) > 5 else []
-        state = f"quarantined: {v.quarantined}" if v.quarantined else "ok"
+        state = f"quarantined: {v.reason}" if v.status == "quarantined" else "ok"
         table.add_row(
             v.field_id,
             v.format,

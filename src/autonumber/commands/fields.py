@@ -6,16 +6,21 @@ functions only open the database, find the field and refresh a running platform'
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Sequence
+from typing import Literal
 
 import sqlalchemy as sa
+from pydantic import BaseModel, Field
+from sqlalchemy.engine import Engine
 
 from autonumber.audit import render_in_scope
-from autonumber.catalog import CatalogSnapshot, FieldRow
+from autonumber.catalog import CatalogSnapshot
 from autonumber.db.tables import counter_table
-from autonumber.errors import UnknownField
+from autonumber.errors import FormatError, RuleChangedMeanwhile
+from autonumber.format import parse_format
 from autonumber.rules import FieldChange, RuleEdit, RuleRequest, RuleSpec, commit_requests, set_rule
 from autonumber.runtime import Platform
+from autonumber.stored import StoredRule
 
 from . import session
 from .session import opened
@@ -34,38 +39,33 @@ def set_field(url: str, edit: RuleEdit) -> FieldChange:
         return set_rule(engine, edit)
 
 
-def field_row(snapshot: CatalogSnapshot, field: str, *, autonumber: bool = True) -> FieldRow:
-    """The `_System_Field` row of a field (by id or `Object.Field`), or UnknownField.
-
-    `autonumber`: only a field with a rule will do ("field has no autonumber rule" otherwise).
-    """
-    fid = snapshot.field_id(field)
-    for rows in snapshot.fields.values():
-        for row in rows:
-            if row.id == fid and (row.format is not None or not autonumber):
-                return row
-    raise UnknownField(field, "field has no autonumber rule")
-
-
-def change_field(platform: Platform, edit: RuleEdit) -> FieldChange:
-    """Change a rule on a running platform (what is not given stays), then refresh its catalog."""
-    done = set_rule(platform.db, edit)
+def change_field(platform: Platform, edit: RuleEdit, base: str | None = None) -> FieldChange:
+    """Change a rule on a running platform (what is not given stays), then refresh its catalog.
+    `base`: the token of the rule the admin saw (FieldView.token), compared on write."""
+    try:
+        done = set_rule(platform.db, edit, base)
+    except RuleChangedMeanwhile:
+        platform.catalog.refresh()  # so that the re-read shows the rule that won
+        raise
     platform.catalog.refresh()
     return done
 
 
-@dataclass(frozen=True)
-class CounterView:
-    """One counter row and the number it hands out next (None when that depends on the record)."""
+MAX_SCOPES_SHOWN = 20
+"""The console shows a field's global row and its most recently used scopes, up to this many."""
+
+
+class CounterView(BaseModel):
+    """One counter scope ('' is the global scope): the value and number it hands out next."""
 
     scope_key: str
     next_value: int
-    next_number: str | None
+    next_number: str | None = Field(None, description="as printed; None when it depends on the record")
 
 
-@dataclass(frozen=True)
-class FieldView:
-    """What `field list|show` prints: the stored rule, its state and its counters."""
+class FieldView(BaseModel):
+    """One autonumber field as every door shows it (`field list|show`, the console, the HTTP API):
+    its stored rule, whether it can assign numbers, and its counters."""
 
     field_id: str
     object: str
@@ -73,11 +73,26 @@ class FieldView:
     format: str
     scope: str
     start: int
-    numbering: str
-    time_zone: str
-    quarantined: str | None
+    counter_width: int | None
+    status: Literal["ok", "quarantined"]
+    reason: str | None = None
     counters: list[CounterView]
-    allocation: str = "single"
+    numbering: Literal["standard", "gapless"] = Field(
+        "standard",
+        description="standard: reserved off the caller's transaction (a rollback leaves a "
+        "gap); gapless: taken inside it, the counter row locked until it ends",
+    )
+    time_zone: str = Field("UTC", description="IANA zone whose calendar dates the numbers")
+    token: str = Field(
+        "",
+        description="digest of the stored rule: send it back as `base` so that an edit made meanwhile "
+        "by someone else is refused (409) instead of overwritten",
+    )
+    allocation: str = Field(
+        "single",
+        description="single, or blocks:N (a process reserves N numbers at a time: unique, not in "
+        "creation order across processes, a process's unused rest is a gap)",
+    )
 
 
 def describe_fields(url: str, object_name: str | None = None, field: str | None = None) -> list[FieldView]:
@@ -85,35 +100,72 @@ def describe_fields(url: str, object_name: str | None = None, field: str | None 
     with session.platform(url) as p:
         snap = p.catalog.current()
         if field is not None:
-            rows = [field_row(snap, field)]
+            rows = [snap.stored(field)]
         else:
             if object_name is not None:
                 snap.require_object(object_name)
             names = sorted(snap.fields) if object_name is None else [object_name]
             rows = [r for obj in names for r in snap.fields.get(obj, []) if r.format is not None]
-        t = counter_table
-        with p.db.connect() as conn:
-            stmt = sa.select(t.c.field_id, t.c.scope_key, t.c.next_value).where(
-                t.c.field_id.in_([r.id for r in rows])
-            )
-            counters: dict[str, list[tuple[str, int]]] = {}
-            for fid, key, nxt in conn.execute(stmt.order_by(t.c.field_id, t.c.scope_key)):
-                counters.setdefault(fid, []).append((key, int(nxt)))
-        return [_view(snap, row, counters.get(row.id, [])) for row in rows]
+        return field_views(p.db, snap, rows, per_field=None)
 
 
-def _view(snap: CatalogSnapshot, row: FieldRow, counters: list[tuple[str, int]]) -> FieldView:
-    rule = snap.rules.get(row.id)
-    return FieldView(
-        row.id,
-        row.info.object,
-        row.info.name,
-        row.format or "",
-        row.scope,
-        row.start,
-        row.numbering,
-        row.time_zone,
-        snap.quarantined.get(row.id),
-        [CounterView(k, n, None if rule is None else render_in_scope(rule, k, n)) for k, n in counters],
-        row.allocation,
+def field_views(
+    db: Engine, snap: CatalogSnapshot, rows: Sequence[StoredRule], *, per_field: int | None = MAX_SCOPES_SHOWN
+) -> list[FieldView]:
+    """The views of stored rows: the global counter first, then the most recently used scopes
+    (at most `per_field`, None: all)."""
+    counters = _counters(db, [r.field_id for r in rows], per_field)
+    return [_view(snap, row, counters[row.field_id]) for row in rows]
+
+
+def _counters(db: Engine, field_ids: list[str], per_field: int | None) -> dict[str, list[tuple[str, int]]]:
+    out: dict[str, list[tuple[str, int]]] = {fid: [] for fid in field_ids}
+    if not field_ids:
+        return out
+    t = counter_table
+    stmt = (
+        sa.select(t.c.field_id, t.c.scope_key, t.c.next_value)
+        .where(t.c.field_id.in_(field_ids))
+        .order_by(t.c.field_id, t.c.last_modified_date.desc(), t.c.scope_key)
     )
+    with db.connect() as conn:
+        for fid, key, nxt in conn.execute(stmt):
+            rows = out[fid]
+            if per_field is None or len(rows) < per_field or key == "":
+                rows.append((key, int(nxt)))
+    for rows in out.values():
+        rows.sort(key=lambda r: r[0] != "")
+    return out
+
+
+def _view(snap: CatalogSnapshot, row: StoredRule, counters: list[tuple[str, int]]) -> FieldView:
+    rule = snap.rules.get(row.field_id)
+    return FieldView(
+        field_id=row.field_id,
+        object=row.info.object,
+        field=row.info.name,
+        format=row.format or "",
+        scope=row.scope,
+        start=row.start,
+        counter_width=rule.format.counter_width if rule else _width(row.format),
+        status="quarantined" if row.field_id in snap.quarantined else "ok",
+        reason=snap.quarantined.get(row.field_id),
+        counters=[
+            CounterView(
+                scope_key=k, next_value=n, next_number=None if rule is None else render_in_scope(rule, k, n)
+            )
+            for k, n in counters
+        ],
+        numbering="gapless" if row.numbering == "gapless" else "standard",
+        time_zone=row.time_zone,
+        token=row.token,
+        allocation=row.allocation,
+    )
+
+
+def _width(fmt: str | None) -> int | None:
+    """The counter width of a stored format that does not parse as a rule (None if unreadable)."""
+    try:
+        return parse_format(fmt).counter_width if fmt else None
+    except FormatError:
+        return None

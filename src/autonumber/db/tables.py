@@ -184,12 +184,15 @@ reservation_journal = sa.Table(
     sa.Column("owner", sa.String(128), nullable=False),
     sa.Column("logged_at", Timestamp6, nullable=False, server_default=utc_now6()),
     sa.Column("detail", sa.String(255), nullable=True),
+    sa.Column("caller", sa.String(128), nullable=True),
     sa.Index("ix_System_AutoNumberJournal_range", "field_id", "scope_key", "first_value"),
     sa.Index("ix_System_AutoNumberJournal_logged_at", "logged_at"),
 )
 """The reservation journal, append-only: a `reserved` line per committed reservation (a batch is one
 range of `count` values from `first_value`), and a `rolled_back` or `failed` line for the values a
-caller gave up, written once its outcome is known. A stored record needs no line: it is the proof."""
+caller gave up, written once its outcome is known. A stored record needs no line: it is the proof.
+`owner` is the process (`host:pid:start`), `caller` the application's label for it, if it set one
+(`connect(caller=…)`, AUTONUMBER_CALLER; schema version 3)."""
 
 field_format_history = sa.Table(
     "_System_FieldFormatHistory",

@@ -13,12 +13,12 @@ from importlib import metadata as _metadata
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.errors import SchemaTooNew, SchemaTooOld
+from autonumber.errors import SchemaMissing, SchemaTooNew, SchemaTooOld
 
 from .sqlite import READONLY
 from .tables import schema_version_table, system_field
 
-SCHEMA_VERSION = 3
+SCHEMA_VERSION = 4
 """The schema this release reads and writes: the number of the last migration it ships."""
 
 
@@ -59,6 +59,10 @@ def check_version(found: int | None, expected: int = SCHEMA_VERSION) -> None:
 
 
 def check_schema(engine: Engine) -> None:
-    """Open one read-only connection and check the database's schema version against this release."""
+    """Open one read-only connection and check the database's schema version against this release;
+    SchemaMissing for a database that was never initialised."""
     with engine.connect() as conn:
-        check_version(read_version(conn.execution_options(**{READONLY: True})))
+        found = read_version(conn.execution_options(**{READONLY: True}))
+    if found is None:
+        raise SchemaMissing()
+    check_version(found)

@@ -57,6 +57,22 @@ def owner_token(pid: int | None = None) -> str:
     return f"{socket.gethostname()[:80]}:{pid}:{_start_ticks(pid)}"
 
 
+MAX_CALLER = 128
+"""The longest caller label the journal keeps (its column's length)."""
+
+
+def caller_label(label: str | None) -> str | None:
+    """A caller label as the journal keeps it: stripped, at most MAX_CALLER characters, None if empty."""
+    text = (label or "").strip()
+    return text[:MAX_CALLER] or None
+
+
+def who(owner: str, caller: str | None) -> str:
+    """`label (host:pid)` (or `host:pid`) of a journal line, as the gap audit prints it."""
+    process = owner.rsplit(":", 1)[0] if owner.count(":") >= 2 else owner
+    return f"{caller} ({process})" if caller else process
+
+
 def owner_alive(owner: str) -> bool | None:
     """True/False for an owner on this host; None when it ran on another host (cannot tell)."""
     try:
@@ -91,6 +107,8 @@ class Journal:
 
     enabled: bool = True
     owner: str = ""
+    caller: str | None = None
+    """The application's label for this process (connect(caller=…)), kept on every line."""
 
     def __post_init__(self) -> None:
         self.owner = self.owner or owner_token()
@@ -107,6 +125,7 @@ class Journal:
             "state": RESERVED,
             "owner": self.owner,
             "logged_at": at,
+            "caller": self.caller,
         }
         conn.execute(_APPEND, line)
 
@@ -132,6 +151,7 @@ class Journal:
                 "state": state,
                 "owner": self.owner,
                 "detail": detail[:MAX_DETAIL],
+                "caller": self.caller,
             }
             for r, state, detail in ranges
         ]

@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-from autonumber.catalog import Rule
-from autonumber.errors import AutonumberError, RuleQuarantined, UnknownField
+from autonumber.errors import AutonumberError, UnknownField
 from autonumber.identifiers import check_api_name
 from autonumber.objects.adopt import adopt_table
 from autonumber.rules import RuleSpec, add_field
@@ -25,19 +24,12 @@ def ensure_field(platform: Platform, object_name: str, table: str, rule: RuleSpe
     check_api_name(object_name, "object name")
     snapshot = platform.catalog.current()
     try:
-        current = snapshot.rule(rule.name)
-    except (UnknownField, RuleQuarantined):
-        current = None  # not registered yet, or broken: the rules package below adds or refuses it
-    if current is not None and _same(current, rule):
+        current = snapshot.stored(rule.name)
+    except UnknownField:
+        current = None  # not registered yet: the rules package below adds it
+    if current is not None and current.field_id not in snapshot.quarantined and current.policy == rule.policy:
         return current.field_id
     with platform.begin() as conn:  # add_field: a no-op for the same rule, refused for another one
         adopt_table(conn, object_name, table)
         add_field(conn, rule)
     return platform.catalog.refresh().field_id(rule.name)
-
-
-def _same(current: Rule, rule: RuleSpec) -> bool:
-    """Every attribute the model declares matches the stored rule (format, scope, start, numbering,
-    time zone): anything else goes through add_field, which refuses a different rule."""
-    stored = (current.format.source, current.scope, current.start, current.numbering, current.time_zone)
-    return stored == rule.policy

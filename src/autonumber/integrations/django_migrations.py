@@ -59,7 +59,7 @@ def sync_field(
         if stored is None or stored.format is None:
             changes += adopt_table(conn, rule.object, table)
             return changes + add_field(conn, rule)[1]
-    if stored.spec(rule.object, rule.field).policy == rule.policy:
+    if stored.policy == rule.policy:
         return changes
     done = set_rule(editor() if editor else engine, rule.edit())
     return changes + list(done.changes)

@@ -5,6 +5,7 @@ public API below; `autonumber.setup` holds only the cut-over pipeline built on i
 """
 
 from autonumber.errors import RuleChangeRefused
+from autonumber.stored import StoredRule
 
 from .change import EDIT_LOCK, FieldChange, Plan, RuleRequest, ensure_history_table, plan_requests
 from .fields import (
@@ -15,7 +16,7 @@ from .fields import (
     set_rule,
     sync_rules,
 )
-from .store import RuleEdit, RuleSpec, StoredRule, carried_overrides, stored_rule
+from .store import RuleEdit, RuleSpec, carried_overrides, spec_of, stored_rule
 from .verify import Finding, check, verify
 
 __all__ = [
@@ -37,6 +38,7 @@ __all__ = [
     "ensure_history_table",
     "plan_requests",
     "set_rule",
+    "spec_of",
     "stored_rule",
     "sync_rules",
     "verify",

@@ -57,7 +57,6 @@ from autonumber.rules.seed import CounterRow, plan_rows
 from autonumber.rules.store import (
     RuleEdit,
     RuleSpec,
-    StoredRule,
     metadata_view,
     read_stored,
     rule_values,
@@ -65,6 +64,7 @@ from autonumber.rules.store import (
     write_rule,
 )
 from autonumber.rules.verify import check
+from autonumber.stored import StoredRule
 
 DEFAULT_LENGTH = 30
 MAX_LENGTH = 255
@@ -82,11 +82,12 @@ class RuleRequest:
 
     A `set` is a RuleEdit (what is not given stays as stored, resolved against the rule as the
     earlier requests of the batch leave it) or a whole RuleSpec. `base` is the stored rule the
-    edit was made from: if the rule is no longer that, the request is RuleChangedMeanwhile."""
+    edit was made from, as its StoredRule.token: if the rule is no longer that, the request is
+    RuleChangedMeanwhile."""
 
     kind: str
     rule: RuleSpec | RuleEdit
-    base: StoredRule | None = None
+    base: str | None = None
 
     def __post_init__(self) -> None:
         if self.kind not in KINDS:
@@ -269,7 +270,7 @@ def _plan_set(batch: _Batch, request: RuleRequest) -> Plan:
     existing = batch.stored.get(name)
     if existing is None or existing.format is None:
         raise UnknownField(name, "field has no autonumber rule (add it with `autonumber field add`)")
-    if request.base is not None and request.base.values != existing.values:
+    if request.base is not None and request.base != existing.token:
         raise RuleChangedMeanwhile(name)
     if isinstance(request.rule, RuleEdit):
         if request.rule.length is not None and request.rule.length != existing.max_length:
@@ -339,9 +340,10 @@ def _finish(
     plan.lines.append(f"rule {rule.name}: {was}{rule.format} ({rule.scope}, start {rule.start})")
     plan.lines.append(_counter_line(fid, after, scan))
     batch.history[fid] = [*known, rule.format]
-    was_stored = batch.stored.get(rule.name)
-    length = plan.new_column.max_length if plan.new_column else was_stored.max_length if was_stored else None
-    batch.stored[rule.name] = StoredRule(fid, values, length)
+    info = batch.catalog.get_field(rule.object, rule.field) or FieldInfo(
+        rule.object, rule.field, "autonumber"
+    )
+    batch.stored[rule.name] = StoredRule.of(fid, info, values)
 
 
 def _at_least(row: CounterRow, floor: int, source: str) -> CounterRow:

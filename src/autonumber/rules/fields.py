@@ -15,17 +15,16 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.db import dialect_for
 from autonumber.errors import UnknownField
+from autonumber.stored import StoredRule
 
 from .change import EDIT_LOCK, FieldChange, RuleRequest, ensure_history_table, execute, plan_requests
 from .store import (
     RuleEdit,
     RuleSpec,
-    StoredRule,
     metadata_view,
     rule_values,
     same_values,
     stored_rule,
-    stored_values,
 )
 
 EDIT_TIMEOUT = 30.0
@@ -67,12 +66,15 @@ def commit_requests(
         return apply_requests(conn, requests)
 
 
-def set_rule(engine: Engine, edit: RuleEdit) -> FieldChange:
+def set_rule(engine: Engine, edit: RuleEdit, base: str | None = None) -> FieldChange:
     """Change one field's rule, keeping what is not given: the CLI's `field set`, the console's and
-    the HTTP API's. The rule read first is the edit's base: had someone else changed it before
-    this edit is written, RuleChangedMeanwhile ("re-read and retry"), never a silent overwrite."""
-    with engine.connect() as conn:
-        base = stored_rule(conn, edit.object, edit.field)
+    the HTTP API's. `base` is the token (StoredRule.token) of the rule the edit was made from (the
+    console's form carries it; else the rule read first): had someone else changed the rule since,
+    RuleChangedMeanwhile ("re-read and retry"), never a silent overwrite."""
+    if base is None:
+        with engine.connect() as conn:
+            stored = stored_rule(conn, edit.object, edit.field)
+        base = stored.token if stored is not None else None
     [done] = commit_requests(engine, [RuleRequest("set", edit, base=base)])
     return done
 
@@ -87,14 +89,14 @@ def sync_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
     """
     requests = []
     notes = []
-    catalog, ids = metadata_view(conn)
+    catalog, _ = metadata_view(conn)
     for spec in specs:
         stored = stored_rule(conn, spec.object, spec.field)
         if stored is None:
             raise UnknownField(spec.name, "autonumber rule names a field the standard pack did not create")
         if stored.format is None:
             requests.append(RuleRequest("add", spec))
-        elif not same_values(stored_values(conn, ids[spec.name]), rule_values(spec, catalog)):
+        elif not same_values(stored.values, rule_values(spec, catalog)):
             notes.append(
                 f"kept the stored rule of {spec.name} ({_describe(stored)}); the data-spec says "
                 f"{_describe(spec)}: copy the stored rule into the data-spec to silence this"

@@ -13,7 +13,7 @@ from sqlalchemy.engine import Connection
 
 from autonumber.allocation import SINGLE, check_allocation
 from autonumber.db.guard import authorized
-from autonumber.db.tables import AUTONUMBER_COLUMNS, system_field, system_object, system_record_type
+from autonumber.db.tables import system_field, system_object, system_record_type
 from autonumber.errors import FormatError, UnknownField
 from autonumber.format import (
     SCOPES,
@@ -27,6 +27,7 @@ from autonumber.format import (
 )
 from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
 from autonumber.format.zones import UnknownTimeZone, zone_of
+from autonumber.stored import EDITABLE, POLICY, StoredRule
 
 
 @dataclass(frozen=True)
@@ -56,73 +57,31 @@ class RuleSpec:
         return canonicalize_token_refs(list(self.overrides)) if self.overrides else ""
 
     @property
-    def policy(self) -> tuple[str, str, int, str, str]:
-        """What an edit can change (format, scope, start, numbering, time zone): the adapters compare
-        a model's declared rule with the stored one by it."""
-        return (self.format, self.scope, self.start, self.numbering, self.time_zone)
+    def policy(self) -> tuple[Any, ...]:
+        """What a model declares (stored.POLICY): the adapters compare a model's declared rule
+        with the stored one (StoredRule.policy) by it."""
+        return tuple(getattr(self, a) for a in POLICY)
 
     def edit(self) -> RuleEdit:
-        """This rule as an edit that sets every attribute an edit can change."""
-        return RuleEdit(self.object, self.field, *self.policy)
+        """This rule as an edit that sets what a model declares (the rest is kept as stored)."""
+        return RuleEdit(self.object, self.field, **{a: getattr(self, a) for a in POLICY})
 
 
-@dataclass(frozen=True)
-class StoredRule:
-    """The rule columns of one `_System_Field` row as stored (no format: not an autonumber field
-    yet). The one stored-rule type: planning, `field set`, spec apply and the adapters read it."""
-
-    field_id: str
-    values: Mapping[str, Any]
-    """The `auto_number_*` columns (AUTONUMBER_COLUMNS) by name."""
-    max_length: int | None = None
-
-    @property
-    def format(self) -> str | None:
-        """The display format (None: no rule)."""
-        fmt = self.values.get("auto_number_format")
-        return None if fmt is None else str(fmt)
-
-    @property
-    def scope(self) -> str:
-        return str(self.values.get("auto_number_scope") or "global")
-
-    @property
-    def start(self) -> int:
-        return int(self.values.get("auto_number_start") or 0)
-
-    @property
-    def numbering(self) -> str:
-        return str(self.values.get("auto_number_numbering") or "standard")
-
-    @property
-    def time_zone(self) -> str:
-        return str(self.values.get("auto_number_time_zone") or "UTC")
-
-    @property
-    def allocation(self) -> str:
-        return str(self.values.get("auto_number_allocation") or SINGLE)
-
-    @property
-    def token_refs(self) -> str | None:
-        refs = self.values.get("auto_number_token_refs")
-        return None if refs is None else str(refs)
-
-    def spec(self, object_name: str, field_name: str) -> RuleSpec:
-        """The stored rule as a RuleSpec (its token refs as overrides)."""
-        v = self.values
-        return RuleSpec(
-            object_name,
-            field_name,
-            self.format or "",
-            scope=self.scope,
-            start=self.start,
-            date_src=str(v.get("auto_number_date_src") or "assigned_at"),
-            on_change=str(v.get("auto_number_on_change") or "keep_existing"),
-            overrides=tuple(json.loads(self.token_refs)) if self.token_refs else (),
-            numbering=self.numbering,
-            time_zone=self.time_zone,
-            allocation=self.allocation,
-        )
+def spec_of(stored: StoredRule) -> RuleSpec:
+    """The stored rule as a RuleSpec (its token refs as overrides)."""
+    return RuleSpec(
+        stored.info.object,
+        stored.info.name,
+        stored.format or "",
+        scope=stored.scope,
+        start=stored.start,
+        date_src=stored.date_src,
+        on_change=stored.on_change,
+        overrides=tuple(json.loads(stored.token_refs)) if stored.token_refs else (),
+        numbering=stored.numbering,
+        time_zone=stored.time_zone,
+        allocation=stored.allocation,
+    )
 
 
 @dataclass(frozen=True)
@@ -148,16 +107,8 @@ class RuleEdit:
 
     def applied(self, stored: StoredRule) -> RuleSpec:
         """The stored rule with what this edit gives; the cross tokens' stored chains are kept."""
-        was = stored.spec(self.object, self.field)
-        spec = replace(
-            was,
-            format=was.format if self.format is None else self.format,
-            scope=was.scope if self.scope is None else self.scope,
-            start=was.start if self.start is None else self.start,
-            numbering=was.numbering if self.numbering is None else self.numbering,
-            time_zone=was.time_zone if self.time_zone is None else self.time_zone,
-            allocation=was.allocation if self.allocation is None else self.allocation,
-        )
+        given = {a: getattr(self, a) for a in EDITABLE if getattr(self, a) is not None}
+        spec = replace(spec_of(stored), **given)
         return replace(spec, overrides=carried_overrides(stored.token_refs, spec.format))
 
 
@@ -176,14 +127,13 @@ def carried_overrides(token_refs: str | None, new_format: str) -> tuple[Mapping[
 def read_stored(conn: Connection, where: Any = None) -> dict[str, StoredRule]:
     """Every field's stored rule by `Object.Field` (only the rows `where` selects, if given)."""
     f, o = system_field, system_object
-    cols = [f.c[c] for c in AUTONUMBER_COLUMNS]
-    stmt = sa.select(o.c.ApiName, f.c.ApiName, f.c.Id, f.c.MaxLength, *cols).join(o, o.c.Id == f.c.ObjectId)
+    stmt = sa.select(o.c.ApiName.label("object_name"), f).join(o, o.c.Id == f.c.ObjectId)
     if where is not None:
         stmt = stmt.where(where)
     out = {}
     for row in conn.execute(stmt):
-        values = {c.name: row._mapping[c] for c in cols}
-        out[f"{row[0]}.{row[1]}"] = StoredRule(row[2], values, row[3])
+        stored = StoredRule.from_row(row.object_name, row._mapping)
+        out[stored.name] = stored
     return out
 
 
@@ -286,23 +236,11 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
     }
 
 
-def _stored(conn: Connection, field_id: str | None = None) -> dict[str, dict[str, Any]]:
-    cols = [system_field.c[name] for name in AUTONUMBER_COLUMNS]
-    out: dict[str, dict[str, Any]] = {}
-    stmt = sa.select(system_field.c.Id, *cols)
-    if field_id is not None:
-        stmt = stmt.where(system_field.c.Id == field_id)
-    for row in conn.execute(stmt):
-        values = dict(row._mapping)
-        out[values.pop("Id")] = values
-    return out
-
-
 def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
     """Validate every rule first (all or nothing), then write the ones that differ; return changes."""
     catalog, ids = metadata_view(conn)
     planned = [(spec, ids[spec.name], rule_values(spec, catalog)) for spec in _known(specs, ids)]
-    stored = _stored(conn)
+    stored = {s.field_id: s.values for s in read_stored(conn).values()}
     changes: list[str] = []
     for spec, fid, values in planned:
         if same_values(stored.get(fid, {}), values):
@@ -315,11 +253,6 @@ def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
 def same_values(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     """Whether the stored rule columns already hold `wanted` (token refs compared as canonical JSON)."""
     return all(_same(stored.get(k), v) for k, v in wanted.items())
-
-
-def stored_values(conn: Connection, field_id: str) -> dict[str, Any]:
-    """The rule columns of one `_System_Field` row ({} when the row does not exist)."""
-    return _stored(conn, field_id).get(field_id, {})
 
 
 def write_rule(conn: Connection, field_id: str, values: Mapping[str, Any]) -> None:

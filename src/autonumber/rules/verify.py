@@ -15,13 +15,14 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.catalog import CatalogSnapshot, FieldRow, Rule, build_rule, load_snapshot
+from autonumber.catalog import CatalogSnapshot, Rule, build_rule, load_snapshot
 from autonumber.db.tables import counter_table, system_object, system_record_type
 from autonumber.db.unique import Target, find_duplicates, missing_unique_indexes
 from autonumber.errors import AutonumberError, FormatError, SeedLimitError, SeedParseError, VerifyError
 from autonumber.format import parse_format
 from autonumber.format.tokens import TAXONOMY_OBJECT
 from autonumber.format.value_patterns import ScanPattern
+from autonumber.stored import StoredRule
 
 from .history import older_by_field
 from .scan import scan_rule
@@ -74,7 +75,7 @@ def check(
         row
         for rows in snapshot.fields.values()
         for row in rows
-        if row.format is not None and (field_ids is None or row.id in field_ids)
+        if row.format is not None and (field_ids is None or row.field_id in field_ids)
     ]
     stmt = sa.select(counter_table)
     if field_ids is not None:
@@ -97,28 +98,28 @@ def check(
     return out
 
 
-def _rule_or_violation(row: FieldRow, snapshot: CatalogSnapshot, out: list[Finding]) -> Rule | None:
+def _rule_or_violation(row: StoredRule, snapshot: CatalogSnapshot, out: list[Finding]) -> Rule | None:
     """V4 (exactly one counter token, format rules) and V2 (token refs resolve and are canonical)."""
-    where = f"field_id={row.id} format {row.format!r}"
+    where = f"field_id={row.field_id} format {row.format!r}"
     assert row.format is not None
     try:
         parse_format(row.format)
     except FormatError as exc:
-        out.append(_finding(f"V4 {where}: {exc}", row.id))
+        out.append(_finding(f"V4 {where}: {exc}", row.field_id))
         return None
     try:
         return build_rule(row, snapshot)
     except FormatError as exc:
         code = "V2" if exc.rule in METADATA_RULES else "V4"
-        out.append(_finding(f"{code} {where}: {exc}", row.id))
+        out.append(_finding(f"{code} {where}: {exc}", row.field_id))
     except (AutonumberError, ValueError) as exc:
-        out.append(_finding(f"V2 {where}: auto_number_token_refs {row.token_refs!r}: {exc}", row.id))
+        out.append(_finding(f"V2 {where}: auto_number_token_refs {row.token_refs!r}: {exc}", row.field_id))
     return None
 
 
-def _v3(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) -> list[Finding]:
+def _v3(configured: Iterable[StoredRule], counters: dict[tuple[str, str], int]) -> list[Finding]:
     """V3: no counter row whose field is gone or no longer has a format."""
-    known = {row.id for row in configured}
+    known = {row.field_id for row in configured}
     return [
         _finding(
             f"V3 orphan counter row field_id={fid} scope_key={key!r} next_value={n}: no "
@@ -130,9 +131,9 @@ def _v3(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) ->
     ]
 
 
-def _v5(configured: Iterable[FieldRow], counters: dict[tuple[str, str], int]) -> list[Finding]:
+def _v5(configured: Iterable[StoredRule], counters: dict[tuple[str, str], int]) -> list[Finding]:
     """V5: as many scope_key='' rows as global fields (a missing row here is CounterMissing later)."""
-    scopes = {row.id: row.scope for row in configured}
+    scopes = {row.field_id: row.scope for row in configured}
     global_ids = {fid for fid, scope in scopes.items() if scope == "global"}
     blank = {fid for fid, key in counters if key == ""}
     if len(blank) == len(global_ids) and blank == global_ids:

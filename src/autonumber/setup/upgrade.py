@@ -16,7 +16,7 @@ from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
 from autonumber.db.schema import reconcile_system_schema, reconcile_tables
-from autonumber.db.tables import idempotency_table, system_field
+from autonumber.db.tables import idempotency_table, reservation_journal, system_field
 from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
 from autonumber.progress import NullReporter, Reporter
@@ -76,6 +76,12 @@ def _allocation_column(engine: Engine, reporter: Reporter) -> list[str]:
         return reconcile_tables(conn, [system_field])
 
 
+def _journal_caller(engine: Engine, reporter: Reporter) -> list[str]:
+    """The journal's `caller` column: the application label of the process that reserved."""
+    with engine.begin() as conn:
+        return reconcile_tables(conn, [reservation_journal])
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -84,6 +90,7 @@ MIGRATIONS: tuple[Migration, ...] = (
     ),
     Migration(2, "idempotency keys compared byte for byte", (_exact_idempotency_keys,)),
     Migration(3, "block allocation: _System_Field.auto_number_allocation", (_allocation_column,)),
+    Migration(4, "the reservation journal names the caller", (_journal_caller,)),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 

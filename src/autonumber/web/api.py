@@ -210,6 +210,7 @@ def change_field(field_id: str, body: RuleChangeIn, request: Request, c: Console
         numbering=body.numbering,
         time_zone=body.time_zone,
         allocation=body.allocation,
+        base=body.base,
     )
 
 

@@ -7,6 +7,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from autonumber.commands.fields import CounterView, FieldView
+
 Scalar = str | int | float | bool | None
 RecordIn = dict[str, Scalar]
 """A record as field name → scalar value; autonumber fields, Id and CreatedDate are refused."""
@@ -67,37 +69,9 @@ class BulkOut(BaseModel):
     records: list[dict[str, Any]]
 
 
-class CounterOut(BaseModel):
-    """The next value of one counter scope ('' is the global scope)."""
-
-    scope_key: str
-    next_value: int
-
-
-class FieldOut(BaseModel):
-    """One autonumber field: its rule, its counters and whether it can assign numbers."""
-
-    field_id: str
-    object: str
-    field: str
-    format: str
-    scope: str
-    start: int
-    counter_width: int | None
-    status: Literal["ok", "quarantined"]
-    reason: str | None = None
-    counters: list[CounterOut]
-    numbering: Literal["standard", "gapless"] = Field(
-        "standard",
-        description="standard: reserved off the caller's transaction (a rollback leaves a "
-        "gap); gapless: taken inside it, the counter row locked until it ends",
-    )
-    time_zone: str = Field("UTC", description="IANA zone whose calendar dates the numbers")
-    allocation: str = Field(
-        "single",
-        description="single, or blocks:N (a process reserves N numbers at a time: unique, not in "
-        "creation order across processes, a process's unused rest is a gap)",
-    )
+CounterOut = CounterView
+FieldOut = FieldView
+"""A field as the API shows it: the one view of `autonumber.commands.fields` (`field show --json`)."""
 
 
 class PreviewIn(BaseModel):
@@ -154,6 +128,12 @@ class RuleChangeIn(BaseModel):
     allocation: str | None = Field(
         None, max_length=16, description="single or blocks:N (N 2..100000); default: unchanged"
     )
+    base: str | None = Field(
+        None,
+        max_length=64,
+        description="the field's `token` as read: if the rule changed since, 409 (re-read and retry); "
+        "default: the rule stored when the request arrives",
+    )
 
 
 class GapOut(BaseModel):
@@ -164,6 +144,10 @@ class GapOut(BaseModel):
     last: int
     count: int
     reason: str
+    numbers: str | None = Field(None, description="the run as printed on documents, when known")
+    reserved_at: dt.datetime | None = None
+    released_at: dt.datetime | None = None
+    caller: str | None = Field(None, description="who reserved it: `label (host:pid)` or `host:pid`")
 
 
 class GapsOut(BaseModel):

@@ -276,7 +276,8 @@ def gaps_page(request: Request, field_id: str, c: ConsoleDep) -> Response:
 
 @pages.post("/rules/{field_id}", response_class=HTMLResponse)
 async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
-    """Store a new format through the applier's validation; refuse invariant breaks."""
+    """Store a new format through the applier's validation; refuse invariant breaks, and an edit
+    of a rule someone else changed since the page was loaded (the form's `base` token)."""
     form = await request.form()
     try:
         c.admin.require(request)
@@ -287,6 +288,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
         numbering = str(form.get("numbering", "")) or None
         time_zone = str(form.get("time_zone", "")).strip() or None
         allocation = str(form.get("allocation", "")).strip() or None
+        base = str(form.get("base", "")) or None  # the rule as the page showed it
         out = await run_in_threadpool(
             lambda: c.change_format(
                 field_id,
@@ -296,6 +298,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
                 numbering=numbering,
                 time_zone=time_zone,
                 allocation=allocation,
+                base=base,
             )
         )
     except AutonumberError as exc:

@@ -5,7 +5,6 @@ from __future__ import annotations
 from datetime import UTC, datetime, tzinfo
 
 from autonumber.catalog import CatalogSnapshot
-from autonumber.commands.fields import field_row
 from autonumber.format import FormatReport, check_format
 from autonumber.format.zones import check_instant, local_time, zone_of
 from autonumber.rules import carried_overrides
@@ -19,7 +18,7 @@ def preview(snapshot: CatalogSnapshot, req: PreviewIn) -> PreviewOut:
     obj, target, scope, token_refs, zone = req.object, None, req.scope, None, req.time_zone
     if req.field:
         name = req.field if "." in req.field or not obj else f"{obj}.{req.field}"
-        row = field_row(snapshot, name, autonumber=False)
+        row = snapshot.stored(name, autonumber=False)
         obj, target, token_refs = row.info.object, row.info.name, row.token_refs
         scope = scope or row.scope
         zone = zone or row.time_zone

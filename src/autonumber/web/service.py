@@ -9,20 +9,19 @@ from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Literal
 
 from autonumber.bulk_import import ImportOptions, ImportSummary, run_import
-from autonumber.catalog import CatalogSnapshot, FieldRow
+from autonumber.catalog import CatalogSnapshot
 from autonumber.commands.audit import gaps_on
-from autonumber.commands.fields import change_field, field_row
+from autonumber.commands.fields import change_field, field_views
 from autonumber.db.objects import key_column
 from autonumber.errors import RecordError
-from autonumber.format import parse_format
 from autonumber.jsonl import Line, read_lines
 from autonumber.rules import RuleEdit
 from autonumber.runtime import Platform
+from autonumber.stored import StoredRule
 
 from .auth import AdminAuth
 from .models import (
     MAX_REJECTED,
-    CounterOut,
     FieldOut,
     GapOut,
     GapsOut,
@@ -32,7 +31,7 @@ from .models import (
     RejectedLine,
 )
 from .preview import preview
-from .state import counter_states, record_types, rows_by_id
+from .state import record_types, rows_by_id
 
 PICKER_LIMIT = 200
 RECORD_TYPE_FIELD = "RecordTypeId"
@@ -89,7 +88,7 @@ class FieldFilter:
     scope: str = ""
     status: str = ""
 
-    def keeps(self, row: FieldRow, quarantined: bool) -> bool:
+    def keeps(self, row: StoredRule, quarantined: bool) -> bool:
         """Whether the field passes every criterion that is set."""
         status = "quarantined" if quarantined else "ok"
         return (
@@ -269,41 +268,17 @@ class Console:
             r
             for obj in sorted(snap.fields)
             for r in snap.fields[obj]
-            if r.format is not None and keep.keeps(r, r.id in snap.quarantined)
+            if r.format is not None and keep.keeps(r, r.field_id in snap.quarantined)
         ]
         return self._described(snap, rows)
 
-    def _described(self, snap: CatalogSnapshot, rows: list[FieldRow]) -> list[FieldOut]:
-        states = counter_states(self.platform.db, [r.id for r in rows])
-        out = []
-        for row in rows:
-            rule = snap.rules.get(row.id)
-            width = rule.format.counter_width if rule else _width(row.format)
-            out.append(
-                FieldOut(
-                    field_id=row.id,
-                    object=row.info.object,
-                    field=row.info.name,
-                    format=row.format or "",
-                    scope=row.scope,
-                    start=row.start,
-                    counter_width=width,
-                    status="quarantined" if row.id in snap.quarantined else "ok",
-                    reason=snap.quarantined.get(row.id),
-                    counters=[
-                        CounterOut(scope_key=s.scope_key, next_value=s.next_value) for s in states[row.id]
-                    ],
-                    numbering="gapless" if row.numbering == "gapless" else "standard",
-                    time_zone=row.time_zone,
-                    allocation=row.allocation,
-                )
-            )
-        return out
+    def _described(self, snap: CatalogSnapshot, rows: list[StoredRule]) -> list[FieldOut]:
+        return field_views(self.platform.db, snap, rows)
 
     def field(self, field_id: str) -> FieldOut:
         """One autonumber field (by id or Object.Field)."""
         snap = self.snapshot
-        [out] = self._described(snap, [field_row(snap, field_id)])
+        [out] = self._described(snap, [snap.stored(field_id)])
         return out
 
     def preview(self, req: PreviewIn) -> PreviewOut:
@@ -320,9 +295,11 @@ class Console:
         numbering: str | None = None,
         time_zone: str | None = None,
         allocation: str | None = None,
+        base: str | None = None,
     ) -> FieldOut:
-        """Change a rule through `autonumber.rules` (what is not given stays); refusals raise."""
-        row = field_row(self.platform.catalog.current(), field_id)
+        """Change a rule through `autonumber.rules` (what is not given stays); refusals raise.
+        `base`: the token of the rule as the admin saw it (FieldOut.token), compared on write."""
+        row = self.platform.catalog.current().stored(field_id)
         edit = RuleEdit(
             row.info.object,
             row.info.name,
@@ -333,7 +310,7 @@ class Console:
             time_zone=time_zone,
             allocation=allocation,
         )
-        done = change_field(self.platform, edit)
+        done = change_field(self.platform, edit, base)
         return self.field(done.field_id)
 
     def gaps(
@@ -348,14 +325,17 @@ class Console:
             checked=report.checked,
             missing=report.missing,
             gaps=[
-                GapOut(scope_key=g.scope_key, first=g.first, last=g.last, count=g.count, reason=g.reason)
+                GapOut(
+                    scope_key=g.scope_key,
+                    first=g.first,
+                    last=g.last,
+                    count=g.count,
+                    reason=g.reason,
+                    numbers=g.numbers,
+                    reserved_at=g.reserved_at,
+                    released_at=g.released_at,
+                    caller=g.caller,
+                )
                 for g in report.gaps
             ],
         )
-
-
-def _width(fmt: str | None) -> int | None:
-    try:
-        return parse_format(fmt or "").counter_width
-    except Exception:
-        return None

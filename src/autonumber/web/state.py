@@ -12,18 +12,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from autonumber.db.objects import key_column
-from autonumber.db.tables import counter_table, system_object, system_record_type
-
-MAX_SCOPES_SHOWN = 20
-
-
-@dataclass(frozen=True)
-class CounterState:
-    """One `_System_AutoNumberCounter` row: the next value a scope hands out."""
-
-    field_id: str
-    scope_key: str
-    next_value: int
+from autonumber.db.tables import system_object, system_record_type
 
 
 @dataclass(frozen=True)
@@ -33,30 +22,6 @@ class RecordTypeOption:
     id: str
     name: str
     code: str | None
-
-
-def counter_states(
-    conn: Connection | Engine, field_ids: Iterable[str], *, per_field: int = MAX_SCOPES_SHOWN
-) -> dict[str, list[CounterState]]:
-    """The counter rows of each field (global first, then the most recently used scopes)."""
-    ids = list(field_ids)
-    out: dict[str, list[CounterState]] = {fid: [] for fid in ids}
-    if not ids:
-        return out
-    t = counter_table
-    stmt = (
-        sa.select(t.c.field_id, t.c.scope_key, t.c.next_value)
-        .where(t.c.field_id.in_(ids))
-        .order_by(t.c.field_id, t.c.last_modified_date.desc(), t.c.scope_key)
-    )
-    with _connection(conn) as c:
-        for row in c.execute(stmt):
-            rows = out[row.field_id]
-            if len(rows) < per_field or row.scope_key == "":
-                rows.append(CounterState(row.field_id, row.scope_key, int(row.next_value)))
-    for rows in out.values():
-        rows.sort(key=lambda s: s.scope_key != "")
-    return out
 
 
 def record_types(conn: Connection | Engine, object_name: str) -> list[RecordTypeOption]:

@@ -37,7 +37,7 @@ STATES = (RESERVED, ROLLED_BACK, FAILED)
 MAX_DETAIL = 255
 _APPEND = sa.insert(J)
 """Built once: a `reserved` line is appended on every reservation."""
-_LINE_COLUMNS = ("field_id", "scope_key", "first_value", "count", "state", "owner", "logged_at")
+_LINE_COLUMNS = ("field_id", "scope_key", "first_value", "count", "state", "owner", "logged_at", "caller")
 log = logging.getLogger(__name__)
 
 
@@ -131,7 +131,7 @@ class Journal:
 
     def params(self) -> dict[str, Any]:
         """The bind parameters `reserved_line` needs besides the reservation's own."""
-        return {"b_owner": self.owner}
+        return {"b_owner": self.owner, "b_caller": self.caller}
 
     def outcome(self, db: Engine, ranges: Sequence[tuple[Range, str, str]]) -> None:
         """Append `rolled_back` / `failed` lines on a connection of their own.
@@ -165,7 +165,7 @@ class Journal:
 def reserved_line(bumped: sa.CTE) -> sa.Insert:
     """The `reserved` line as an INSERT from the increment's returned row (`next_value` after it,
     `last_modified_date` = the clock sample), for a backend that folds it into the increment.
-    Binds: b_field_id, b_scope_key, b_n (as the increment's) and b_owner (`Journal.params`)."""
+    Binds: b_field_id, b_scope_key, b_n (as the increment's), b_owner and b_caller (`Journal.params`)."""
     n = sa.bindparam("b_n", type_=sa.BigInteger)
     values = sa.select(
         sa.bindparam("b_field_id", type_=J.c.field_id.type),
@@ -175,6 +175,7 @@ def reserved_line(bumped: sa.CTE) -> sa.Insert:
         sa.literal(RESERVED, J.c.state.type),
         sa.bindparam("b_owner", type_=J.c.owner.type),
         bumped.c.last_modified_date,
+        sa.bindparam("b_caller", type_=J.c.caller.type),
     )
     return sa.insert(J).from_select(list(_LINE_COLUMNS), values)
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -175,3 +176,32 @@ def test_sets_racing_with_inserts_never_issue_a_number_twice(
     for was, now in moves:  # nothing was issued inside a skipped range
         assert not [v for v in values if was <= v < now], (was, now)
     assert verify(platform.db) == []
+
+
+def spec_file(tmp_path: Path, name: str, body: str) -> Path:
+    path = tmp_path / f"{name}.md"
+    path.write_text(
+        f"---\napiVersion: data-spec/v1\nid: 2026-06-01-{name}\nscope: staging-then-production\n"
+        f"status: pending\n---\n\n## Operations\n\n```yaml\n{body}\n```\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_a_data_spec_sets_the_next_number_once_and_refuses_below_the_floor(
+    platform: Platform, db_url: str, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    platform.records.insert("Case", {"Subject": "before"})
+    ok = spec_file(
+        tmp_path, "jump", "- op: set_next_number\n  object: Case\n  field: CaseNumber\n  next: 5000"
+    )
+    code, out = run_cli(["spec", "apply", str(ok), "--env", "staging", "--db", db_url], capsys)
+    assert code == 0 and "next value 2 → 5000" in out, out
+    assert platform.records.insert("Case", {"Subject": "after"})["CaseNumber"] == "00005000"
+    code, out = run_cli(["spec", "apply", str(ok), "--env", "production", "--db", db_url], capsys)
+    assert code == 0, out  # the same move again (another env on one database): already journaled
+    assert counter(platform.db, "Case.CaseNumber") == 5001
+    low = spec_file(tmp_path, "low", "- op: set_next_number\n  object: Case\n  field: CaseNumber\n  next: 10")
+    code, out = run_cli(["spec", "apply", str(low), "--env", "staging", "--db", db_url], capsys)
+    assert code == 2 and "the lowest allowed is 5001" in out and out.count("\n") == 1, out
+    assert counter(platform.db, "Case.CaseNumber") == 5001

@@ -120,16 +120,44 @@ def set_next(
 ) -> CounterMove:
     """Set the next value of one counter of the field; RuleChangeRefused (nothing changed) when it
     is below the current next value or the floor, or does not fit the counter's width."""
-    name = f"{object_name}.{field_name}"
     with engine.connect() as conn, conn.begin():
         ensure_history_table(conn)
     with dialect_for(engine).named_lock(engine, EDIT_LOCK, EDIT_TIMEOUT), engine.begin() as conn:
-        stored = _rule_of(conn, object_name, field_name)
-        key = _scope_key(conn, name, stored, scope_key)
-        return _move(conn, name, stored, key, next_value)
+        return move_counter(conn, object_name, field_name, next_value, scope_key)
 
 
-def _move(conn: Connection, name: str, stored: StoredRule, key: str, next_value: int) -> CounterMove:
+def move_counter(
+    conn: Connection,
+    object_name: str,
+    field_name: str,
+    next_value: int,
+    scope_key: str | None = None,
+    *,
+    dry_run: bool = False,
+) -> CounterMove:
+    """set_next in the caller's transaction, which holds the edit lock (a data-spec's
+    `set_next_number`); `dry_run`: every check, nothing written (a spec's plan)."""
+    name = f"{object_name}.{field_name}"
+    stored = _rule_of(conn, object_name, field_name)
+    key = _scope_key(conn, name, stored, scope_key)
+    return _move(conn, name, stored, key, next_value, dry_run)
+
+
+def already_moved(
+    conn: Connection, object_name: str, field_name: str, next_value: int, scope_key: str | None
+) -> bool:
+    """Whether a `counter set` to `next_value` of that counter is journaled (a spec run again)."""
+    stored = _rule_of(conn, object_name, field_name)
+    j = reservation_journal
+    stmt = sa.select(j.c.detail).where(
+        j.c.field_id == stored.field_id, j.c.scope_key == (scope_key or ""), j.c.state == MOVED
+    )
+    return any(str(d or "").endswith(f" to {next_value}") for d in conn.execute(stmt).scalars())
+
+
+def _move(
+    conn: Connection, name: str, stored: StoredRule, key: str, next_value: int, dry_run: bool = False
+) -> CounterMove:
     """Lock the row as a reservation does, check, move it (compare-and-set) and journal the skip."""
     t = counter_table
     fid = stored.field_id
@@ -153,8 +181,8 @@ def _move(conn: Connection, name: str, stored: StoredRule, key: str, next_value:
         raise RuleChangeRefused(
             name, f"next value {next_value} does not fit the counter width {width} (largest {10**width - 1})"
         )
-    if next_value == was:
-        return CounterMove(fid, name, key, was, was)
+    if next_value == was or dry_run:
+        return CounterMove(fid, name, key, was, next_value if dry_run else was)
     now = dialect.utc_now(conn)
     moved = conn.execute(
         sa.update(t).where(where, t.c.next_value == was).values(next_value=next_value, last_modified_date=now)

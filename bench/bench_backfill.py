@@ -72,14 +72,16 @@ def _backfill(url: str, batch_size: int) -> dict[str, Any]:
     finally:
         engine.dispose()
     with autonumber.connect(url) as p:
-        began = time.perf_counter()
+        began, cpu = time.perf_counter(), time.process_time()
         result = backfill(p, "Account.Member_No__c", batch_size=batch_size)
-        seconds = time.perf_counter() - began
+        seconds, cpu = time.perf_counter() - began, time.process_time() - cpu
     return {
         "rows": result.rows,
         "batches": result.batches,
         "seconds": seconds,
         "rows_per_s": result.rows / seconds,
+        "client_cpu_seconds": cpu,
+        "load_average": os.getloadavg()[0],
     }
 
 
@@ -105,9 +107,10 @@ def _peer(url: str) -> dict[str, Any] | None:
     return {"rows": rows, "seconds": seconds, "rows_per_s": rows / seconds}
 
 
-def run(urls: list[str], rows: int, batch_size: int) -> list[dict[str, Any]]:
-    """Prepare, backfill and run the peer on every database; print a line each."""
-    out = []
+def run(urls: list[str], rows: int, batch_size: int, path: Path) -> list[dict[str, Any]]:
+    """Prepare, backfill and run the peer on every database; print a line each and rewrite the
+    JSON after each database (a long run keeps what it measured)."""
+    out: list[dict[str, Any]] = []
     for url in urls:
         backend = sa.engine.make_url(url).get_backend_name()
         _prepare(url, rows)
@@ -115,7 +118,8 @@ def run(urls: list[str], rows: int, batch_size: int) -> list[dict[str, Any]]:
         peer = _peer(url)
         print(
             f"{backend}: backfill {mine['rows']} rows in {mine['seconds']:.1f} s = "
-            f"{mine['rows_per_s']:,.0f} rows/s (batches of {batch_size})"
+            f"{mine['rows_per_s']:,.0f} rows/s (batches of {batch_size}; client CPU "
+            f"{mine['client_cpu_seconds']:.1f} s, load average {mine['load_average']:.1f})"
             + (
                 f"; peer single UPDATE {peer['seconds']:.1f} s = {peer['rows_per_s']:,.0f} rows/s"
                 if peer
@@ -126,7 +130,15 @@ def run(urls: list[str], rows: int, batch_size: int) -> list[dict[str, Any]]:
         out.append(
             {"backend": backend, "rows": rows, "batch_size": batch_size, "backfill": mine, "peer": peer}
         )
+        _write(path, out)
     return out
+
+
+def _write(path: Path, runs: list[dict[str, Any]]) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    meta = {"when": datetime.now(UTC).isoformat(), "cpus": os.cpu_count(), "machine": host.machine()}
+    path.write_text(json.dumps({"meta": meta, "runs": runs}, indent=2) + "\n")
+    print(f"wrote {path}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -136,11 +148,7 @@ def main(argv: list[str] | None = None) -> None:
     parser.add_argument("--db", action="append", required=True, help="a SCRATCH database URL (repeatable)")
     parser.add_argument("--out", type=Path, default=RESULTS / "backfill.json")
     args = parser.parse_args(argv)
-    results = run(args.db, args.rows, args.batch_size)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    meta = {"when": datetime.now(UTC).isoformat(), "cpus": os.cpu_count(), "machine": host.machine()}
-    args.out.write_text(json.dumps({"meta": meta, "runs": results}, indent=2) + "\n")
-    print(f"wrote {args.out}")
+    run(args.db, args.rows, args.batch_size, args.out)
 
 
 if __name__ == "__main__":

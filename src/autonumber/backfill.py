@@ -109,8 +109,9 @@ def _batch(
     """Lock the batch's rows still without a number, number them in order and write the numbers."""
     col = table.c[column]
     key = key_column(table)
-    stmt = sa.select(table).where(key.in_(keys), col.is_(None))
-    found = {r._mapping[key.name]: dict(r._mapping) for r in conn.execute(platform.dialect.for_update(stmt))}
+    stmt = sa.select(table).where(key.in_(keys))  # by key only: an IS NULL here picks the column's index
+    locked = conn.execute(platform.dialect.for_update(stmt))
+    found = {r._mapping[key.name]: dict(r._mapping) for r in locked if r._mapping[column] is None}
     rows = [found[k] for k in keys if k in found]
     if not rows:
         return []

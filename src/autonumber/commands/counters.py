@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from autonumber.audit import render_in_scope
-from autonumber.rules.counters import CounterMove, counter_states, set_next
+from autonumber.rules import CounterMove, counter_states, set_next
 from autonumber.runtime import Platform
 
 from . import session

@@ -7,6 +7,7 @@ public API below; `autonumber.setup` holds only the cut-over pipeline built on i
 from autonumber.errors import RuleChangeRefused
 
 from .change import EDIT_LOCK, FieldChange, Plan, RuleRequest, ensure_history_table, plan_requests
+from .counters import CounterMove, CounterState, already_moved, counter_states, move_counter, set_next
 from .fields import (
     add_field,
     apply_requests,
@@ -20,6 +21,8 @@ from .verify import Finding, check, verify
 
 __all__ = [
     "EDIT_LOCK",
+    "CounterMove",
+    "CounterState",
     "FieldChange",
     "Finding",
     "Plan",
@@ -29,13 +32,17 @@ __all__ = [
     "RuleSpec",
     "StoredRule",
     "add_field",
+    "already_moved",
     "apply_requests",
     "carried_overrides",
     "change_rule",
     "check",
     "commit_requests",
+    "counter_states",
     "ensure_history_table",
+    "move_counter",
     "plan_requests",
+    "set_next",
     "set_rule",
     "stored_rule",
     "sync_rules",

@@ -55,9 +55,10 @@ from autonumber.rules import (
     RuleEdit,
     RuleRequest,
     RuleSpec,
+    already_moved,
     check,
+    move_counter,
 )
-from autonumber.rules.counters import already_moved, move_counter
 from autonumber.rules.history import older_by_field
 from autonumber.rules.legacy import LEGACY_NAMES
 from autonumber.rules.scan import pages, scan_rule

@@ -17,8 +17,7 @@ from autonumber.db.objects import key_column
 from autonumber.errors import RecordError
 from autonumber.format import parse_format
 from autonumber.jsonl import Line, read_lines
-from autonumber.rules import RuleEdit
-from autonumber.rules.counters import set_next
+from autonumber.rules import RuleEdit, set_next
 from autonumber.runtime import Platform
 
 from .auth import AdminAuth

@@ -3,8 +3,9 @@
 For each counter scope the values from the lowest known one (the smallest stored or journaled value,
 or `lo`) up to the counter's last issued value (`next_value - 1`, or `hi`) are compared with the
 values the field's column holds. Each missing value gets the reason the reservation journal knows:
-rolled back, insert failed, reserved by a process that died, still held by a running process, or
-unknown (no journal line: reserved before the journal existed, pruned, or the counter was moved).
+rolled back, insert failed, skipped by `autonumber counter set`, reserved by a process that died,
+still held by a running process, or unknown (no journal line: reserved before the journal existed,
+pruned, or the counter was moved).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from sqlalchemy.engine import Connection
 
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
-from autonumber.engine.journal import FAILED, RESERVED, ROLLED_BACK, lines_for, owner_alive, who
+from autonumber.engine.journal import FAILED, MOVED, RESERVED, ROLLED_BACK, lines_for, owner_alive, who
 from autonumber.errors import AutonumberError
 from autonumber.format.scope import COUNTER_MARK
 from autonumber.format.value_patterns import ScanPattern
@@ -145,7 +146,7 @@ class _Reasons:
     """Why a value of one scope is missing, from that scope's journal lines."""
 
     def __init__(self, lines: Sequence[Any]) -> None:
-        reserved = sorted((int(r.first_value), r) for r in lines if r.state == RESERVED)
+        reserved = sorted((int(r.first_value), r) for r in lines if r.state in (RESERVED, MOVED))
         self._starts = [first for first, _ in reserved]
         self._reserved = [line for _, line in reserved]
         self._outcome: dict[int, str] = {}
@@ -190,6 +191,8 @@ class _Reasons:
         line = self._reserved[i]
         if value >= int(line.first_value) + int(line.count):
             return UNKNOWN
+        if line.state == MOVED:
+            return _outcome_text(MOVED, line.detail)
         owner = str(line.owner)
         if owner not in self._alive:
             self._alive[owner] = owner_alive(owner)
@@ -208,6 +211,12 @@ class _Reasons:
 
 
 def _outcome_text(state: str, detail: str | None) -> str:
+    if state == MOVED:
+        return (
+            f"skipped by `autonumber counter set` ({detail})"
+            if detail
+            else "skipped by `autonumber counter set`"
+        )
     if state == FAILED:
         return f"insert failed: {detail}" if detail else "insert failed"
     return "rolled back"

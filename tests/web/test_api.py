@@ -332,3 +332,26 @@ def test_a_change_sent_with_a_stale_base_is_refused_with_409(admin: TestClient) 
     assert stale.status_code == 409, stale.text
     assert "changed by someone else, re-read and retry" in error(stale, 409)["error"]
     assert case()["start"] == 3
+
+
+def test_admin_sets_the_next_number_never_below_what_was_reserved(
+    client: TestClient, admin: TestClient
+) -> None:
+    post(admin, "Case", {"Subject": "one"})
+    [shown] = admin.get("/api/autonumber/fields/Case.CaseNumber/counters").json()["counters"]
+    assert shown == {"scope_key": "", "next_value": 2, "next_number": "00000002", "floor": 2}
+    client.headers.pop("Authorization")
+    error(client.put("/api/autonumber/fields/Case.CaseNumber/counters", json={"next": 500}), 401)
+    client.headers["Authorization"] = "Bearer test-admin-token"
+    r = admin.put("/api/autonumber/fields/Case.CaseNumber/counters", json={"next": 500})
+    assert r.status_code == 200, r.text
+    assert (r.json()["was"], r.json()["now"]) == (2, 500)
+    assert post(admin, "Case", {"Subject": "two"})["CaseNumber"] == "00000500"
+    body = error(admin.put("/api/autonumber/fields/Case.CaseNumber/counters", json={"next": 100}), 409)
+    assert "the lowest allowed is 501" in body["error"]
+    error(admin.put("/api/autonumber/fields/Case.CaseNumber/counters", json={"next": -1}), 422)
+    error(admin.put("/api/autonumber/fields/Case.Subject/counters", json={"next": 5}), 404)
+    assert (
+        admin.get("/api/autonumber/fields/Case.CaseNumber/counters").json()["counters"][0]["next_value"]
+        == 501
+    )

@@ -301,3 +301,19 @@ def test_docs_pages_link_back_and_load_one_small_document_each(pages: TestClient
     assert {"Account", "AccountIn"} <= set(account["components"]["schemas"])
     assert "CaseIn" not in account["components"]["schemas"]
     assert pages.get("/docs/records/Nope").status_code == 404
+
+
+def test_rules_counter_form_sets_the_next_number_for_an_admin_only(
+    pages: TestClient, admin_token: str, sqlite_platform: Platform
+) -> None:
+    r = pages.post("/rules/Case.CaseNumber/counter", data={"next": "700"})  # not logged in: refused
+    assert r.status_code == 303 and r.headers["location"] == "/rules#Case.CaseNumber"
+    assert sqlite_platform.records.insert("Case", {"Subject": "x"})["CaseNumber"] == "00000001"
+    pages.post("/login", data={"token": admin_token})
+    html = pages.get("/rules").text
+    assert 'action="/rules/Case.CaseNumber/counter"' in html and 'for="counter-next-Case-CaseNumber"' in html
+    r = pages.post("/rules/Case.CaseNumber/counter", data={"next": "700"})
+    assert "next value 2 → 700" in pages.get(r.headers["location"]).text
+    r = pages.post("/rules/Case.CaseNumber/counter", data={"next": "7"})
+    assert "the lowest allowed is 700" in pages.get(r.headers["location"]).text
+    assert sqlite_platform.records.insert("Case", {"Subject": "y"})["CaseNumber"] == "00000700"

@@ -6,6 +6,7 @@ import typer
 
 from . import (
     audit_cmd,
+    counter_cmd,
     db_cmd,
     demo_cmd,
     field_cmd,
@@ -47,6 +48,10 @@ GROUP_EXAMPLES = {
     "object": [
         "autonumber object add Shipment__c --field 'Name:text(80)' --field 'AccountId:ref(Account)'",
         "autonumber object adopt Invoice__c --table invoices",
+    ],
+    "counter": [
+        "autonumber counter show Case CaseNumber",
+        "autonumber counter set Case CaseNumber --next 5000",
     ],
     "audit": ["autonumber audit gaps Case.CaseNumber", "autonumber audit prune --older-than 400d"],
 }
@@ -100,5 +105,6 @@ for name, module in (
     ("demo", demo_cmd),
     ("object", object_cmd),
     ("audit", audit_cmd),
+    ("counter", counter_cmd),
 ):
     app.add_typer(module.app, name=name, epilog=examples(GROUP_EXAMPLES[name]))

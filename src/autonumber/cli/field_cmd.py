@@ -64,6 +64,42 @@ AllocationOption = Annotated[
 ]
 
 
+BATCH_DEFAULT = 1000
+BatchOption = Annotated[
+    int,
+    typer.Option(
+        "--batch-size", min=1, max=100_000, help="Rows per backfill batch (one transaction, one reservation)."
+    ),
+]
+
+
+def _backfill(db: str, object_name: str, field: str, batch_size: int) -> None:
+    """Backfill with a Rich bar on a terminal, a plain line per batch elsewhere."""
+    from autonumber.commands import fields
+    from autonumber.progress import RichReporter
+
+    reporter = RichReporter()
+    name = f"{object_name}.{field}"
+    if reporter.console.is_terminal:
+        with reporter.task(f"backfill {name}", None) as advance:
+            seen = [0]
+
+            def tick(done: int, total: int) -> None:
+                advance(done - seen[0])
+                seen[0] = done
+
+            result = fields.backfill_field(db, object_name, field, batch_size, tick)
+    else:
+        result = fields.backfill_field(
+            db,
+            object_name,
+            field,
+            batch_size,
+            lambda done, total: reporter.note(f"  {name}: {done}/{total} row(s)"),
+        )
+    typer.echo(result.line)
+
+
 def _report(rule: RuleSpec, done: FieldChange) -> None:
     for line in done.changes:
         typer.echo(f"  {line}")
@@ -90,11 +126,19 @@ def add_cmd(
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
     allocation: AllocationOption = None,
+    with_backfill: Annotated[
+        bool,
+        typer.Option(
+            "--backfill", help="Then number the rows that exist, in CreatedDate then Id order (resumable)."
+        ),
+    ] = False,
+    batch_size: BatchOption = BATCH_DEFAULT,
     db: DbOption = DEFAULT_URL,
 ) -> None:
-    """Create the column if missing, store the validated rule and seed its counter; existing rows keep NULL.
+    """Create the column if missing, store the validated rule and seed its counter; existing rows keep
+    NULL unless --backfill numbers them.
 
-    Example: autonumber field add Account Member_No__c --format 'MB-{000000}' --start 100
+    Example: autonumber field add Account Member_No__c --format 'MB-{000000}' --start 100 --backfill
     """
     from autonumber.commands import fields
     from autonumber.rules import RuleSpec
@@ -112,6 +156,23 @@ def add_cmd(
     )
     done = fields.create_field(db, rule)
     _report(rule, done)
+    if with_backfill:
+        _backfill(db, object_name, field, batch_size)
+
+
+@app.command("backfill")
+def backfill_cmd(
+    object_name: ObjectArg,
+    field: FieldArg,
+    batch_size: BatchOption = BATCH_DEFAULT,
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """Number the rows of an autonumber field that have no number, in CreatedDate then Id order, a
+    batch per transaction; run it again after an interruption to finish.
+
+    Example: autonumber field backfill Account Member_No__c
+    """
+    _backfill(db, object_name, field, batch_size)
 
 
 @app.command("set")

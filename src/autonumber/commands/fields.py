@@ -14,6 +14,7 @@ from pydantic import BaseModel, Field
 from sqlalchemy.engine import Engine
 
 from autonumber.audit import render_in_scope
+from autonumber.backfill import BackfillResult, Progress, backfill
 from autonumber.catalog import CatalogSnapshot
 from autonumber.db.tables import counter_table
 from autonumber.errors import FormatError, RuleChangedMeanwhile
@@ -31,6 +32,14 @@ def create_field(url: str, rule: RuleSpec) -> FieldChange:
     with opened(url) as engine:
         [done] = commit_requests(engine, [RuleRequest("add", rule)])
     return done
+
+
+def backfill_field(
+    url: str, object_name: str, field_name: str, batch_size: int, progress: Progress | None = None
+) -> BackfillResult:
+    """Number the field's rows that have none, in CreatedDate then Id order (autonumber.backfill)."""
+    with session.platform(url) as p:
+        return backfill(p, f"{object_name}.{field_name}", batch_size=batch_size, progress=progress)
 
 
 def set_field(url: str, edit: RuleEdit) -> FieldChange:

@@ -32,8 +32,9 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.db.tables import reservation_journal
 
 J = reservation_journal
-RESERVED, ROLLED_BACK, FAILED = "reserved", "rolled_back", "failed"
-STATES = (RESERVED, ROLLED_BACK, FAILED)
+RESERVED, ROLLED_BACK, FAILED, MOVED = "reserved", "rolled_back", "failed", "moved"
+STATES = (RESERVED, ROLLED_BACK, FAILED, MOVED)
+"""`moved`: values an admin skipped with `autonumber counter set` (rules/counters.py)."""
 MAX_DETAIL = 255
 _APPEND = sa.insert(J)
 """Built once: a `reserved` line is appended on every reservation."""

@@ -8,6 +8,7 @@ from autonumber.errors import RuleChangeRefused
 from autonumber.stored import StoredRule
 
 from .change import EDIT_LOCK, FieldChange, Plan, RuleRequest, ensure_history_table, plan_requests
+from .counters import CounterMove, CounterState, already_moved, counter_states, move_counter, set_next
 from .fields import (
     add_field,
     apply_requests,
@@ -21,6 +22,8 @@ from .verify import Finding, check, verify
 
 __all__ = [
     "EDIT_LOCK",
+    "CounterMove",
+    "CounterState",
     "FieldChange",
     "Finding",
     "Plan",
@@ -30,13 +33,17 @@ __all__ = [
     "RuleSpec",
     "StoredRule",
     "add_field",
+    "already_moved",
     "apply_requests",
     "carried_overrides",
     "change_rule",
     "check",
     "commit_requests",
+    "counter_states",
     "ensure_history_table",
+    "move_counter",
     "plan_requests",
+    "set_next",
     "set_rule",
     "spec_of",
     "stored_rule",

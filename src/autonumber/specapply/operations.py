@@ -55,7 +55,9 @@ from autonumber.rules import (
     RuleEdit,
     RuleRequest,
     RuleSpec,
+    already_moved,
     check,
+    move_counter,
 )
 from autonumber.rules.history import older_by_field
 from autonumber.rules.legacy import LEGACY_NAMES
@@ -412,6 +414,43 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     )
 
 
+COUNTER_KEYS = frozenset({"object", "field", "next", "scope_key"})
+
+
+def _counter_args(args: Mapping[str, Any]) -> tuple[str, str, int, str | None]:
+    """set_next_number's arguments, checked: object, field, next (an integer), scope_key (optional)."""
+    unknown = sorted(set(args) - COUNTER_KEYS)
+    missing = sorted({"object", "field", "next"} - set(args))
+    if unknown or missing:
+        raise SpecError(
+            f"set_next_number: arguments are object, field, next, scope_key; unknown {unknown or '-'}, "
+            f"missing {missing or '-'}"
+        )
+    nxt = args["next"]
+    if not isinstance(nxt, int) or isinstance(nxt, bool) or not 0 <= nxt < 10**18:
+        raise SpecError(f"set_next_number: next must be an integer from 0 to {10**18 - 1}, got {nxt!r}")
+    key = args.get("scope_key")
+    obj = check_api_name(args["object"], "object name")
+    return obj, check_api_name(args["field"], "field name"), nxt, None if key is None else str(key)
+
+
+def plan_set_next(conn: Connection, args: Mapping[str, Any]) -> list[str]:
+    obj, fld, nxt, key = _counter_args(args)
+    if already_moved(conn, obj, fld, nxt, key):
+        return [f"{obj}.{fld}: next value already set to {nxt} (journaled)"]
+    try:
+        return [move_counter(conn, obj, fld, nxt, key, dry_run=True).line]
+    except AutonumberError as exc:
+        raise SpecError(f"set_next_number: {exc}") from None
+
+
+def run_set_next(conn: Connection, args: Mapping[str, Any]) -> list[str]:
+    obj, fld, nxt, key = _counter_args(args)
+    if already_moved(conn, obj, fld, nxt, key):
+        return []
+    return [move_counter(conn, obj, fld, nxt, key).line]
+
+
 def _object_args(op: str, args: Mapping[str, Any], keys: tuple[str, ...]) -> Mapping[str, Any]:
     if set(args) != set(keys):
         raise SpecError(f"{op}: arguments are {', '.join(keys)}; got {sorted(args)}")
@@ -481,6 +520,12 @@ OPERATIONS: dict[str, OperationType] = {
         OperationType("drop_backups", "drop the legacy backup tables", plan_drop_backups, run_drop_backups),
         OperationType(
             "add_object", "a custom object: metadata and its table", plan_add_object, run_add_object
+        ),
+        OperationType(
+            "set_next_number",
+            "set a counter's next number (autonumber counter set)",
+            plan_set_next,
+            run_set_next,
         ),
         OperationType(
             "adopt_object",

@@ -17,6 +17,9 @@ from autonumber.records import BATCH_SIZE, MAX_OFFSET
 from .models import (
     BulkIn,
     BulkOut,
+    CounterMoveOut,
+    CounterSetIn,
+    CountersOut,
     ErrorOut,
     FieldOut,
     GapsOut,
@@ -212,6 +215,27 @@ def change_field(field_id: str, body: RuleChangeIn, request: Request, c: Console
         allocation=body.allocation,
         base=body.base,
     )
+
+
+@api.get("/autonumber/fields/{field_id}/counters", tags=["autonumber"])
+def field_counters(field_id: str, c: ConsoleDep) -> CountersOut:
+    """The field's counters: next value and number, the floor and the lowest next value a set accepts."""
+    return c.counters(field_id)
+
+
+@api.put(
+    "/autonumber/fields/{field_id}/counters",
+    tags=["admin"],
+    responses={
+        401: {"model": ErrorOut, "description": "no or wrong admin token"},
+        403: {"model": ErrorOut, "description": "AUTONUMBER_ADMIN_TOKEN is not set on the server"},
+    },
+)
+def set_field_counter(field_id: str, body: CounterSetIn, request: Request, c: ConsoleDep) -> CounterMoveOut:
+    """Admin: set the next number as `autonumber counter set` does; 409 with one line when it is below
+    a number the scope ever reserved (nothing changed)."""
+    c.admin.require(request)
+    return c.set_counter(field_id, body.next, body.scope_key)
 
 
 @api.get("/autonumber/fields/{field_id}/gaps", tags=["autonumber"])

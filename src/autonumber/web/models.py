@@ -136,6 +136,48 @@ class RuleChangeIn(BaseModel):
     )
 
 
+class CounterSetIn(BaseModel):
+    """Set the next number of one counter (admin), as `autonumber counter set` does."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    next: int = Field(ge=0, le=10**18 - 1, description="the next number to hand out")
+    scope_key: str | None = Field(
+        None, max_length=64, description="the counter of a per_day/per_prefix field (global: omit)"
+    )
+
+
+class CounterLineOut(BaseModel):
+    """One counter row: its next value, the number it prints as (null when that depends on the
+    record) and the floor (one past the greatest value the scope ever reserved: the lowest next
+    value a set accepts)."""
+
+    scope_key: str
+    next_value: int
+    next_number: str | None
+    floor: int
+
+
+class CountersOut(BaseModel):
+    """A field's counters (`autonumber counter show`)."""
+
+    field_id: str
+    field: str
+    scope: str
+    counters: list[CounterLineOut]
+
+
+class CounterMoveOut(BaseModel):
+    """What a counter set did: the next value before and after (equal: nothing changed)."""
+
+    field_id: str
+    field: str
+    scope_key: str
+    was: int
+    now: int
+    message: str
+
+
 class GapOut(BaseModel):
     """A run of counter values the counter moved past that no stored record carries."""
 

@@ -306,6 +306,22 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
     return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")
 
 
+@pages.post("/rules/{field_id}/counter", response_class=HTMLResponse)
+async def save_counter(request: Request, field_id: str, c: ConsoleDep) -> Response:
+    """Set a counter's next number like `autonumber counter set` (admin; refusals change nothing)."""
+    form = await request.form()
+    try:
+        c.admin.require(request)
+        text = str(form.get("next", "")).strip()
+        if not text.isdigit():
+            raise RecordError(f"{field_id}: next number {text!r} is not a whole number ≥ 0")
+        key = form.get("scope_key")
+        out = await run_in_threadpool(c.set_counter, field_id, int(text), None if key is None else str(key))
+    except AutonumberError as exc:
+        return redirect(f"/rules#{field_id}", f"error: {exc}")
+    return redirect(f"/rules#{out.field_id}", out.message)
+
+
 @pages.post("/rules/objects/new", response_class=HTMLResponse)
 async def save_object(request: Request, c: ConsoleDep) -> Response:
     """Create a custom object (`Name:type` field specs, one per line) like `autonumber object add`."""

@@ -11,17 +11,21 @@ from typing import Any, BinaryIO, Literal
 from autonumber.bulk_import import ImportOptions, ImportSummary, run_import
 from autonumber.catalog import CatalogSnapshot
 from autonumber.commands.audit import gaps_on
+from autonumber.commands.counters import counters_on
 from autonumber.commands.fields import change_field, field_views
 from autonumber.db.objects import key_column
 from autonumber.errors import RecordError
 from autonumber.jsonl import Line, read_lines
-from autonumber.rules import RuleEdit
+from autonumber.rules import RuleEdit, set_next
 from autonumber.runtime import Platform
 from autonumber.stored import StoredRule
 
 from .auth import AdminAuth
 from .models import (
     MAX_REJECTED,
+    CounterLineOut,
+    CounterMoveOut,
+    CountersOut,
     FieldOut,
     GapOut,
     GapsOut,
@@ -312,6 +316,26 @@ class Console:
         )
         done = change_field(self.platform, edit, base)
         return self.field(done.field_id)
+
+    def counters(self, field_id: str) -> CountersOut:
+        """A field's counters with their floors (`autonumber counter show`)."""
+        row = self.snapshot.stored(field_id)
+        report = counters_on(self.platform, row.info.object, row.info.name)
+        lines = [CounterLineOut(**vars(c)) for c in report.counters]
+        return CountersOut(field_id=report.field_id, field=report.field, scope=report.scope, counters=lines)
+
+    def set_counter(self, field_id: str, next_value: int, scope_key: str | None) -> CounterMoveOut:
+        """Set a counter's next number (`autonumber counter set`); refusals raise RuleChangeRefused."""
+        row = self.snapshot.stored(field_id)
+        move = set_next(self.platform.db, row.info.object, row.info.name, next_value, scope_key)
+        return CounterMoveOut(
+            field_id=move.field_id,
+            field=move.field,
+            scope_key=move.scope_key,
+            was=move.was,
+            now=move.now,
+            message=move.line,
+        )
 
     def gaps(
         self, field_id: str, scope_key: str | None = None, lo: int | None = None, hi: int | None = None

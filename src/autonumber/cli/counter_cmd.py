@@ -1,0 +1,83 @@
+"""`autonumber counter show|set`: a field's counters and setting its next number (docs/changing-rules.md)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import asdict
+from typing import TYPE_CHECKING, Annotated
+
+import typer
+
+from .common import DEFAULT_URL, MAX_COUNTER, DbOption, console
+from .field_cmd import FieldArg, ObjectArg
+
+if TYPE_CHECKING:
+    from autonumber.commands.counters import CounterReport
+
+app = typer.Typer(
+    rich_markup_mode=None,
+    help="Show a field's counters and set its next number (never below what it ever reserved).",
+    no_args_is_help=True,
+)
+
+
+@app.command("show")
+def show_cmd(
+    object_name: ObjectArg,
+    field: FieldArg,
+    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """Each counter of the field: next value, the number it prints as and the floor (one past the
+    greatest value the scope ever reserved: the lowest next value `counter set` accepts).
+
+    Example: autonumber counter show Case CaseNumber
+    """
+    from autonumber.commands import counters
+
+    report = counters.show_counters(db, object_name, field)
+    if as_json:
+        typer.echo(json.dumps(asdict(report), ensure_ascii=False))
+        return
+    _print(report)
+
+
+def _print(report: CounterReport) -> None:
+    from rich.table import Table
+
+    table = Table(title=f"{report.field} ({report.field_id}, {report.scope})")
+    for head in ("scope key", "next value", "next number", "floor (lowest allowed next)"):
+        table.add_column(head, overflow="fold")
+    for c in report.counters:
+        table.add_row(c.scope_key or "global", str(c.next_value), c.next_number or "?", str(c.floor))
+    console().print(table)
+
+
+@app.command("set")
+def set_cmd(
+    object_name: ObjectArg,
+    field: FieldArg,
+    next_value: Annotated[
+        int,
+        typer.Option(
+            "--next", min=0, max=MAX_COUNTER, help="The next number to hand out.", show_default=False
+        ),
+    ],
+    scope_key: Annotated[
+        str | None,
+        typer.Option(
+            "--scope-key",
+            help="The counter of a per_day/per_prefix field (see `counter show`).",
+            show_default=False,
+        ),
+    ] = None,
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """Set the next number of a field's counter; refused when it is below a number the scope ever
+    reserved. The values skipped are journaled (the gap audit names them).
+
+    Example: autonumber counter set Case CaseNumber --next 5000
+    """
+    from autonumber.commands import counters
+
+    typer.echo(counters.set_counter(db, object_name, field, next_value, scope_key).line)

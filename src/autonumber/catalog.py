@@ -37,7 +37,7 @@ from autonumber.format import (
     parse_format,
     validate_format,
 )
-from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
+from autonumber.format.tokens import DATE_SOURCES, FISCAL_MONTHS, NUMBERING, ON_CHANGE
 from autonumber.format.zones import zone_of
 from autonumber.identifiers import check_api_name
 
@@ -58,6 +58,7 @@ class Rule:
     token_refs: tuple[TokenRef, ...]
     numbering: str = "standard"
     time_zone: str = "UTC"
+    fiscal_year_start: int = 1
 
     @property
     def name(self) -> str:
@@ -76,7 +77,23 @@ class Rule:
 
     def scope_key(self, at: datetime, cross: Mapping[str, str] | None = None) -> str:
         """The counter scope key for a clock sample, on this field's calendar."""
-        return self.format.scope_key(self.scope, at, cross, zone=self.zone)
+        return self.format.scope_key(
+            self.scope, at, cross, zone=self.zone, fiscal_year_start=self.fiscal_year_start
+        )
+
+    def render(
+        self, counter: int, at: datetime, cross: Mapping[str, str] | None = None, scope_key: str = ""
+    ) -> str:
+        """One value of this field: the format on the field's calendar (zone, fiscal year)."""
+        return self.format.render(
+            counter,
+            at,
+            cross,
+            field_id=self.field_id,
+            scope_key=scope_key,
+            zone=self.zone,
+            fiscal_year_start=self.fiscal_year_start,
+        )
 
 
 @dataclass(frozen=True)
@@ -93,6 +110,7 @@ class FieldRow:
     time_zone: str = "UTC"
     date_src: str = "assigned_at"
     on_change: str = "keep_existing"
+    fiscal_year_start: int = 1
 
 
 @dataclass
@@ -233,6 +251,7 @@ def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[
                 row.auto_number_time_zone,
                 row.auto_number_date_src,
                 row.auto_number_on_change,
+                row.auto_number_fiscal_year_start,
             )
         )
     return objects, fields
@@ -257,6 +276,7 @@ def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[Fiel
                         row.time_zone,
                         row.date_src,
                         row.on_change,
+                        row.fiscal_year_start,
                     )
                 ).encode()
             )
@@ -293,6 +313,7 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
         tuple(refs),
         row.numbering,
         row.time_zone,
+        row.fiscal_year_start,
     )
 
 
@@ -306,6 +327,10 @@ def _check_policy(row: FieldRow) -> None:
     ):
         if value not in allowed:
             raise ValueError(f"stored {column} {value!r} is not one of {', '.join(allowed)}")
+    if row.fiscal_year_start not in FISCAL_MONTHS:
+        raise ValueError(
+            f"stored auto_number_fiscal_year_start {row.fiscal_year_start!r} is not a month 1-12"
+        )
 
 
 def _overrides(token_refs: str | None) -> list[Mapping[str, Any]] | None:

@@ -83,7 +83,7 @@ def rule_of(fmt: str, source: str, catalog: MemoryCatalog = CAT, **kw: Any) -> i
         ("AUTO-", "Account", 1),
         ("{0000}-{0000}", "Account", 1),
         ("{YYYY}", "Account", 1),
-        ("{HH}-{0000}", "Account", 0),
+        ("{hh}-{0000}", "Account", 0),
         ("{Account.Unknown}-{0000}", "Contract", 4),
         ("{NoSuchObject.Field}-{0000}", "Contract", 4),
         ("{Account.SomeFormula__c}-{0000}", "Contract", 6),

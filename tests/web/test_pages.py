@@ -211,7 +211,14 @@ def test_rules_editor_is_labelled_and_only_for_an_admin(
     editor = html[html.index('data-field="Case.CaseNumber"') :]
     editor = editor[: editor.index("</form>")]
     inputs = re.findall(r'<(?:input|select) id="([^"]+)" name="(\w+)"', editor)
-    assert [name for _, name in inputs] == ["format", "scope", "start", "numbering", "time_zone"]
+    assert [name for _, name in inputs] == [
+        "format",
+        "scope",
+        "start",
+        "numbering",
+        "time_zone",
+        "fiscal_year_start",
+    ]
     for input_id, _ in inputs:
         assert f'<label for="{input_id}">' in editor
 

@@ -53,10 +53,23 @@ TimeZoneOption = Annotated[
 ]
 
 
+FiscalOption = Annotated[
+    int | None,
+    typer.Option(
+        "--fiscal-year-start",
+        metavar="MONTH",
+        help="Month 1-12 a fiscal year starts on, for {FYYYY}/{FYY}. Default: 1 (the calendar "
+        "year), or the stored month for `set`.",
+        show_default=False,
+    ),
+]
+
+
 def _report(rule: RuleSpec, done: FieldChange) -> None:
     for line in done.changes:
         typer.echo(f"  {line}")
     extra = "".join(f", {v}" for v in (rule.numbering, rule.time_zone) if v not in ("standard", "UTC"))
+    extra += f", fiscal year from month {rule.fiscal_year_start}" if rule.fiscal_year_start != 1 else ""
     typer.echo(
         f"{rule.name} ({done.field_id}): {rule.format} ({rule.scope}, start {rule.start}{extra}); "
         "verify passed"
@@ -77,6 +90,7 @@ def add_cmd(
     ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
+    fiscal_year_start: FiscalOption = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Create the column if missing, store the validated rule and seed its counter; existing rows keep NULL.
@@ -95,6 +109,7 @@ def add_cmd(
         length=length,
         numbering=numbering or "standard",
         time_zone=time_zone or "UTC",
+        fiscal_year_start=1 if fiscal_year_start is None else fiscal_year_start,
     )
     done = fields.create_field(db, rule)
     _report(rule, done)
@@ -117,6 +132,7 @@ def set_cmd(
     ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
+    fiscal_year_start: FiscalOption = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Change an autonumber field's rule (also repairs a quarantined one): stored values stay valid,
@@ -128,7 +144,14 @@ def set_cmd(
     from autonumber.rules import RuleEdit
 
     edit = RuleEdit(
-        object_name, field, format=fmt, scope=scope, start=start, numbering=numbering, time_zone=time_zone
+        object_name,
+        field,
+        format=fmt,
+        scope=scope,
+        start=start,
+        numbering=numbering,
+        time_zone=time_zone,
+        fiscal_year_start=fiscal_year_start,
     )
     done = fields.set_field(db, edit)
     assert done.rule is not None  # a planned set always resolves its rule

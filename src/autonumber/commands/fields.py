@@ -77,6 +77,7 @@ class FieldView:
     time_zone: str
     quarantined: str | None
     counters: list[CounterView]
+    fiscal_year_start: int = 1
 
 
 def describe_fields(url: str, object_name: str | None = None, field: str | None = None) -> list[FieldView]:
@@ -114,4 +115,5 @@ def _view(snap: CatalogSnapshot, row: FieldRow, counters: list[tuple[str, int]])
         row.time_zone,
         snap.quarantined.get(row.id),
         [CounterView(k, n, None if rule is None else render_in_scope(rule, k, n)) for k, n in counters],
+        fiscal_year_start=row.fiscal_year_start,
     )

@@ -134,14 +134,7 @@ class Engine:
                 detached.append(Range(rule.field_id, res.scope_key, res.first + offset, len(indices)))
             at = res.assigned_at
             for j, idx in enumerate(indices):
-                out[idx] = rule.format.render(
-                    res.first + offset + j,
-                    res.assigned_at,
-                    values,
-                    field_id=rule.field_id,
-                    scope_key=res.scope_key,
-                    zone=rule.zone,
-                )
+                out[idx] = rule.render(res.first + offset + j, res.assigned_at, values, res.scope_key)
         assert at is not None
         return Assigned(out, at, detached)
 

@@ -25,7 +25,13 @@ TAXONOMY_OBJECT = "RecordType"
 
 RECORD_TYPE_FK = "RecordTypeId"
 
-VALID_TOKENS = "{0…0} (counter, 1-18 zeros), {YYYY}, {YY}, {MM}, {DD}, {Object.Field}, {RecordType.Field}"
+VALID_TOKENS = (
+    "{0…0} (counter, 1-18 zeros), {YYYY}, {YY}, {MM}, {DD}, {HH}, {mm}, {ss}, {FYYYY}, {FYY}, "
+    "{Object.Field}, {Object.Field|default}, {RecordType.Field}"
+)
+
+FISCAL_MONTHS = range(1, 13)
+"""A fiscal year starts on the first day of one of these months (1: the calendar year)."""
 
 
 class TokenKind(enum.Enum):
@@ -37,27 +43,50 @@ class TokenKind(enum.Enum):
     YEAR2 = "YY"
     MONTH = "MM"
     DAY = "DD"
+    HOUR = "HH"
+    MINUTE = "mm"
+    SECOND = "ss"
+    FISCAL4 = "FYYYY"
+    FISCAL2 = "FYY"
     CROSS = "cross"
     TAXONOMY = "taxonomy"
 
     @property
     def is_date(self) -> bool:
-        """True for the four date tokens."""
+        """True for the date and time tokens (everything read off the rule's clock)."""
         return self in _DATE_KINDS
 
 
-_DATE_KINDS = frozenset({TokenKind.YEAR4, TokenKind.YEAR2, TokenKind.MONTH, TokenKind.DAY})
+_DATE_KINDS = frozenset(
+    {
+        TokenKind.YEAR4,
+        TokenKind.YEAR2,
+        TokenKind.MONTH,
+        TokenKind.DAY,
+        TokenKind.HOUR,
+        TokenKind.MINUTE,
+        TokenKind.SECOND,
+        TokenKind.FISCAL4,
+        TokenKind.FISCAL2,
+    }
+)
+TIME_KINDS = frozenset({TokenKind.HOUR, TokenKind.MINUTE, TokenKind.SECOND})
 DATE_NAMES: dict[str, TokenKind] = {k.value: k for k in _DATE_KINDS}
 
 
 @dataclass(frozen=True)
 class CrossRef:
-    """A `{Object.Field}` token; `taxonomy` when the object is `RecordType` (docs/cross-record.md)."""
+    """A `{Object.Field}` token; `taxonomy` when the object is `RecordType` (docs/cross-record.md).
+
+    `literal` is always the canonical `{Object.Field}` (what token refs and overrides name);
+    `default` the text shown when the chain yields no value (`{Object.Field|XX}`; None: fail closed).
+    """
 
     literal: str
     object: str
     field: str
     taxonomy: bool
+    default: str | None = None
 
     @property
     def key(self) -> str:

@@ -24,6 +24,7 @@ from autonumber.format import (
     parse_format,
     validate_format,
 )
+from autonumber.format.dates import check_fiscal_year_start
 from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
 from autonumber.format.zones import UnknownTimeZone, zone_of
 
@@ -43,6 +44,8 @@ class RuleSpec:
     length: int | None = None
     numbering: str = "standard"
     time_zone: str = "UTC"
+    fiscal_year_start: int = 1
+    """The month (1-12) a fiscal year starts on, for {FYYYY}/{FYY} (1: the calendar year)."""
 
     @property
     def name(self) -> str:
@@ -97,6 +100,10 @@ class StoredRule:
         return str(self.values.get("auto_number_time_zone") or "UTC")
 
     @property
+    def fiscal_year_start(self) -> int:
+        return int(self.values.get("auto_number_fiscal_year_start") or 1)
+
+    @property
     def token_refs(self) -> str | None:
         refs = self.values.get("auto_number_token_refs")
         return None if refs is None else str(refs)
@@ -115,6 +122,7 @@ class StoredRule:
             overrides=tuple(json.loads(self.token_refs)) if self.token_refs else (),
             numbering=self.numbering,
             time_zone=self.time_zone,
+            fiscal_year_start=self.fiscal_year_start,
         )
 
 
@@ -132,6 +140,7 @@ class RuleEdit:
     time_zone: str | None = None
     length: int | None = None
     """Refused when given: a column's length is chosen when the field is added."""
+    fiscal_year_start: int | None = None
 
     @property
     def name(self) -> str:
@@ -148,6 +157,9 @@ class RuleEdit:
             start=was.start if self.start is None else self.start,
             numbering=was.numbering if self.numbering is None else self.numbering,
             time_zone=was.time_zone if self.time_zone is None else self.time_zone,
+            fiscal_year_start=(
+                was.fiscal_year_start if self.fiscal_year_start is None else self.fiscal_year_start
+            ),
         )
         return replace(spec, overrides=carried_overrides(stored.token_refs, spec.format))
 
@@ -200,6 +212,7 @@ def check_enums(spec: RuleSpec) -> None:
             )
     if spec.start < 0:
         raise FormatError(2, f"{spec.name}: start {spec.start} must be ≥ 0", format=spec.format)
+    check_fiscal_year_start(spec.fiscal_year_start, spec.name)
     try:
         zone_of(spec.time_zone)
     except UnknownTimeZone as exc:
@@ -269,6 +282,7 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
         "auto_number_token_refs": canonicalize_token_refs(refs) if refs else None,
         "auto_number_numbering": spec.numbering,
         "auto_number_time_zone": spec.time_zone,
+        "auto_number_fiscal_year_start": spec.fiscal_year_start,
     }
 
 
@@ -318,6 +332,7 @@ def _describe(spec: RuleSpec) -> str:
     """`per_day`, plus the numbering policy and time zone when they are not the defaults."""
     extra = [spec.numbering] if spec.numbering != "standard" else []
     extra += [spec.time_zone] if spec.time_zone != "UTC" else []
+    extra += [f"fiscal year from month {spec.fiscal_year_start}"] if spec.fiscal_year_start != 1 else []
     return ", ".join([spec.scope, *extra])
 
 

@@ -168,7 +168,7 @@ _COLUMNS = {
     "Objects": (("object", "table", "fields"), ()),
     "Autonumber Fields": (
         ("object", "field", "format", "start", "scope", "token refs", "length"),
-        ("notes", "date source", "on change", "numbering", "time zone"),
+        ("notes", "date source", "on change", "numbering", "time zone", "fiscal year start"),
     ),
     "RecordType Codes": (("object", "DeveloperName", "RecordTypeCode"), ()),
 }
@@ -306,6 +306,7 @@ def _rule(row: _Row, where: _Where) -> RuleSpec:
         length=_int(c["length"], "length", sec, row.line, where),
         numbering=c.get("numbering") or "standard",
         time_zone=c.get("time zone") or "UTC",
+        fiscal_year_start=_int(c.get("fiscal year start") or "1", "fiscal year start", sec, row.line, where),
     )
     try:
         check_enums(spec)

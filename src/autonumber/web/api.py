@@ -203,7 +203,13 @@ def change_field(field_id: str, body: RuleChangeIn, request: Request, c: Console
     """Admin: change a rule as `autonumber field set` does; 409 with one line when it is refused."""
     c.admin.require(request)
     return c.change_format(
-        field_id, body.format, body.scope, body.start, numbering=body.numbering, time_zone=body.time_zone
+        field_id,
+        body.format,
+        body.scope,
+        body.start,
+        numbering=body.numbering,
+        time_zone=body.time_zone,
+        fiscal_year_start=body.fiscal_year_start,
     )
 
 

@@ -93,6 +93,7 @@ class FieldOut(BaseModel):
         "gap); gapless: taken inside it, the counter row locked until it ends",
     )
     time_zone: str = Field("UTC", description="IANA zone whose calendar dates the numbers")
+    fiscal_year_start: int = Field(1, description="month 1-12 a fiscal year starts on ({FYYYY}/{FYY})")
 
 
 class PreviewIn(BaseModel):
@@ -110,6 +111,9 @@ class PreviewIn(BaseModel):
     )
     time_zone: str | None = Field(
         None, description="IANA zone for the date tokens (default: the field's, else UTC)"
+    )
+    fiscal_year_start: int | None = Field(
+        None, description="month 1-12 a fiscal year starts on (default: the field's, else 1)"
     )
     values: dict[str, str] = Field(
         default_factory=dict,
@@ -146,6 +150,9 @@ class RuleChangeIn(BaseModel):
     )
     numbering: Literal["standard", "gapless"] | None = Field(None, description="default: unchanged")
     time_zone: str | None = Field(None, max_length=64, description="IANA zone; default: unchanged")
+    fiscal_year_start: int | None = Field(
+        None, description="month 1-12 a fiscal year starts on ({FYYYY}/{FYY}); default: unchanged"
+    )
 
 
 class GapOut(BaseModel):

@@ -286,6 +286,9 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
             raise RecordError(f"{field_id}: start {start!r} is not a whole number ≥ 0")
         numbering = str(form.get("numbering", "")) or None
         time_zone = str(form.get("time_zone", "")).strip() or None
+        fiscal = str(form.get("fiscal_year_start", "")).strip()
+        if fiscal and not fiscal.isdigit():
+            raise RecordError(f"{field_id}: fiscal year start {fiscal!r} is not a month 1-12")
         out = await run_in_threadpool(
             lambda: c.change_format(
                 field_id,
@@ -294,6 +297,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
                 int(start) if start else None,
                 numbering=numbering,
                 time_zone=time_zone,
+                fiscal_year_start=int(fiscal) if fiscal else None,
             )
         )
     except AutonumberError as exc:

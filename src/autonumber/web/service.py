@@ -295,6 +295,7 @@ class Console:
                     ],
                     numbering="gapless" if row.numbering == "gapless" else "standard",
                     time_zone=row.time_zone,
+                    fiscal_year_start=row.fiscal_year_start,
                 )
             )
         return out
@@ -318,6 +319,7 @@ class Console:
         *,
         numbering: str | None = None,
         time_zone: str | None = None,
+        fiscal_year_start: int | None = None,
     ) -> FieldOut:
         """Change a rule through `autonumber.rules` (what is not given stays); refusals raise."""
         row = field_row(self.platform.catalog.current(), field_id)
@@ -329,6 +331,7 @@ class Console:
             start=start,
             numbering=numbering,
             time_zone=time_zone,
+            fiscal_year_start=fiscal_year_start,
         )
         done = change_field(self.platform, edit)
         return self.field(done.field_id)

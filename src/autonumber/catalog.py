@@ -11,7 +11,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from functools import cached_property
 from typing import Any
@@ -38,6 +38,7 @@ from autonumber.format import (
     validate_format,
 )
 from autonumber.format.tokens import DATE_SOURCES, FISCAL_MONTHS, NUMBERING, ON_CHANGE
+from autonumber.format.validate import validate_date_source
 from autonumber.format.zones import zone_of
 from autonumber.identifiers import check_api_name
 
@@ -59,11 +60,24 @@ class Rule:
     numbering: str = "standard"
     time_zone: str = "UTC"
     fiscal_year_start: int = 1
+    date_field: str | None = None
+    """The record's own date/datetime field that dates its numbers (None: the database clock)."""
+    pinned_date: datetime | None = None
+    """A record's date this copy of the rule keys and renders with instead of the clock
+    (`pinned`); set only on the per-reservation copies the engine makes."""
 
     @property
     def name(self) -> str:
         """`Object.Field`."""
         return f"{self.object_name}.{self.field_name}"
+
+    def pinned(self, at: datetime) -> Rule:
+        """This rule dated by a record's own date `at` instead of the reservation's clock sample."""
+        return replace(self, pinned_date=at)
+
+    def date_of(self, clock: datetime) -> datetime:
+        """The instant the numbers show and count by: the pinned record date, else the clock."""
+        return clock if self.pinned_date is None else self.pinned_date
 
     @property
     def gapless(self) -> bool:
@@ -78,7 +92,7 @@ class Rule:
     def scope_key(self, at: datetime, cross: Mapping[str, str] | None = None) -> str:
         """The counter scope key for a clock sample, on this field's calendar."""
         return self.format.scope_key(
-            self.scope, at, cross, zone=self.zone, fiscal_year_start=self.fiscal_year_start
+            self.scope, self.date_of(at), cross, zone=self.zone, fiscal_year_start=self.fiscal_year_start
         )
 
     def render(
@@ -87,7 +101,7 @@ class Rule:
         """One value of this field: the format on the field's calendar (zone, fiscal year)."""
         return self.format.render(
             counter,
-            at,
+            self.date_of(at),
             cross,
             field_id=self.field_id,
             scope_key=scope_key,
@@ -111,6 +125,7 @@ class FieldRow:
     date_src: str = "assigned_at"
     on_change: str = "keep_existing"
     fiscal_year_start: int = 1
+    date_field: str | None = None
 
 
 @dataclass
@@ -252,6 +267,7 @@ def _read_rows(conn: Connection) -> tuple[dict[str, ObjectInfo], dict[str, list[
                 row.auto_number_date_src,
                 row.auto_number_on_change,
                 row.auto_number_fiscal_year_start,
+                row.auto_number_date_field,
             )
         )
     return objects, fields
@@ -277,6 +293,7 @@ def version_of(objects: Mapping[str, ObjectInfo], fields: Mapping[str, list[Fiel
                         row.date_src,
                         row.on_change,
                         row.fiscal_year_start,
+                        row.date_field,
                     )
                 ).encode()
             )
@@ -303,6 +320,7 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
     if row.token_refs and canonicalize_token_refs(refs) != stored:
         raise ValueError("stored auto_number_token_refs differ from the refs derived from the format")
     zone_of(row.time_zone)
+    validate_date_source(fmt, row.info.object, row.date_src, row.date_field, snapshot)
     return Rule(
         row.id,
         row.info.object,
@@ -314,6 +332,7 @@ def build_rule(row: FieldRow, snapshot: CatalogSnapshot) -> Rule:
         row.numbering,
         row.time_zone,
         row.fiscal_year_start,
+        row.date_field if row.date_src == "custom_field" else None,
     )
 
 

@@ -195,12 +195,12 @@ def test_numbering_and_time_zone_columns(text: str) -> None:
             parse_spec(_with_policy_columns(text, cells), "copy.md")
 
 
-def _with_fiscal_column(text: str, case_cell: str) -> str:
-    """The spec with a `fiscal year start` column, Case.CaseNumber's cell set to `case_cell`."""
+def _with_fiscal_column(text: str, case_cell: str, column: str = "fiscal year start") -> str:
+    """The spec with one more column (`fiscal year start`), Case.CaseNumber's cell set to `case_cell`."""
     out, inside = [], False
     for line in text.splitlines(keepends=True):
         if line.startswith("| object | field | format |"):
-            inside, line = True, line.rstrip("\n") + " fiscal year start |\n"
+            inside, line = True, line.rstrip("\n") + f" {column} |\n"
         elif inside and line.startswith("|---"):
             line = line.rstrip("\n") + "---|\n"
         elif inside and line.startswith("| "):
@@ -220,3 +220,12 @@ def test_fiscal_year_start_column(text: str) -> None:
         parse_spec(_with_fiscal_column(text, "13"), "copy.md")
     with pytest.raises(SpecError, match="fiscal year start must be an integer"):
         parse_spec(_with_fiscal_column(text, "April"), "copy.md")
+
+
+def test_date_source_column(text: str) -> None:
+    spec = parse_spec(_with_fiscal_column(text, "ClosedDate", "date source"), "copy.md")
+    case = spec.rule("Case.CaseNumber")
+    assert (case.date_src, case.date_field, case.date_source) == ("custom_field", "ClosedDate", "ClosedDate")
+    created = parse_spec(_with_fiscal_column(text, "CreatedDate", "date source"), "copy.md")
+    assert created.rule("Case.CaseNumber").date_src == "created_date"
+    assert spec.rule("Account.Account_ID__c").date_src == "assigned_at"

@@ -1,6 +1,7 @@
-"""Migration 4 (the fiscal-year rule column): a 0.2.0 database upgraded by `autonumber db upgrade`
-gets the column with every stored rule at the calendar year, and `field set --fiscal-year-start`
-then works; on a database at version 2 with the guard trigger, the re-created trigger covers it."""
+"""Migration 4 (the fiscal-year and date-field rule columns): a 0.2.0 database upgraded by
+`autonumber db upgrade` gets them with every stored rule at the calendar year and the clock, and
+`field set --fiscal-year-start` then works; on a database at version 2 with the guard trigger, the
+re-created trigger covers them."""
 
 from __future__ import annotations
 
@@ -41,8 +42,9 @@ def test_a_020_database_gets_the_fiscal_year_column(db_url: str, capsys: pytest.
     assert load("0.2.0", db_url) > 0
     assert COLUMN not in _columns(db_url)
     changes = setup.upgrade_schema(db_url)
-    assert f"added column _System_Field.{COLUMN}" in changes
-    assert COLUMN in _columns(db_url)
+    for name in RULE_CALENDAR_COLUMNS:
+        assert f"added column _System_Field.{name}" in changes
+        assert name in _columns(db_url)
     engine = create_engine(db_url)
     with engine.connect() as conn:
         starts = conn.execute(

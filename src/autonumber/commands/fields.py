@@ -14,6 +14,7 @@ from autonumber.audit import render_in_scope
 from autonumber.catalog import CatalogSnapshot, FieldRow
 from autonumber.db.tables import counter_table
 from autonumber.errors import UnknownField
+from autonumber.format.validate import describe_date_source
 from autonumber.rules import FieldChange, RuleEdit, RuleRequest, RuleSpec, commit_requests, set_rule
 from autonumber.runtime import Platform
 
@@ -78,6 +79,7 @@ class FieldView:
     quarantined: str | None
     counters: list[CounterView]
     fiscal_year_start: int = 1
+    date_source: str = "clock"
 
 
 def describe_fields(url: str, object_name: str | None = None, field: str | None = None) -> list[FieldView]:
@@ -116,4 +118,5 @@ def _view(snap: CatalogSnapshot, row: FieldRow, counters: list[tuple[str, int]])
         snap.quarantined.get(row.id),
         [CounterView(k, n, None if rule is None else render_in_scope(rule, k, n)) for k, n in counters],
         fiscal_year_start=row.fiscal_year_start,
+        date_source=describe_date_source(row.date_src, row.date_field),
     )

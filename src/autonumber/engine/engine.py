@@ -17,6 +17,7 @@ from .combining import Combiner
 from .gapless import reserve_gapless
 from .journal import Range
 from .livemax import live_max_reader
+from .record_dates import record_dates
 from .reservation import Hooks, Reservation, Reserver
 from .resolve import Resolver
 from .retry import DEFAULT_MAX_RETRIES, RetryPolicy
@@ -113,30 +114,40 @@ class Engine:
         rule = snapshot.rule(field)
         if not records:
             return Assigned([], None)
+        dates = record_dates(rule, records)  # before any reservation: a missing date takes none
         keys = {ref.key for ref in rule.token_refs}
         if cross is None or len(cross) != len(records) or any(set(v) != keys for v in cross):
             cross = self.resolver.resolve(snapshot, rule, records, conn)  # none given, or stale
-        groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
+        groups: dict[tuple[Any, ...], list[int]] = {}
         for i, values in enumerate(cross):
-            groups.setdefault(tuple(sorted(values.items())), []).append(i)
+            group: tuple[Any, ...] = tuple(sorted(values.items()))
+            if dates is not None:  # one reservation per counter row the records' dates name
+                group += (rule.scope_key(dates[i], values),)
+            groups.setdefault(group, []).append(i)
         out: list[str] = [""] * len(records)
         at: datetime | None = None
         detached: list[Range] = []
         for indices in groups.values():
             values = cross[indices[0]]
-            if rule.gapless:
-                res, offset = reserve_gapless(self.reserver, rule, len(indices), values, conn, at), 0
-            elif len(records) == 1 and not inside:
-                res, offset = self._reserve_single(rule, values, conn)
+            by = rule if dates is None else rule.pinned(dates[indices[0]])
+            if by.gapless:
+                res, offset = reserve_gapless(self.reserver, by, len(indices), values, conn, at), 0
+            elif len(records) == 1 and not inside and dates is None:
+                res, offset = self._reserve_single(by, values, conn)
             else:
-                res, offset = self._reserve(rule, len(indices), values, conn, at, inside), 0
-            if not rule.gapless and not inside and self._on_caller(conn) is None:
+                res, offset = self._reserve(by, len(indices), values, conn, at, inside), 0
+            if not by.gapless and not inside and self._on_caller(conn) is None:
                 detached.append(Range(rule.field_id, res.scope_key, res.first + offset, len(indices)))
             at = res.assigned_at
             for j, idx in enumerate(indices):
-                out[idx] = rule.render(res.first + offset + j, res.assigned_at, values, res.scope_key)
+                when = res.assigned_at if dates is None else dates[idx]
+                out[idx] = rule.render(res.first + offset + j, when, values, res.scope_key)
         assert at is not None
         return Assigned(out, at, detached)
+
+    def check_dates(self, field: str, records: Sequence[Record]) -> None:
+        """RecordError when a rule dated by a record field finds a record without that date."""
+        record_dates(self.catalog.current().rule(field), records)
 
     def _on_caller(self, conn: Connection | None) -> Connection | None:
         """SQLite: reserve on the caller's connection when its transaction holds the write lock."""

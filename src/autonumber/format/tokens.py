@@ -9,8 +9,11 @@ from dataclasses import dataclass
 SCOPES: tuple[str, ...] = ("global", "per_day", "per_prefix")
 """Counter scopes: one counter per field, per day of the field's time zone, or per text shown around
 the counter."""
-DATE_SOURCES: tuple[str, ...] = ("assigned_at",)
-"""Where a rule's date tokens take their date from (the one database clock sample)."""
+DATE_SOURCES: tuple[str, ...] = ("assigned_at", "created_date", "custom_field")
+"""Where a rule's date tokens and its per_day/per_prefix days come from: the database clock sample
+of the reservation, the record's CreatedDate (that same sample on the platform's objects), or a
+date/datetime field of the record itself (`auto_number_date_field`)."""
+DATE_FIELD_TYPES: tuple[str, ...] = ("date", "datetime")
 ON_CHANGE: tuple[str, ...] = ("keep_existing", "regenerate_all")
 """What a format change does to stored values (kept: old values stay as they are)."""
 NUMBERING: tuple[str, ...] = ("standard", "gapless")

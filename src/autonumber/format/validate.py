@@ -14,7 +14,7 @@ from .model import Format
 from .parser import parse_format
 from .scope import check_scope_name
 from .token_refs import ChainStep, TokenRef, describe_chain
-from .tokens import RECORD_TYPE_FK, TAXONOMY_OBJECT, CrossRef, quote_format
+from .tokens import DATE_FIELD_TYPES, RECORD_TYPE_FK, TAXONOMY_OBJECT, CrossRef, quote_format
 
 MAX_CHAIN_DEPTH = 2
 
@@ -237,6 +237,46 @@ def _check_ref(fmt: Format, ref: TokenRef, source: str, catalog: CatalogView) ->
             catalog,
             f"directField {ref.directField}",
             f"token {ref.tokenLiteral}",
+        )
+
+
+def date_source_of(text: str) -> tuple[str, str | None]:
+    """A user's `--date-source` as (auto_number_date_src, auto_number_date_field): `clock` (or
+    `assigned_at`) is the database clock, `CreatedDate` the record's creation instant, anything
+    else the name of one of the record's own date/datetime fields."""
+    if text in ("clock", "assigned_at"):
+        return "assigned_at", None
+    if text in ("CreatedDate", "created_date"):
+        return "created_date", None
+    return "custom_field", text
+
+
+def describe_date_source(date_src: str, date_field: str | None) -> str:
+    """The inverse of `date_source_of`: `clock`, `CreatedDate` or the field's name."""
+    if date_src == "custom_field" and date_field:
+        return date_field
+    return "CreatedDate" if date_src == "created_date" else "clock"
+
+
+def validate_date_source(
+    fmt: Format, source_object: str, date_src: str, date_field: str | None, catalog: CatalogView
+) -> None:
+    """A record's own date source names a date or datetime field of `source_object` (rule 4)."""
+    if date_src != "custom_field":
+        if date_field is not None:
+            raise _err(4, fmt, f"date field {date_field!r} is set but the date source is {date_src}")
+        return
+    if not date_field:
+        raise _err(4, fmt, "date source custom_field names no field; give --date-source FIELD")
+    found = catalog.get_field(source_object, date_field)
+    if found is None:
+        raise _err(4, fmt, f"date source {date_field}: {source_object} has no field {date_field}")
+    if found.type.lower() not in DATE_FIELD_TYPES:
+        raise _err(
+            4,
+            fmt,
+            f"date source {source_object}.{date_field} is a {found.type} field; it must be a date "
+            "or datetime field (or use clock / CreatedDate)",
         )
 
 

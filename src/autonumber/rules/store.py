@@ -26,6 +26,7 @@ from autonumber.format import (
 )
 from autonumber.format.dates import check_fiscal_year_start
 from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
+from autonumber.format.validate import date_source_of, describe_date_source, validate_date_source
 from autonumber.format.zones import UnknownTimeZone, zone_of
 
 
@@ -46,6 +47,13 @@ class RuleSpec:
     time_zone: str = "UTC"
     fiscal_year_start: int = 1
     """The month (1-12) a fiscal year starts on, for {FYYYY}/{FYY} (1: the calendar year)."""
+    date_field: str | None = None
+    """With date_src `custom_field`: the record's own date/datetime field the dates come from."""
+
+    @property
+    def date_source(self) -> str:
+        """`clock`, `CreatedDate` or the record's date field (what `--date-source` takes)."""
+        return describe_date_source(self.date_src, self.date_field)
 
     @property
     def name(self) -> str:
@@ -104,6 +112,11 @@ class StoredRule:
         return int(self.values.get("auto_number_fiscal_year_start") or 1)
 
     @property
+    def date_field(self) -> str | None:
+        found = self.values.get("auto_number_date_field")
+        return None if found is None else str(found)
+
+    @property
     def token_refs(self) -> str | None:
         refs = self.values.get("auto_number_token_refs")
         return None if refs is None else str(refs)
@@ -123,6 +136,7 @@ class StoredRule:
             numbering=self.numbering,
             time_zone=self.time_zone,
             fiscal_year_start=self.fiscal_year_start,
+            date_field=self.date_field,
         )
 
 
@@ -141,6 +155,8 @@ class RuleEdit:
     length: int | None = None
     """Refused when given: a column's length is chosen when the field is added."""
     fiscal_year_start: int | None = None
+    date_source: str | None = None
+    """`clock`, `CreatedDate` or one of the record's date/datetime fields (see date_source_of)."""
 
     @property
     def name(self) -> str:
@@ -161,6 +177,9 @@ class RuleEdit:
                 was.fiscal_year_start if self.fiscal_year_start is None else self.fiscal_year_start
             ),
         )
+        if self.date_source is not None:
+            date_src, date_field = date_source_of(self.date_source)
+            spec = replace(spec, date_src=date_src, date_field=date_field)
         return replace(spec, overrides=carried_overrides(stored.token_refs, spec.format))
 
 
@@ -273,6 +292,7 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
         scope=spec.scope,
         overrides=list(spec.overrides) or None,
     )
+    validate_date_source(fmt, spec.object, spec.date_src, spec.date_field, catalog)
     return {
         "auto_number_format": spec.format,
         "auto_number_start": spec.start,
@@ -283,6 +303,7 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
         "auto_number_numbering": spec.numbering,
         "auto_number_time_zone": spec.time_zone,
         "auto_number_fiscal_year_start": spec.fiscal_year_start,
+        "auto_number_date_field": spec.date_field,
     }
 
 
@@ -333,6 +354,7 @@ def _describe(spec: RuleSpec) -> str:
     extra = [spec.numbering] if spec.numbering != "standard" else []
     extra += [spec.time_zone] if spec.time_zone != "UTC" else []
     extra += [f"fiscal year from month {spec.fiscal_year_start}"] if spec.fiscal_year_start != 1 else []
+    extra += [f"dated by {spec.date_source}"] if spec.date_src != "assigned_at" else []
     return ", ".join([spec.scope, *extra])
 
 

@@ -71,7 +71,7 @@ def _exact_idempotency_keys(engine: Engine, reporter: Reporter) -> list[str]:
         return dialect_for(conn).retype_column(conn, idempotency_table.c.idempotency_key)
 
 
-RULE_CALENDAR_COLUMNS = ("auto_number_fiscal_year_start",)
+RULE_CALENDAR_COLUMNS = ("auto_number_fiscal_year_start", "auto_number_date_field")
 """Rule columns of migration 4: where a field's dates come from and its fiscal year."""
 
 
@@ -90,7 +90,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         (_system_tables, _prefix_keys, _unique_indexes),
     ),
     Migration(2, "idempotency keys compared byte for byte", (_exact_idempotency_keys,)),
-    Migration(4, "rule columns: fiscal year start", (_rule_calendar_columns,)),
+    Migration(4, "rule columns: fiscal year start, date field", (_rule_calendar_columns,)),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 

@@ -49,6 +49,7 @@ from autonumber.db.tables import (
 )
 from autonumber.errors import AutonumberError, SeedParseError, SpecError, VerifyError
 from autonumber.format import TokenKind
+from autonumber.format.validate import date_source_of
 from autonumber.identifiers import check_api_name
 from autonumber.objects import add_object, adopt_table
 from autonumber.rules import (
@@ -356,7 +357,18 @@ def run_drop_backups(conn: Connection, args: Mapping[str, Any]) -> list[str]:
 # --- rules ---------------------------------------------------------------------------------------
 
 RULE_KEYS = frozenset(
-    {"object", "field", "format", "scope", "start", "length", "numbering", "time_zone", "fiscal_year_start"}
+    {
+        "object",
+        "field",
+        "format",
+        "scope",
+        "start",
+        "length",
+        "numbering",
+        "time_zone",
+        "fiscal_year_start",
+        "date_source",
+    }
 )
 RULE_OPERATIONS = {"add_autonumber_field": "add", "set_rule": "set"}
 
@@ -368,7 +380,7 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     if unknown or missing:
         raise SpecError(
             f"{op}: arguments are object, field, format, scope, start, length, numbering, "
-            "time_zone, fiscal_year_start; "
+            "time_zone, fiscal_year_start, date_source; "
             f"unknown {unknown or '-'}, missing {missing or '-'}"
         )
     for key in ("start", "length", "fiscal_year_start"):
@@ -383,6 +395,8 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     numbering = None if args.get("numbering") is None else str(args["numbering"])
     time_zone = None if args.get("time_zone") is None else str(args["time_zone"])
     fiscal = args.get("fiscal_year_start")
+    date_source = None if args.get("date_source") is None else str(args["date_source"])
+    date_src, date_field = date_source_of(date_source or "clock")
     if RULE_OPERATIONS[op] == "set":  # resolved against the rule as the earlier operations leave it
         edit = RuleEdit(
             obj,
@@ -394,6 +408,7 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
             time_zone=time_zone,
             length=args.get("length"),
             fiscal_year_start=fiscal,
+            date_source=date_source,
         )
         return RuleRequest("set", edit)
     return RuleRequest(
@@ -408,6 +423,8 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
             numbering=numbering or "standard",
             time_zone=time_zone or "UTC",
             fiscal_year_start=1 if fiscal is None else fiscal,
+            date_src=date_src,
+            date_field=date_field,
         ),
     )
 

@@ -210,6 +210,7 @@ def change_field(field_id: str, body: RuleChangeIn, request: Request, c: Console
         numbering=body.numbering,
         time_zone=body.time_zone,
         fiscal_year_start=body.fiscal_year_start,
+        date_source=body.date_source,
     )
 
 

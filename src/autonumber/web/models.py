@@ -94,6 +94,9 @@ class FieldOut(BaseModel):
     )
     time_zone: str = Field("UTC", description="IANA zone whose calendar dates the numbers")
     fiscal_year_start: int = Field(1, description="month 1-12 a fiscal year starts on ({FYYYY}/{FYY})")
+    date_source: str = Field(
+        "clock", description="where the dates come from: clock, CreatedDate or a date field of the record"
+    )
 
 
 class PreviewIn(BaseModel):
@@ -152,6 +155,12 @@ class RuleChangeIn(BaseModel):
     time_zone: str | None = Field(None, max_length=64, description="IANA zone; default: unchanged")
     fiscal_year_start: int | None = Field(
         None, description="month 1-12 a fiscal year starts on ({FYYYY}/{FYY}); default: unchanged"
+    )
+    date_source: str | None = Field(
+        None,
+        max_length=64,
+        description="clock, CreatedDate or a date/datetime field of the record, e.g. InvoiceDate; "
+        "default: unchanged",
     )
 
 

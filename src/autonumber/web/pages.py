@@ -287,6 +287,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
         numbering = str(form.get("numbering", "")) or None
         time_zone = str(form.get("time_zone", "")).strip() or None
         fiscal = str(form.get("fiscal_year_start", "")).strip()
+        date_source = str(form.get("date_source", "")).strip() or None
         if fiscal and not fiscal.isdigit():
             raise RecordError(f"{field_id}: fiscal year start {fiscal!r} is not a month 1-12")
         out = await run_in_threadpool(
@@ -298,6 +299,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
                 numbering=numbering,
                 time_zone=time_zone,
                 fiscal_year_start=int(fiscal) if fiscal else None,
+                date_source=date_source,
             )
         )
     except AutonumberError as exc:

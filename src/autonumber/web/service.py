@@ -15,6 +15,7 @@ from autonumber.commands.fields import change_field, field_row
 from autonumber.db.objects import key_column
 from autonumber.errors import RecordError
 from autonumber.format import parse_format
+from autonumber.format.validate import describe_date_source
 from autonumber.jsonl import Line, read_lines
 from autonumber.rules import RuleEdit
 from autonumber.runtime import Platform
@@ -296,6 +297,7 @@ class Console:
                     numbering="gapless" if row.numbering == "gapless" else "standard",
                     time_zone=row.time_zone,
                     fiscal_year_start=row.fiscal_year_start,
+                    date_source=describe_date_source(row.date_src, row.date_field),
                 )
             )
         return out
@@ -320,6 +322,7 @@ class Console:
         numbering: str | None = None,
         time_zone: str | None = None,
         fiscal_year_start: int | None = None,
+        date_source: str | None = None,
     ) -> FieldOut:
         """Change a rule through `autonumber.rules` (what is not given stays); refusals raise."""
         row = field_row(self.platform.catalog.current(), field_id)
@@ -332,6 +335,7 @@ class Console:
             numbering=numbering,
             time_zone=time_zone,
             fiscal_year_start=fiscal_year_start,
+            date_source=date_source,
         )
         done = change_field(self.platform, edit)
         return self.field(done.field_id)

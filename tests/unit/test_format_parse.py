@@ -31,7 +31,9 @@ from autonumber.format import MAX_WIDTH, CrossRef, TokenKind, parse_format
         ("PE-(00000000)", 1, None),  # doc shorthand: parentheses are literal text, no counter
         ("QL-XXXXX", 1, None),
         ("########", 1, None),
-        ("{Account.Name.Id}-{0000}", 8, 0),  # depth via {A.B.C} syntax is rule 8
+        ("{A.B.C.D.E}-{0000}", 8, 0),  # four hops: deeper than chains go (rule 8)
+        ("{Opp.RecordType.Code}-{0000}", 8, 0),  # a record-type token has no path
+        ("{Opp.Account.Code}{Account.Code}-{0000}", 8, 18),  # one field, two paths
         ("{ 0000 }", 0, 0),
         ("{yyyy}{0000}", 0, 0),
         ("{Account.}{0000}", 0, 0),

@@ -64,23 +64,26 @@ def _token(fmt: str, body: str, pos: int) -> Token:
     name, bar, default = body.partition("|")
     if _DOTTED.fullmatch(name):
         parts = name.split(".")
-        if len(parts) > 2:
+        if len(parts) - 1 > MAX_HOPS:
             raise _fail(
                 8,
                 fmt,
                 pos,
-                f"token {text} walks {len(parts) - 1} hops; a token names one "
-                "{Object.Field}; declare a depth-2 path as an fkChains override instead",
+                f"token {text} walks {len(parts) - 1} hops; chains have 1..{MAX_HOPS} steps",
             )
+        if len(parts) > 2 and TAXONOMY_OBJECT in parts:
+            what = "a record-type token is {RecordType.Field}, without a path"
+            raise _fail(8, fmt, pos, f"token {text}: {what}")
         literal = "{" + name + "}"
         if bar:
             _check_default(fmt, text, default, pos)
         ref = CrossRef(
             literal,
-            parts[0],
-            parts[1],
+            parts[-2],
+            parts[-1],
             taxonomy=parts[0] == TAXONOMY_OBJECT,
             default=default if bar else None,
+            path=tuple(parts[:-2]),
         )
         kind = TokenKind.TAXONOMY if ref.taxonomy else TokenKind.CROSS
         return Token(kind, text, pos, ref=ref)
@@ -95,6 +98,9 @@ def _token(fmt: str, body: str, pos: int) -> Token:
     what = "empty token {}" if not body else f"unknown token {text}"
     raise _fail(0, fmt, pos, f"{what}; valid tokens are {VALID_TOKENS}{_hint(body)}")
 
+
+MAX_HOPS = 3
+"""Deepest chain a token walks (`{A.B.C.Field}`: source → A → B → C)."""
 
 MAX_DEFAULT = 32
 """Longest null default of a cross-record token (`{Object.Field|XX}`)."""
@@ -124,6 +130,14 @@ def _check_defaults(fmt: str, tokens: list[Token]) -> None:
         if tok.ref is None:
             continue
         first = seen.setdefault(tok.ref.key, tok)
+        if first.ref is not None and first.ref.path != tok.ref.path:
+            raise _fail(
+                8,
+                fmt,
+                tok.position,
+                f"token {tok.text} and {first.text} at position {first.position} read "
+                f"{tok.ref.key} along different paths; a format reads one field one way",
+            )
         if first.ref is not None and first.ref.default != tok.ref.default:
             raise _fail(
                 0,

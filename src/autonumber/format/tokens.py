@@ -83,6 +83,7 @@ class CrossRef:
 
     `literal` is always the canonical `{Object.Field}` (what token refs and overrides name);
     `default` the text shown when the chain yields no value (`{Object.Field|XX}`; None: fail closed).
+    A nested-dot token keeps its whole name in `literal` (`{Opportunity.Account.BillingCountryCode}`).
     """
 
     literal: str
@@ -90,6 +91,8 @@ class CrossRef:
     field: str
     taxonomy: bool
     default: str | None = None
+    path: tuple[str, ...] = ()
+    """Objects walked before `object` (`{Opportunity.Account.BillingCountryCode}`: Opportunity)."""
 
     @property
     def key(self) -> str:

@@ -16,7 +16,7 @@ from .scope import check_scope_name
 from .token_refs import ChainStep, TokenRef, describe_chain
 from .tokens import DATE_FIELD_TYPES, RECORD_TYPE_FK, TAXONOMY_OBJECT, CrossRef, quote_format
 
-MAX_CHAIN_DEPTH = 2
+MAX_CHAIN_DEPTH = 3
 
 RECORD_TYPE_DEFAULT_LENGTHS = {"RecordTypeCode": 16}
 """Used when the catalog gives no MaxLength for a RecordType column (VARCHAR(16))."""
@@ -118,6 +118,8 @@ def _base_chains(
         )
     if catalog.get_object(ref.object) is None:
         raise _err(4, fmt, f"token {ref.literal}: object {ref.object} is not in _System_Object")
+    if ref.path:
+        return [] if explicit else [_path_chain(fmt, ref, source, catalog)]
     if catalog.get_field(ref.object, ref.field) is None:
         raise _err(
             4, fmt, f"token {ref.literal}: field {ref.field} is not a field of {ref.object} in _System_Field"
@@ -141,6 +143,37 @@ def _base_chains(
             "override",
         )
     return [[{"fk": fks[0], "targetObject": ref.object, "targetField": ref.field}]]
+
+
+def _one_lookup(fmt: Format, ref: CrossRef, current: str, target: str, catalog: CatalogView) -> str:
+    """The one lookup of `current` to `target` a nested-dot token follows (rule 4 otherwise)."""
+    fks = [f.name for f in catalog.fields_of(current) if f.reference_to == target]
+    if len(fks) != 1:
+        found = f"{len(fks)} lookups ({', '.join(fks)})" if fks else "no lookup"
+        raise _err(
+            4,
+            fmt,
+            f"token {ref.literal}: {current} has {found} to {target}; the nested-dot form needs "
+            "exactly one at each step, else declare fkChains in a token-ref override",
+        )
+    return fks[0]
+
+
+def _path_chain(fmt: Format, ref: CrossRef, source: str, catalog: CatalogView) -> list[dict[str, str]]:
+    """The chain `{A.B.Field}` stands for: source's lookup to A, A's lookup to B, then B.Field."""
+    objects = [*ref.path, ref.object]
+    for name in ref.path:
+        if catalog.get_object(name) is None:
+            raise _err(4, fmt, f"token {ref.literal}: object {name} is not in _System_Object")
+    steps: list[dict[str, str]] = []
+    current = source
+    for target in objects:
+        fk = _one_lookup(fmt, ref, current, target, catalog)
+        if steps:
+            steps[-1]["targetField"] = fk
+        steps.append({"fk": fk, "targetObject": target, "targetField": ref.field})
+        current = target
+    return steps
 
 
 def _terminal(fmt: Format, obj: str, name: str, catalog: CatalogView, chain: str, what: str) -> None:

@@ -19,7 +19,7 @@ from autonumber.objects.custom import add_object
 from autonumber.rules.verify import verify
 from autonumber.runtime import Platform
 from autonumber.web import create_app
-from support import bootstrap_url, run_cli
+from support import bootstrap_url, run_cli, run_together
 
 FIELD = "Bill.BillNo"
 FORMAT = "INV-{YYYY}{MM}-{0000}"
@@ -165,3 +165,28 @@ def test_spec_operations_set_the_date_source(
     assert stored["PaidNo"] == "P-20240229-001"
     created = str(stored["CreatedDate"])  # BillNo: dated by the record's CreatedDate, set on insert
     assert stored["BillNo"].startswith(f"INV-{created[:4]}{created[5:7]}-")
+
+
+def test_concurrent_writers_with_many_dates_never_share_a_number(platform: Platform) -> None:
+    """Eight threads insert singles and batches dated across three months: every month's numbers
+    are unique and contiguous from 1, and no record's number shows another month."""
+    months = ("2025-11", "2025-12", "2026-01")
+
+    def work(t: int) -> None:
+        for i in range(6):
+            dates = [f"{months[(t + i + k) % 3]}-{1 + (t * 7 + k) % 28:02d}" for k in range(1 + i % 3)]
+            if len(dates) == 1:
+                platform.records.insert("Bill", {"InvoiceDate": dates[0]})
+            else:
+                platform.records.insert_many("Bill", [{"InvoiceDate": d} for d in dates])
+
+    assert run_together(work, 8) == []
+    rows = platform.records.list("Bill", limit=1000)
+    by_month: dict[str, list[int]] = {}
+    for row in rows:
+        shown = str(row["InvoiceDate"])[:7].replace("-", "")
+        assert row["BillNo"].startswith(f"INV-{shown}-"), row
+        by_month.setdefault(shown, []).append(int(row["BillNo"][-4:]))
+    assert sum(len(v) for v in by_month.values()) == len(rows) == 8 * (1 + 2 + 3 + 1 + 2 + 3)
+    for numbers in by_month.values():
+        assert sorted(numbers) == list(range(1, len(numbers) + 1))

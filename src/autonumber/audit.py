@@ -265,9 +265,9 @@ def render_in_scope(rule: Rule, scope_key: str, value: int, at: datetime | None 
         if rule.scope == "per_day":
             at = datetime.strptime(scope_key, "%Y%m%d").replace(hour=12, tzinfo=rule.zone)
         elif at is None:
-            if fmt.key_plan.year or fmt.key_plan.month or fmt.key_plan.day:
+            if fmt.has_date:
                 return None
             at = datetime.now(UTC)
-        return fmt.render(value, at, {}, field_id=rule.field_id, zone=rule.zone)
+        return rule.render(value, at, {})
     except (AutonumberError, ValueError):
         return None

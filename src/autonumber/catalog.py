@@ -11,7 +11,7 @@ import hashlib
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, tzinfo
 from functools import cached_property
 from typing import Any
@@ -39,7 +39,8 @@ from autonumber.format import (
     parse_format,
     validate_format,
 )
-from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
+from autonumber.format.tokens import DATE_SOURCES, FISCAL_MONTHS, NUMBERING, ON_CHANGE
+from autonumber.format.validate import validate_date_source
 from autonumber.format.zones import zone_of
 from autonumber.identifiers import check_api_name
 from autonumber.stored import StoredRule
@@ -62,11 +63,25 @@ class Rule:
     numbering: str = "standard"
     time_zone: str = "UTC"
     allocation: str = SINGLE
+    fiscal_year_start: int = 1
+    date_field: str | None = None
+    """The record's own date/datetime field that dates its numbers (None: the database clock)."""
+    pinned_date: datetime | None = None
+    """A record's date this copy of the rule keys and renders with instead of the clock
+    (`pinned`); set only on the per-reservation copies the engine makes."""
 
     @property
     def name(self) -> str:
         """`Object.Field`."""
         return f"{self.object_name}.{self.field_name}"
+
+    def pinned(self, at: datetime) -> Rule:
+        """This rule dated by a record's own date `at` instead of the reservation's clock sample."""
+        return replace(self, pinned_date=at)
+
+    def date_of(self, clock: datetime) -> datetime:
+        """The instant the numbers show and count by: the pinned record date, else the clock."""
+        return clock if self.pinned_date is None else self.pinned_date
 
     @property
     def gapless(self) -> bool:
@@ -85,7 +100,23 @@ class Rule:
 
     def scope_key(self, at: datetime, cross: Mapping[str, str] | None = None) -> str:
         """The counter scope key for a clock sample, on this field's calendar."""
-        return self.format.scope_key(self.scope, at, cross, zone=self.zone)
+        return self.format.scope_key(
+            self.scope, self.date_of(at), cross, zone=self.zone, fiscal_year_start=self.fiscal_year_start
+        )
+
+    def render(
+        self, counter: int, at: datetime, cross: Mapping[str, str] | None = None, scope_key: str = ""
+    ) -> str:
+        """One value of this field: the format on the field's calendar (zone, fiscal year)."""
+        return self.format.render(
+            counter,
+            self.date_of(at),
+            cross,
+            field_id=self.field_id,
+            scope_key=scope_key,
+            zone=self.zone,
+            fiscal_year_start=self.fiscal_year_start,
+        )
 
 
 @dataclass
@@ -259,6 +290,7 @@ def build_rule(row: StoredRule, snapshot: CatalogSnapshot) -> Rule:
     if row.token_refs and canonicalize_token_refs(refs) != stored:
         raise ValueError("stored auto_number_token_refs differ from the refs derived from the format")
     zone_of(row.time_zone)
+    validate_date_source(fmt, row.info.object, row.date_src, row.date_field, snapshot)
     return Rule(
         row.field_id,
         row.info.object,
@@ -270,6 +302,8 @@ def build_rule(row: StoredRule, snapshot: CatalogSnapshot) -> Rule:
         row.numbering,
         row.time_zone,
         row.allocation,
+        row.fiscal_year_start,
+        row.date_field if row.date_src == "custom_field" else None,
     )
 
 
@@ -284,6 +318,10 @@ def _check_policy(row: StoredRule) -> None:
         if value not in allowed:
             raise ValueError(f"stored {column} {value!r} is not one of {', '.join(allowed)}")
     check_allocation(row.allocation, row.numbering)
+    if row.fiscal_year_start not in FISCAL_MONTHS:
+        raise ValueError(
+            f"stored auto_number_fiscal_year_start {row.fiscal_year_start!r} is not a month 1-12"
+        )
 
 
 def _overrides(token_refs: str | None) -> list[Mapping[str, Any]] | None:

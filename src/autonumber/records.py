@@ -479,6 +479,8 @@ class Records:
         rules = _lock_order(snapshot.rules_of(object_name), inside)
         # Every token resolves before any reservation: one that fails closed consumes no number.
         crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
+        for rule in rules:  # so are the records' own dates of the rules dated by one
+            self.engine.check_dates(rule.field_id, records)
         held: list[Pending] = []
         for rule, cross in zip(rules, crosses, strict=True):
             assigned = self.engine.assign(rule.field_id, records, c, cross=cross, inside=inside)

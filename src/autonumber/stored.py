@@ -22,7 +22,7 @@ POLICY = ("format", "scope", "start", "numbering", "time_zone")
 """What a model of the Django and SQLAlchemy adapters declares: they compare and set only these,
 and an edit from them keeps the rest as stored."""
 
-EDITABLE = (*POLICY, "allocation")
+EDITABLE = (*POLICY, "allocation", "fiscal_year_start")
 """What an edit can change (RuleEdit)."""
 
 
@@ -42,6 +42,8 @@ class StoredRule:
     date_src: str = "assigned_at"
     on_change: str = "keep_existing"
     allocation: str = SINGLE
+    fiscal_year_start: int = 1
+    date_field: str | None = None
 
     @classmethod
     def of(cls, field_id: str, info: FieldInfo, columns: Mapping[Any, Any]) -> StoredRule:
@@ -88,4 +90,4 @@ class StoredRule:
         return hashlib.blake2b(repr(sorted(self.values.items())).encode(), digest_size=8).hexdigest()
 
 
-_NULLABLE = {"format", "token_refs"}
+_NULLABLE = {"format", "token_refs", "date_field"}

@@ -204,3 +204,39 @@ def test_allocation_column(text: str) -> None:
     ):
         with pytest.raises(SpecError, match=needle):
             parse_spec(_with_policy_columns(text, cells, columns), "copy.md")
+
+
+def _with_fiscal_column(text: str, case_cell: str, column: str = "fiscal year start") -> str:
+    """The spec with one more column (`fiscal year start`), Case.CaseNumber's cell set to `case_cell`."""
+    out, inside = [], False
+    for line in text.splitlines(keepends=True):
+        if line.startswith("| object | field | format |"):
+            inside, line = True, line.rstrip("\n") + f" {column} |\n"
+        elif inside and line.startswith("|---"):
+            line = line.rstrip("\n") + "---|\n"
+        elif inside and line.startswith("| "):
+            cell = case_cell if line.startswith("| Case | CaseNumber |") else ""
+            line = line.rstrip("\n") + f" {cell} |\n"
+        else:
+            inside = False
+        out.append(line)
+    return "".join(out)
+
+
+def test_fiscal_year_start_column(text: str) -> None:
+    spec = parse_spec(_with_fiscal_column(text, "4"), "copy.md")
+    assert spec.rule("Case.CaseNumber").fiscal_year_start == 4
+    assert spec.rule("Account.Account_ID__c").fiscal_year_start == 1
+    with pytest.raises(SpecError, match="fiscal_year_start 13 must be a month 1-12"):
+        parse_spec(_with_fiscal_column(text, "13"), "copy.md")
+    with pytest.raises(SpecError, match="fiscal year start must be an integer"):
+        parse_spec(_with_fiscal_column(text, "April"), "copy.md")
+
+
+def test_date_source_column(text: str) -> None:
+    spec = parse_spec(_with_fiscal_column(text, "ClosedDate", "date source"), "copy.md")
+    case = spec.rule("Case.CaseNumber")
+    assert (case.date_src, case.date_field, case.date_source) == ("custom_field", "ClosedDate", "ClosedDate")
+    created = parse_spec(_with_fiscal_column(text, "CreatedDate", "date source"), "copy.md")
+    assert created.rule("Case.CaseNumber").date_src == "created_date"
+    assert spec.rule("Account.Account_ID__c").date_src == "assigned_at"

@@ -35,7 +35,7 @@ def test_check_cross_tokens(capsys: pytest.CaptureFixture[str]) -> None:
     [
         (["{0000}-{0000}"], 1),
         (["AUTO-"], 1),
-        (["{HH}-{0000}"], 0),
+        (["{hh}-{0000}"], 0),
         (["{" + "0" * 19 + "}"], 2),
         (["{0000}", "--scope", "per_day"], 9),
         (["{0000}", "--scope", "monthly"], 9),

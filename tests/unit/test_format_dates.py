@@ -5,11 +5,13 @@ from __future__ import annotations
 import re
 from datetime import UTC, datetime, timedelta, timezone
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
 from autonumber.format import TokenKind, parse_format
-from autonumber.format.dates import DATE_PARTS
+from autonumber.format.dates import DATE_PARTS, fiscal_month
+from autonumber.format.render import reference_render
 from autonumber.format.value_patterns import LIKE_ESCAPE, like_pattern
 
 AT = datetime(2026, 4, 7, 23, 30, tzinfo=UTC)
@@ -23,16 +25,62 @@ def test_every_date_kind_has_one_part() -> None:
         "YY": "26",
         "MM": "04",
         "DD": "07",
+        "HH": "23",
+        "mm": "30",
+        "ss": "00",
+        "FYYYY": "2026",
+        "FYY": "26",
     }
 
 
-@given(at=st.datetimes(min_value=datetime(1, 1, 1)))
-def test_template_digits_and_render_agree(at: datetime) -> None:
+@given(
+    at=st.datetimes(min_value=datetime(1, 1, 1), max_value=datetime(9998, 12, 31)), start=st.integers(1, 12)
+)
+def test_template_digits_and_render_agree(at: datetime, start: int) -> None:
     for part in DATE_PARTS.values():
-        shown = part.render(at)
-        assert eval("f'" + part.template + "'", {"at": at}) == shown  # as the compiled renderer
+        shown = part.render(at, start)
+        ns = {"at": at, "fy": fiscal_month(start)}
+        assert eval("f'" + part.template + "'", ns) == shown  # as the compiled renderer
         assert re.fullmatch(part.digits, shown)
         assert len(shown) == part.width
+        assert part.readable(int(shown))
+
+
+@pytest.mark.parametrize(
+    ("day", "start", "fyyyy", "fyy"),
+    [
+        (datetime(2026, 3, 31, 23, 59, 59), 4, "2026", "26"),
+        (datetime(2026, 4, 1), 4, "2027", "27"),
+        (datetime(2026, 12, 31), 1, "2026", "26"),
+        (datetime(2026, 1, 1), 1, "2026", "26"),
+        (datetime(2026, 6, 30), 7, "2026", "26"),
+        (datetime(2026, 7, 1), 7, "2027", "27"),
+        (datetime(2099, 12, 1), 12, "2100", "00"),
+    ],
+)
+def test_fiscal_year_is_named_by_the_year_it_ends(day: datetime, start: int, fyyyy: str, fyy: str) -> None:
+    f = parse_format("INV/{FYYYY}/{FYY}/{00000}")
+    assert f.render(1, day, fiscal_year_start=start) == f"INV/{fyyyy}/{fyy}/00001"
+    assert f.scope_key("per_prefix", day, fiscal_year_start=start) == f"INV/{fyyyy}/{fyy}/"
+    assert reference_render(f.tokens, 1, day, {}, start) == f"INV/{fyyyy}/{fyy}/00001"
+
+
+def test_time_of_day_tokens_on_the_fields_clock() -> None:
+    f = parse_format("T-{YYYY}{MM}{DD}{HH}{mm}{ss}-{000}")
+    at = datetime(2026, 4, 17, 20, 5, 9, tzinfo=UTC)
+    assert f.render(1, at) == "T-20260417200509-001"
+    assert f.render(1, at, zone=timezone(timedelta(hours=9))) == "T-20260418050509-001"
+    assert f.scope_key("per_prefix", at) == "T-20260417200509-"
+    assert f.scope_key("per_day", at) == "20260417"  # per_day keys on the day alone
+    m = f.scan_pattern().match("T-20260417200509-001")
+    assert m is not None and m.scope_key("per_day") == "20260417"
+    assert f.scan_pattern().match("T-20260417240509-001") is None  # hour 24
+    assert f.scan_pattern().match("T-20260417206009-001") is None  # minute 60
+
+
+def test_like_pattern_leaves_the_time_of_day_open() -> None:
+    f = parse_format("T-{YYYY}{MM}{DD}{HH}{mm}{ss}-{FYY}-{000}")
+    assert like_pattern(f.tokens, AT, {}, fiscal_year_start=4) == "T-20260407______-27-%"
 
 
 def _like_regex(pattern: str) -> re.Pattern[str]:

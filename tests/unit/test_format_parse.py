@@ -20,7 +20,7 @@ from autonumber.format import MAX_WIDTH, CrossRef, TokenKind, parse_format
         ("AUTO-", 1, None),  # no counter token
         ("{0000}-{0000}", 1, 7),  # two counter tokens
         ("{YYYY}", 1, None),  # no counter token
-        ("{HH}-{0000}", 0, 0),  # unknown date token
+        ("{hh}-{0000}", 0, 0),  # unknown date token
         ("{0000000000000000000}", 2, 0),  # width 19 > 18
         ("{}", 0, 0),  # empty
         ("{", 0, 0),  # unclosed
@@ -31,12 +31,14 @@ from autonumber.format import MAX_WIDTH, CrossRef, TokenKind, parse_format
         ("PE-(00000000)", 1, None),  # doc shorthand: parentheses are literal text, no counter
         ("QL-XXXXX", 1, None),
         ("########", 1, None),
-        ("{Account.Name.Id}-{0000}", 8, 0),  # depth via {A.B.C} syntax is rule 8
+        ("{A.B.C.D.E}-{0000}", 8, 0),  # four hops: deeper than chains go (rule 8)
+        ("{Opp.RecordType.Code}-{0000}", 8, 0),  # a record-type token has no path
+        ("{Opp.Account.Code}{Account.Code}-{0000}", 8, 18),  # one field, two paths
         ("{ 0000 }", 0, 0),
         ("{yyyy}{0000}", 0, 0),
         ("{Account.}{0000}", 0, 0),
         ("{1Account.Name}{0000}", 0, 0),
-        ("X-{0000}-{HH}", 0, 9),
+        ("X-{0000}-{hh}", 0, 9),
         ("Q-\x00{00000000}", 11, 2),  # NUL (PostgreSQL cannot store it)
         ("Q-{0000}\n", 11, 8),  # newline
         ("\tQ-{0000}", 11, 0),
@@ -44,6 +46,15 @@ from autonumber.format import MAX_WIDTH, CrossRef, TokenKind, parse_format
         ("Q\x85-{0000}", 11, 1),  # C1 next line
         ("Q-{0000}\ud800", 11, 8),  # lone surrogate
         ("Q\u2028{0000}", 11, 1),  # line separator
+        ("{Account.Code|}-{0000}", 0, 0),  # empty default
+        ("{Account.Code|" + "X" * 33 + "}-{0000}", 0, 0),  # default too long
+        ("{Account.Code| X}-{0000}", 0, 0),  # default with an edge space
+        ("{Account.Code|X|Y}-{0000}", 0, 0),  # '|' inside the default
+        ("{Account.Code|X}{Account.Code|Y}-{0000}", 0, 16),  # two defaults for one field
+        ("{YYYY|X}-{0000}", 0, 0),  # a default on a date token
+        ("{Account.Code|X\tY}-{0000}", 11, 15),  # control character in the default
+        ("{fyyyy}-{0000}", 0, 0),
+        ("{MI}-{0000}", 0, 0),
     ],
 )
 def test_rejects_with_rule_and_position(fmt: str, rule: int, position: int | None) -> None:
@@ -71,11 +82,11 @@ def test_messages_are_actionable() -> None:
         return str(info.value)
 
     assert msg("AUTO-") == 'rule 1: format "AUTO-" has no counter token; add one such as {0000}'
-    assert "valid tokens are" in msg("{HH}-{0000}") and "{YYYY}" in msg("{HH}-{0000}")
+    assert "valid tokens are" in msg("{hh}-{0000}") and "{YYYY}" in msg("{hh}-{0000}")
     assert "proj-{0000}" in msg("{proj-0000}")
     assert "did you mean {YYYY}" in msg("{yyyy}{0000}")
     assert "1..18" in msg("{" + "0" * 19 + "}")
-    long_msg = msg("x" * 5000 + "{HH}")
+    long_msg = msg("x" * 5000 + "{hh}")
     assert len(long_msg) < 400 and "position 5000" in long_msg
 
 
@@ -173,7 +184,7 @@ def _best_time(fmt: str) -> float:
     [
         lambda n: "A." + "x{YYYY}" * (n // 7) + "{0000}",  # valid, many tokens
         lambda n: "".join(f"{{O{i}.F}}-" for i in range(n // 10)) + "{0}",  # many cross refs
-        lambda n: "ab" * (n // 2) + "{HH}",  # error at the very end
+        lambda n: "ab" * (n // 2) + "{hh}",  # error at the very end
         lambda n: "{0}" + "{" + "a" * n,  # unclosed brace after a long run
         lambda n: "{0}" * (n // 3),  # every counter after the first is an error
     ],
@@ -183,3 +194,16 @@ def test_parse_time_is_linear(make: object) -> None:
     small, large = _best_time(make(10_000)), _best_time(make(100_000))
     # 10x the input: linear is ~10x; quadratic would be ~100x. Allow noise, not a square.
     assert large / max(small, 1e-5) < 35
+
+
+def test_new_date_tokens_and_defaults_parse() -> None:
+    f = parse_format("T-{YYYY}{MM}{DD}{HH}{mm}{ss}-{FYYYY}{FYY}-{Account.Code|XX}{Account.Code|XX}{000}")
+    assert f.date_kinds == ("YYYY", "MM", "DD", "HH", "mm", "ss", "FYYYY", "FYY")
+    assert [r.default for r in f.cross_refs] == ["XX"]
+    assert "{Account.Code|XX}" in [t.text for t in f.tokens]
+
+
+def test_case_hint_names_the_time_tokens() -> None:
+    with pytest.raises(FormatError) as info:
+        parse_format("{hh}-{0000}")
+    assert "did you mean {HH}?" in str(info.value)

@@ -99,7 +99,21 @@ _LIT = st.text(  # rule 11 refuses control characters, surrogates and line break
     min_size=1,
     max_size=6,
 )
-_TOK = st.sampled_from(["{YYYY}", "{YY}", "{MM}", "{DD}", "{A.X}", "{RecordType.Code}"])
+_TOK = st.sampled_from(
+    [
+        "{YYYY}",
+        "{YY}",
+        "{MM}",
+        "{DD}",
+        "{HH}",
+        "{mm}",
+        "{ss}",
+        "{FYYYY}",
+        "{FYY}",
+        "{A.X}",
+        "{RecordType.Code}",
+    ]
+)
 
 
 @given(
@@ -107,14 +121,28 @@ _TOK = st.sampled_from(["{YYYY}", "{YY}", "{MM}", "{DD}", "{A.X}", "{RecordType.
     width=st.integers(1, 18),
     where=st.integers(0, 6),
     data=st.data(),
-    at=st.datetimes(timezones=st.just(UTC)),
+    at=st.datetimes(max_value=datetime(9998, 12, 31), timezones=st.just(UTC)),
+    fiscal=st.integers(1, 12),
 )
 def test_compiled_renderer_equals_reference(
-    pieces: list[str], width: int, where: int, data: st.DataObject, at: datetime
+    pieces: list[str], width: int, where: int, data: st.DataObject, at: datetime, fiscal: int
 ) -> None:
     pieces.insert(min(where, len(pieces)), "{" + "0" * width + "}")
     f = parse_format("".join(pieces))
     counter = data.draw(st.integers(0, 10**width - 1))
     cross = {"A.X": data.draw(_LIT), "RecordType.Code": data.draw(_LIT)}
-    assert f.render(counter, at, cross) == reference_render(f.tokens, counter, at, cross)
+    shown = f.render(counter, at, cross, fiscal_year_start=fiscal)
+    assert shown == reference_render(f.tokens, counter, at, cross, fiscal)
     assert len(f.render(10**width - 1, at, cross)) == f.max_length({k: len(v) for k, v in cross.items()})
+
+
+def test_null_default_renders_when_the_value_is_missing_or_empty() -> None:
+    f = parse_format("{Account.BillingCountryCode|XX}-{0000}")
+    assert f.render(1, AT, {}) == "XX-0001"
+    assert f.render(1, AT, {"Account.BillingCountryCode": ""}) == "XX-0001"
+    assert f.render(1, AT, {"Account.BillingCountryCode": "SG"}) == "SG-0001"
+    assert f.scope_key("per_prefix", AT, {}) == "XX-"
+    assert f.max_length({"Account.BillingCountryCode": 1}) == len("XX-0001")
+    assert f.cross_refs[0].literal == "{Account.BillingCountryCode}"
+    with pytest.raises(TokenResolveError):
+        parse_format("{Account.BillingCountryCode}-{0000}").render(1, AT, {})

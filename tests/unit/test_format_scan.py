@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 
 from autonumber.errors import FormatError, TokenResolveError
 from autonumber.format import SCOPES, parse_format
+from autonumber.format.render import reference_render
 
 AT = datetime(2026, 4, 17, 9, 30, tzinfo=UTC)
 CROSS = {"Account.BillingCountryCode": "SG", "RecordType.RecordTypeCode": "CSA"}
@@ -159,8 +160,8 @@ def test_scan_match_per_day_needs_a_full_date() -> None:
 # ---- round trip over random valid formats ---------------------------------------------------
 
 _LITERAL = st.text(alphabet="ABCXYZ019 .-_^$*+?()[]|\\/#", min_size=1, max_size=5)
-_DATE = st.sampled_from(["{YYYY}", "{YY}", "{MM}", "{DD}"])
-_CROSS = st.sampled_from(["{Account.Code}", "{RecordType.RecordTypeCode}", "{Opp.Stage}"])
+_DATE = st.sampled_from(["{YYYY}", "{YY}", "{MM}", "{DD}", "{HH}", "{mm}", "{ss}", "{FYYYY}", "{FYY}"])
+_CROSS = st.sampled_from(["{Account.Code}", "{RecordType.RecordTypeCode}", "{Opp.Stage}", "{Opp.Kind|none}"])
 
 
 @st.composite
@@ -188,13 +189,15 @@ _VALUE = st.text(alphabet="abcdefg", min_size=1, max_size=6)
 def test_round_trip_render_then_scan(fmt: str, data: st.DataObject, at: datetime) -> None:
     f = parse_format(fmt)
     counter = data.draw(st.integers(0, 10**f.counter_width - 1))
-    cross = {r.key: data.draw(_VALUE) for r in f.cross_refs}
-    value = f.render(counter, at, cross)
+    fiscal = data.draw(st.integers(1, 12))
+    cross = {r.key: data.draw(_VALUE) for r in f.cross_refs if r.default is None or data.draw(st.booleans())}
+    value = f.render(counter, at, cross, fiscal_year_start=fiscal)
+    assert value == reference_render(f.tokens, counter, at, cross, fiscal)
     m = f.scan_pattern().match(value)
     assert m is not None, (f.scan_pattern().pattern, value)
     assert m.counter == counter
-    assert m.cross == cross
-    assert m.scope_key("per_prefix") == f.scope_key("per_prefix", at, cross)
+    assert m.cross == {r.key: cross.get(r.key) or str(r.default) for r in f.cross_refs}
+    assert m.scope_key("per_prefix") == f.scope_key("per_prefix", at, cross, fiscal_year_start=fiscal)
     assert m.scope_key("global") == f.scope_key("global", at, cross) == ""
     if f.key_plan.full_date:
         assert m.scope_key("per_day") == f.scope_key("per_day", at, cross)

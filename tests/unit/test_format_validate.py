@@ -83,7 +83,7 @@ def rule_of(fmt: str, source: str, catalog: MemoryCatalog = CAT, **kw: Any) -> i
         ("AUTO-", "Account", 1),
         ("{0000}-{0000}", "Account", 1),
         ("{YYYY}", "Account", 1),
-        ("{HH}-{0000}", "Account", 0),
+        ("{hh}-{0000}", "Account", 0),
         ("{Account.Unknown}-{0000}", "Contract", 4),
         ("{NoSuchObject.Field}-{0000}", "Contract", 4),
         ("{Account.SomeFormula__c}-{0000}", "Contract", 6),
@@ -175,7 +175,8 @@ def test_rule_8_depth_cycle_terminal_and_self_reference() -> None:
     assert rule_of(fmt, "Order", overrides=[{"tokenLiteral": bcc, "fkChains": [cycle]}]) == 8
     assert rule_of("{Opportunity.AccountId}-{00}", "Quote") == 8  # terminal is a lookup
     assert rule_of("{Quote.Name}-{00}", "Quote") == 8  # self-reference
-    assert rule_of("{Account.Name.Id}-{00}", "Quote") == 8  # {A.B.C} syntax
+    assert rule_of("{Account.Name.Id}-{00}", "Quote") == 4  # nested dots: Account has no lookup to Name
+    assert rule_of("{A.B.C.D.E}-{00}", "Quote") == 8  # four hops
     broken = [
         {"fk": "OpportunityId", "targetObject": "Opportunity", "targetField": "Name"},
         {"fk": "AccountId", "targetObject": "Account", "targetField": "BillingCountryCode"},
@@ -321,3 +322,15 @@ def test_5b_random_chains(chain: list[ChainStep]) -> None:
     assert not cyclic and not non_scalar and len(chain) <= 2
     for a, b in itertools.pairwise(chain):
         assert a.targetField == b.fk
+
+
+def test_nested_dots_stand_for_the_one_chain_through_those_objects() -> None:
+    refs = validate_format(
+        "{Opportunity.Account.BillingCountryCode|XX}-{00}", source_object="Quote", catalog=CAT
+    )
+    assert [r.tokenLiteral for r in refs] == ["{Opportunity.Account.BillingCountryCode}"]
+    assert [[(s.fk, s.targetObject, s.targetField) for s in c] for c in refs[0].fkChains] == [
+        [("OpportunityId", "Opportunity", "AccountId"), ("AccountId", "Account", "BillingCountryCode")]
+    ]
+    assert refs[0].key == "Account.BillingCountryCode"
+    assert rule_of("{Opportunity.Account.BillingCountryCode}-{00}", "Order") == 4  # no lookup to Opportunity

@@ -246,6 +246,8 @@ def test_rules_editor_is_labelled_and_only_for_an_admin(
         "numbering",
         "time_zone",
         "allocation",
+        "fiscal_year_start",
+        "date_source",
     ]
     for input_id, _ in inputs:
         assert f'<label for="{input_id}">' in editor

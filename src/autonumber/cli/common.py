@@ -12,7 +12,17 @@ from autonumber.defaults import DATABASE_ENV, DEFAULT_URL
 if TYPE_CHECKING:
     from rich.console import Console
 
-__all__ = ["DEFAULT_URL", "MAX_COUNTER", "MAX_ROWS", "DbOption", "Numbering", "Scope", "choices", "console"]
+__all__ = [
+    "DEFAULT_URL",
+    "MAX_COUNTER",
+    "MAX_ROWS",
+    "DbOption",
+    "FiscalYearStartOption",
+    "Numbering",
+    "Scope",
+    "choices",
+    "console",
+]
 
 Scope = Literal["global", "per_day", "per_prefix"]
 """A counter scope, as an option type so --help lists the choices (the grammar's `SCOPES`; a unit
@@ -40,6 +50,17 @@ DbOption = Annotated[
         envvar=DATABASE_ENV,
         help="Database URL (sqlite:///file.db, mysql+pymysql://…, postgresql+psycopg://…).",
         show_default=True,
+    ),
+]
+
+
+FiscalYearStartOption = Annotated[
+    int,
+    typer.Option(
+        "--fiscal-year-start",
+        metavar="MONTH",
+        help="Month 1-12 a fiscal year starts on, for {FYYYY}/{FYY} (named by the year it ends in); "
+        "1 is the calendar year.",
     ),
 ]
 

@@ -100,11 +100,38 @@ def _backfill(db: str, object_name: str, field: str, batch_size: int) -> None:
     typer.echo(result.line)
 
 
+FiscalOption = Annotated[
+    int | None,
+    typer.Option(
+        "--fiscal-year-start",
+        metavar="MONTH",
+        help="Month 1-12 a fiscal year starts on, for {FYYYY}/{FYY}. Default: 1 (the calendar "
+        "year), or the stored month for `set`.",
+        show_default=False,
+    ),
+]
+
+
+DateSourceOption = Annotated[
+    str | None,
+    typer.Option(
+        "--date-source",
+        metavar="clock|CreatedDate|FIELD",
+        help="Where the date tokens and the per_day/per_prefix days come from: the database clock, "
+        "the record's CreatedDate, or one of its own date/datetime fields, e.g. InvoiceDate. "
+        "Default: clock, or the stored source for `set`.",
+        show_default=False,
+    ),
+]
+
+
 def _report(rule: RuleSpec, done: FieldChange) -> None:
     for line in done.changes:
         typer.echo(f"  {line}")
     shown = (rule.numbering, rule.time_zone, rule.allocation)
     extra = "".join(f", {v}" for v in shown if v not in ("standard", "UTC", "single"))
+    extra += f", fiscal year from month {rule.fiscal_year_start}" if rule.fiscal_year_start != 1 else ""
+    extra += f", dated by {rule.date_source}" if rule.date_src != "assigned_at" else ""
     typer.echo(
         f"{rule.name} ({done.field_id}): {rule.format} ({rule.scope}, start {rule.start}{extra}); "
         "verify passed"
@@ -133,6 +160,8 @@ def add_cmd(
         ),
     ] = False,
     batch_size: BatchOption = BATCH_DEFAULT,
+    fiscal_year_start: FiscalOption = None,
+    date_source: DateSourceOption = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Create the column if missing, store the validated rule and seed its counter; existing rows keep
@@ -141,8 +170,10 @@ def add_cmd(
     Example: autonumber field add Account Member_No__c --format 'MB-{000000}' --start 100 --backfill
     """
     from autonumber.commands import fields
+    from autonumber.format.validate import date_source_of
     from autonumber.rules import RuleSpec
 
+    date_src, date_field = date_source_of(date_source or "clock")
     rule = RuleSpec(
         object_name,
         field,
@@ -153,6 +184,9 @@ def add_cmd(
         numbering=numbering or "standard",
         time_zone=time_zone or "UTC",
         allocation=allocation or "single",
+        fiscal_year_start=1 if fiscal_year_start is None else fiscal_year_start,
+        date_src=date_src,
+        date_field=date_field,
     )
     done = fields.create_field(db, rule)
     _report(rule, done)
@@ -193,6 +227,8 @@ def set_cmd(
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
     allocation: AllocationOption = None,
+    fiscal_year_start: FiscalOption = None,
+    date_source: DateSourceOption = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Change an autonumber field's rule (also repairs a quarantined one): stored values stay valid,
@@ -212,6 +248,8 @@ def set_cmd(
         numbering=numbering,
         time_zone=time_zone,
         allocation=allocation,
+        fiscal_year_start=fiscal_year_start,
+        date_source=date_source,
     )
     done = fields.set_field(db, edit)
     assert done.rule is not None  # a planned set always resolves its rule

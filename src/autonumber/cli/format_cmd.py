@@ -15,7 +15,7 @@ import typer
 from autonumber.api_names import API_NAME_PATTERN
 from autonumber.errors import ConfigError
 
-from .common import DEFAULT_URL, MAX_COUNTER, DbOption, Scope, choices
+from .common import DEFAULT_URL, MAX_COUNTER, DbOption, FiscalYearStartOption, Scope, choices
 
 if TYPE_CHECKING:
     from autonumber.format import FormatReport
@@ -106,8 +106,12 @@ def parse_at(value: str | None, zone: tzinfo = UTC) -> datetime:
     return check_instant(moment if moment.tzinfo is not None else moment.replace(tzinfo=UTC), zone)
 
 
-def parse_sets(values: list[str] | None, needed: list[str]) -> dict[str, str]:
-    """--set Object.Field=VALUE pairs; every cross token of the format needs one, nothing else."""
+def parse_sets(
+    values: list[str] | None, needed: list[str], optional: list[str] | None = None
+) -> dict[str, str]:
+    """--set Object.Field=VALUE pairs; every cross token of the format needs one (those in
+    `optional`, which have a default, may go without), nothing else."""
+    optional = optional or []
     out: dict[str, str] = {}
     for item in values or []:
         m = _SET.fullmatch(item)
@@ -116,10 +120,10 @@ def parse_sets(values: list[str] | None, needed: list[str]) -> dict[str, str]:
                 f"--set {item!r} is not Object.Field=VALUE with a non-empty value, "
                 "e.g. --set Account.BillingCountryCode=SG"
             )
-        if m.group(1) not in needed:
+        if m.group(1) not in needed and m.group(1) not in optional:
             raise ConfigError(
                 f"--set {m.group(1)}: the format has no token {{{m.group(1)}}} "
-                f"(its cross-record tokens: {', '.join(needed) or 'none'})"
+                f"(its cross-record tokens: {', '.join([*needed, *optional]) or 'none'})"
             )
         out[m.group(1)] = m.group(2)
     missing = [k for k in needed if k not in out]
@@ -151,10 +155,12 @@ def preview(
         typer.Option(
             "--set",
             metavar="Object.Field=VALUE",
-            help="Value of a cross-record token; repeat for each token.",
+            help="Value of a cross-record token; repeat for each token (a token with a "
+            "|default shows it when not set).",
             show_default=False,
         ),
     ] = None,
+    fiscal_year_start: FiscalYearStartOption = 1,
 ) -> None:
     """Print the value FORMAT renders; consumes no number and touches no database.
 
@@ -162,9 +168,17 @@ def preview(
     --counter 7 --at 2026-04-17 --set Account.BillingCountryCode=SG
     """
     from autonumber.format import parse_format
+    from autonumber.format.dates import check_fiscal_year_start
     from autonumber.format.zones import zone_of
 
+    check_fiscal_year_start(fiscal_year_start, "--fiscal-year-start")
     parsed = parse_format(fmt)
     zone = zone_of(time_zone)
-    cross = parse_sets(sets, [r.key for r in parsed.cross_refs])
-    typer.echo(parsed.render(counter, parse_at(at, zone), cross, field_id="preview", zone=zone))
+    refs = parsed.cross_refs
+    needed = [r.key for r in refs if r.default is None]
+    cross = parse_sets(sets, needed, [r.key for r in refs if r.default is not None])
+    moment = parse_at(at, zone)
+    shown = parsed.render(
+        counter, moment, cross, field_id="preview", zone=zone, fiscal_year_start=fiscal_year_start
+    )
+    typer.echo(shown)

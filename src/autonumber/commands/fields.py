@@ -19,6 +19,7 @@ from autonumber.catalog import CatalogSnapshot
 from autonumber.db.tables import counter_table
 from autonumber.errors import FormatError, RuleChangedMeanwhile
 from autonumber.format import parse_format
+from autonumber.format.validate import describe_date_source
 from autonumber.rules import FieldChange, RuleEdit, RuleRequest, RuleSpec, commit_requests, set_rule
 from autonumber.runtime import Platform
 from autonumber.stored import StoredRule
@@ -102,6 +103,10 @@ class FieldView(BaseModel):
         description="single, or blocks:N (a process reserves N numbers at a time: unique, not in "
         "creation order across processes, a process's unused rest is a gap)",
     )
+    fiscal_year_start: int = Field(1, description="month (1-12) a fiscal year starts on, for {FYYYY}/{FYY}")
+    date_source: str = Field(
+        "clock", description="what dates the numbers: clock, CreatedDate or a date field of the record"
+    )
 
 
 def describe_fields(url: str, object_name: str | None = None, field: str | None = None) -> list[FieldView]:
@@ -169,6 +174,8 @@ def _view(snap: CatalogSnapshot, row: StoredRule, counters: list[tuple[str, int]
         time_zone=row.time_zone,
         token=row.token,
         allocation=row.allocation,
+        fiscal_year_start=row.fiscal_year_start,
+        date_source=describe_date_source(row.date_src, row.date_field),
     )
 
 

@@ -228,6 +228,10 @@ class Dialect:
         """The statements that remove the guard trigger if it exists."""
         return []
 
+    def guard_installed(self, conn: Connection) -> bool:
+        """Whether the guard trigger exists in this database (never here)."""
+        return False
+
     @contextmanager
     def guard_authorized(self, conn: Connection) -> Iterator[None]:
         """Raise the session flag the guard trigger reads while the block runs; nothing here."""

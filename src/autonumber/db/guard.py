@@ -46,6 +46,14 @@ def install_guard(conn: Connection) -> None:
         conn.execute(sa.text(statement))
 
 
+def refresh_guard(conn: Connection) -> list[str]:
+    """Re-create the guard trigger where it is installed, so it covers rule columns added since."""
+    if not _dialect(conn).guard_installed(conn):
+        return []
+    install_guard(conn)
+    return [f"guard trigger {TRIGGER} re-created over the rule columns"]
+
+
 def drop_guard(conn: Connection) -> None:
     """Remove the guard trigger if it exists."""
     for statement in _dialect(conn).guard_drop_sql():

@@ -174,6 +174,13 @@ class MySQLDialect(Dialect):
     def guard_drop_sql(self) -> list[str]:
         return [f"DROP TRIGGER IF EXISTS {TRIGGER}"]
 
+    def guard_installed(self, conn: Connection) -> bool:
+        stmt = sa.text(
+            "SELECT COUNT(*) FROM information_schema.TRIGGERS "
+            "WHERE TRIGGER_SCHEMA = DATABASE() AND TRIGGER_NAME = :t"
+        )
+        return bool(conn.execute(stmt, {"t": TRIGGER}).scalar())
+
     @contextmanager
     def guard_authorized(self, conn: Connection) -> Iterator[None]:
         """A session variable: cleared however the block ends (the session outlives it)."""

@@ -135,6 +135,10 @@ class PostgreSQLDialect(Dialect):
             f"FOR EACH ROW EXECUTE FUNCTION {TRIGGER}()",
         ]
 
+    def guard_installed(self, conn: Connection) -> bool:
+        stmt = sa.text("SELECT COUNT(*) FROM pg_trigger WHERE tgname = :t AND NOT tgisinternal")
+        return bool(conn.execute(stmt, {"t": TRIGGER}).scalar())
+
     def guard_drop_sql(self) -> list[str]:
         return [
             f'DROP TRIGGER IF EXISTS {TRIGGER} ON "_System_Field"',

@@ -38,6 +38,17 @@ def reconcile_tables(conn: Connection, tables: Iterable[sa.Table]) -> list[str]:
     return changes
 
 
+def add_columns(conn: Connection, table: sa.Table, names: Iterable[str]) -> list[str]:
+    """Add the named columns of `table` (as tables.py declares them) that the database lacks."""
+    present = {col["name"] for col in sa.inspect(conn).get_columns(table.name)}
+    changes: list[str] = []
+    for name in names:
+        if name not in present:
+            _add_column(conn, table, table.c[name])
+            changes.append(f"added column {table.name}.{name}")
+    return changes
+
+
 def _add_column(conn: Connection, table: sa.Table, column: sa.Column[object]) -> None:
     quoted = dialect_for(conn).quote(conn, table.name)
     default = column.server_default

@@ -18,6 +18,7 @@ from .combining import Combiner
 from .gapless import reserve_gapless
 from .journal import Range
 from .livemax import live_max_reader
+from .record_dates import record_dates
 from .reservation import Hooks, Reservation, Reserver
 from .resolve import Resolver
 from .retry import DEFAULT_MAX_RETRIES, RetryPolicy
@@ -119,50 +120,54 @@ class Engine:
         rule = snapshot.rule(field)
         if not records:
             return Assigned([], None)
+        dates = record_dates(rule, records)  # before any reservation: a missing date takes none
         keys = {ref.key for ref in rule.token_refs}
         if cross is None or len(cross) != len(records) or _stale(cross, keys):
             cross = self.resolver.resolve(snapshot, rule, records, conn)  # none given, or stale
-        groups = _by_values(cross, keys)
+        groups: dict[tuple[Any, ...], list[int]]
+        if dates is None:
+            groups = dict(_by_values(cross, keys))
+        else:  # one reservation per counter row the records' dates name
+            groups = {}
+            for i, values in enumerate(cross):
+                group = (*sorted(values.items()), rule.scope_key(dates[i], values))
+                groups.setdefault(group, []).append(i)
         out: list[str] = [""] * len(records)
         at: datetime | None = None
         detached: list[Range] = []
         for indices in groups.values():
             values = cross[indices[0]]
-            if rule.block_size > 1 and self._on_caller(conn) is None:
-                pieces = self.blocks.take(rule, len(indices), values)
+            by = rule if dates is None else rule.pinned(dates[indices[0]])
+            if by.block_size > 1 and self._on_caller(conn) is None:
+                pieces = self.blocks.take(by, len(indices), values)
                 detached += [Range(rule.field_id, p.scope_key, p.first, p.count) for p in pieces]
                 at = pieces[-1].assigned_at
                 for idx, (number, piece) in zip(indices, _numbers(pieces), strict=True):
-                    out[idx] = rule.format.render(
-                        number,
-                        piece.assigned_at,
-                        values,
-                        field_id=rule.field_id,
-                        scope_key=piece.scope_key,
-                        zone=rule.zone,
-                    )
+                    when = piece.assigned_at if dates is None else dates[idx]
+                    out[idx] = rule.render(number, when, values, piece.scope_key)
                 continue
-            if rule.gapless:
-                res, offset = reserve_gapless(self.reserver, rule, len(indices), values, conn, at), 0
-            elif len(records) == 1 and not inside:
-                res, offset = self._reserve_single(rule, values, conn)
+            if by.gapless:
+                res, offset = reserve_gapless(self.reserver, by, len(indices), values, conn, at), 0
+            elif len(records) == 1 and not inside and dates is None:
+                res, offset = self._reserve_single(by, values, conn)
             else:
-                res, offset = self._reserve(rule, len(indices), values, conn, at, inside), 0
-            if not rule.gapless and not inside and self._on_caller(conn) is None:
+                res, offset = self._reserve(by, len(indices), values, conn, at, inside), 0
+            if not by.gapless and not inside and self._on_caller(conn) is None:
                 detached.append(Range(rule.field_id, res.scope_key, res.first + offset, len(indices)))
             at = res.assigned_at
-            render, first = rule.format.render, res.first + offset
-            rendered = [
-                render(n, at, values, field_id=rule.field_id, scope_key=res.scope_key, zone=rule.zone)
-                for n in range(first, first + len(indices))
-            ]
-            if len(indices) == len(records):
-                out = rendered  # one group: every record, in order
+            first = res.first + offset
+            if dates is None and len(indices) == len(records):  # one group: every record, in order
+                out = [rule.render(n, at, values, res.scope_key) for n in range(first, first + len(indices))]
             else:
-                for idx, value in zip(indices, rendered, strict=True):
-                    out[idx] = value
+                for j, idx in enumerate(indices):
+                    when = at if dates is None else dates[idx]
+                    out[idx] = rule.render(first + j, when, values, res.scope_key)
         assert at is not None
         return Assigned(out, at, detached)
+
+    def check_dates(self, field: str, records: Sequence[Record]) -> None:
+        """RecordError when a rule dated by a record field finds a record without that date."""
+        record_dates(self.catalog.current().rule(field), records)
 
     def close(self) -> None:
         """Journal the unused rest of every block this process holds as a gap."""

@@ -27,7 +27,7 @@ def live_max_reader(
         column = table.c[rule.field_name]
         pattern = rule.format.scan_pattern()
         best = 0
-        like = like_pattern(rule.format.tokens, at, cross, rule.zone)
+        like = like_pattern(rule.format.tokens, rule.date_of(at), cross, rule.zone, rule.fiscal_year_start)
         stmt = sa.select(column).where(column.like(like, escape=LIKE_ESCAPE))
         with db.connect() as conn:
             result = conn.execute(stmt.execution_options(stream_results=True, yield_per=PAGE))

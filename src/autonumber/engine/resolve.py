@@ -73,10 +73,11 @@ class Resolver:
                     fresh.append(stack.enter_context(self._fresh.connect()))
                 return "fresh_read", fresh[0]
 
+            defaults = {r.key: r.default for r in rule.format.cross_refs}
             for ref in rule.token_refs:
                 strategy, connection = reader(ref)
                 cache = caches.setdefault(strategy, {})
-                values = _resolve_ref(snapshot, rule, ref, records, connection, cache)
+                values = _resolve_ref(snapshot, rule, ref, records, connection, cache, defaults.get(ref.key))
                 for i, value in enumerate(values):
                     out[i][ref.key] = value
         return out
@@ -89,8 +90,10 @@ def _resolve_ref(
     records: Sequence[Record],
     reader: Connection,
     cache: Cache,
+    default: str | None = None,
 ) -> list[str]:
-    """One token for every record: directField fast path, then each chain for those still open."""
+    """One token for every record: directField fast path, then each chain for those still open;
+    the token's default (`{Object.Field|XX}`) when none yields a value, else TokenResolveError."""
     values: list[str | None] = [None] * len(records)
     tried: list[list[str]] = [[] for _ in records]
     failures: list[list[_Failure]] = [[] for _ in records]
@@ -114,6 +117,8 @@ def _resolve_ref(
                 values[i] = outcome
     result: list[str] = []
     for i, value in enumerate(values):
+        if value is None and default is not None:
+            value = default  # fk null, row missing or an empty value: docs/cross-record.md
         if value is None:
             raise TokenResolveError(
                 rule.field_id,

@@ -59,13 +59,24 @@ class Format:
         field_id: str = "",
         scope_key: str = "",
         zone: tzinfo = UTC,
+        fiscal_year_start: int = 1,
     ) -> str:
-        """Render one value; CounterOverflow if it does not fit, TokenResolveError if a value is empty.
+        """Render one value; CounterOverflow if it does not fit, TokenResolveError if a value is empty
+        and its token has no default.
 
-        The date tokens show `assigned_at` (aware; naive is taken as UTC) on the clock of `zone`.
+        The date tokens show `assigned_at` (aware; naive is taken as UTC) on the clock of `zone`;
+        the fiscal-year tokens count fiscal years from the month `fiscal_year_start`.
         """
         fn = self.__dict__["render"]
-        out: str = fn(counter, assigned_at, cross, field_id=field_id, scope_key=scope_key, zone=zone)
+        out: str = fn(
+            counter,
+            assigned_at,
+            cross,
+            field_id=field_id,
+            scope_key=scope_key,
+            zone=zone,
+            fiscal_year_start=fiscal_year_start,
+        )
         return out
 
     def scope_key(
@@ -75,6 +86,7 @@ class Format:
         cross: Mapping[str, str] | None = None,
         *,
         zone: tzinfo = UTC,
+        fiscal_year_start: int = 1,
     ) -> str:
         """The counter's scope key: '' (global), YYYYMMDD (per_day) or, for per_prefix, the text the
         value shows around its counter (see `prefix_key`); dates are `assigned_at` on the clock of `zone`."""
@@ -83,11 +95,13 @@ class Format:
             return ""
         if scope == "per_day":
             return _per_day_key(assigned_at, zone)
-        values = cross or {}
+        values = dict(cross or {})
         for ref in self.cross_refs:
             if not values.get(ref.key):
-                raise TokenResolveError("", ref.literal, "target null")
-        prefix, suffix = self.around_counter(assigned_at, values, zone)
+                if ref.default is None:
+                    raise TokenResolveError("", ref.literal, "target null")
+                values[ref.key] = ref.default
+        prefix, suffix = self.around_counter(assigned_at, values, zone, fiscal_year_start)
         return prefix_key(prefix, suffix)
 
     @property
@@ -96,14 +110,19 @@ class Format:
         return next(i for i, t in enumerate(self.tokens) if t.kind is TokenKind.COUNTER)
 
     def around_counter(
-        self, assigned_at: datetime, cross: Mapping[str, str], zone: tzinfo = UTC
+        self,
+        assigned_at: datetime,
+        cross: Mapping[str, str],
+        zone: tzinfo = UTC,
+        fiscal_year_start: int = 1,
     ) -> tuple[str, str | None]:
         """The rendered text before the counter and after it (None when no token follows it)."""
         at = local_time(assigned_at, zone)
         at_ = self.counter_index
-        before = "".join(_text(t, at, cross) for t in self.tokens[:at_])
+        fy = fiscal_year_start
+        before = "".join(_text(t, at, cross, fy) for t in self.tokens[:at_])
         after = self.tokens[at_ + 1 :]
-        return before, ("".join(_text(t, at, cross) for t in after) if after else None)
+        return before, ("".join(_text(t, at, cross, fy) for t in after) if after else None)
 
     @property
     def counter_position_varies(self) -> bool:
@@ -146,7 +165,7 @@ class Format:
             if tok.ref is not None:
                 if tok.ref.key not in lengths:
                     raise KeyError(tok.ref.key)
-                n += lengths[tok.ref.key]
+                n += max(lengths[tok.ref.key], len(tok.ref.default or ""))
         return n
 
     def scan_pattern(self) -> ScanPattern:
@@ -159,10 +178,11 @@ class Format:
         return pattern
 
 
-def _text(tok: Token, at: datetime, cross: Mapping[str, str]) -> str:
+def _text(tok: Token, at: datetime, cross: Mapping[str, str], fiscal_year_start: int) -> str:
     """What one non-counter token renders (the same text the compiled renderer produces)."""
     if tok.kind is TokenKind.LITERAL:
         return tok.text
     if tok.ref is not None:
-        return cross[tok.ref.key]
-    return DATE_PARTS[tok.kind].render(at)
+        value = cross.get(tok.ref.key) or tok.ref.default
+        return cross[tok.ref.key] if value is None else value
+    return DATE_PARTS[tok.kind].render(at, fiscal_year_start)

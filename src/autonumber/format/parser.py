@@ -31,10 +31,13 @@ def _fail(rule: int, fmt: str, pos: int | None, what: str) -> FormatError:
     return FormatError(rule, f"format {quote_format(fmt)}{where} {what}", format=fmt, position=pos)
 
 
+_CASE_HINTS = {name.upper(): name for name in DATE_NAMES} | {"MM": "MM} (month) or {mm"}
+
+
 def _hint(body: str) -> str:
     """A suggestion for a braced body that is not a token."""
-    if body.upper() in DATE_NAMES:
-        return f"; tokens are case-sensitive: did you mean {{{body.upper()}}}?"
+    if body.upper() in _CASE_HINTS:
+        return f"; tokens are case-sensitive: did you mean {{{_CASE_HINTS[body.upper()]}}}?"
     if body.strip() != body:
         return "; remove the spaces inside the braces"
     m = _PREFIXED_COUNTER.fullmatch(body)
@@ -58,21 +61,91 @@ def _token(fmt: str, body: str, pos: int) -> Token:
         return Token(TokenKind.COUNTER, text, pos, width=len(body))
     if body in DATE_NAMES:
         return Token(DATE_NAMES[body], text, pos)
-    if _DOTTED.fullmatch(body):
-        parts = body.split(".")
-        if len(parts) > 2:
+    name, bar, default = body.partition("|")
+    if _DOTTED.fullmatch(name):
+        parts = name.split(".")
+        if len(parts) - 1 > MAX_HOPS:
             raise _fail(
                 8,
                 fmt,
                 pos,
-                f"token {text} walks {len(parts) - 1} hops; a token names one "
-                "{Object.Field}; declare a depth-2 path as an fkChains override instead",
+                f"token {text} walks {len(parts) - 1} hops; chains have 1..{MAX_HOPS} steps",
             )
-        ref = CrossRef(text, parts[0], parts[1], taxonomy=parts[0] == TAXONOMY_OBJECT)
+        if len(parts) > 2 and TAXONOMY_OBJECT in parts:
+            what = "a record-type token is {RecordType.Field}, without a path"
+            raise _fail(8, fmt, pos, f"token {text}: {what}")
+        literal = "{" + name + "}"
+        if bar:
+            _check_default(fmt, text, default, pos)
+        ref = CrossRef(
+            literal,
+            parts[-2],
+            parts[-1],
+            taxonomy=parts[0] == TAXONOMY_OBJECT,
+            default=default if bar else None,
+            path=tuple(parts[:-2]),
+        )
         kind = TokenKind.TAXONOMY if ref.taxonomy else TokenKind.CROSS
         return Token(kind, text, pos, ref=ref)
+    if bar:
+        raise _fail(
+            0,
+            fmt,
+            pos,
+            f"token {text}: a default (|…) follows only a cross-record token, "
+            "e.g. {Account.BillingCountryCode|XX}",
+        )
     what = "empty token {}" if not body else f"unknown token {text}"
     raise _fail(0, fmt, pos, f"{what}; valid tokens are {VALID_TOKENS}{_hint(body)}")
+
+
+MAX_HOPS = 3
+"""Deepest chain a token walks (`{A.B.C.Field}`: source → A → B → C)."""
+
+MAX_DEFAULT = 32
+"""Longest null default of a cross-record token (`{Object.Field|XX}`)."""
+
+
+def _check_default(fmt: str, text: str, default: str, pos: int) -> None:
+    """Rule 0: a null default is 1..MAX_DEFAULT characters, without `|` or edge spaces (rule 11 has
+    already refused control characters)."""
+    if not default or len(default) > MAX_DEFAULT:
+        raise _fail(
+            0,
+            fmt,
+            pos,
+            f"token {text}: a default after '|' has 1..{MAX_DEFAULT} characters ({len(default)} given)",
+        )
+    if "|" in default or default.strip() != default:
+        raise _fail(
+            0, fmt, pos, f"token {text}: a default after '|' has no '|' and no spaces at its start or end"
+        )
+
+
+def _check_defaults(fmt: str, tokens: list[Token]) -> None:
+    """Rule 0: every token of one `Object.Field` names the same default (or none), so one record's
+    value (or its default) is the same wherever the format shows it."""
+    seen: dict[str, Token] = {}
+    for tok in tokens:
+        if tok.ref is None:
+            continue
+        first = seen.setdefault(tok.ref.key, tok)
+        if first.ref is not None and first.ref.path != tok.ref.path:
+            raise _fail(
+                8,
+                fmt,
+                tok.position,
+                f"token {tok.text} and {first.text} at position {first.position} read "
+                f"{tok.ref.key} along different paths; a format reads one field one way",
+            )
+        if first.ref is not None and first.ref.default != tok.ref.default:
+            raise _fail(
+                0,
+                fmt,
+                tok.position,
+                f"token {tok.text} and {first.text} at position {first.position} read the same "
+                "field with different defaults; give every one the same default",
+            )
 
 
 def _stray(fmt: str, brace: str, pos: int) -> FormatError:
@@ -144,6 +217,7 @@ def parse_format(fmt: str) -> Format:
     _check_characters(fmt)
     tokens = _scan(fmt)
     width = _check_counter(fmt, tokens)
+    _check_defaults(fmt, tokens)
     refs: dict[str, CrossRef] = {}
     for t in tokens:
         if t.ref is not None:

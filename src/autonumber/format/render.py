@@ -13,7 +13,7 @@ from typing import Any, NoReturn
 
 from autonumber.errors import CounterOverflow, TokenResolveError
 
-from .dates import DATE_PARTS
+from .dates import DATE_PARTS, fiscal_month, fiscal_year
 from .tokens import Token, TokenKind
 
 Renderer = Callable[..., str]
@@ -40,12 +40,15 @@ def _piece(tok: Token, cross_vars: Mapping[str, str]) -> str:
 
 def _source(tokens: Sequence[Token], width: int) -> tuple[str, dict[str, Any]]:
     """Build the function source and the namespace it needs."""
-    ns: dict[str, Any] = {"_UTC": UTC, "_overflow": _overflow, "_missing": _missing}
+    ns: dict[str, Any] = {"_UTC": UTC, "_overflow": _overflow, "_missing": _missing, "_fm": fiscal_month}
     lines = [
-        "def render(counter, assigned_at, cross=None, *, field_id='', scope_key='', zone=_UTC):",
+        "def render(counter, assigned_at, cross=None, *, field_id='', scope_key='', zone=_UTC,"
+        " fiscal_year_start=1):",
         f"    if not 0 <= counter < {10**width}:",
         f"        _overflow(field_id, scope_key, counter, {width})",
     ]
+    if any(t.kind in DATE_PARTS and DATE_PARTS[t.kind].fiscal for t in tokens):
+        lines.append("    fy = _fm(fiscal_year_start)")
     if any(t.kind.is_date for t in tokens):
         lines += [
             "    at = assigned_at",
@@ -61,10 +64,12 @@ def _source(tokens: Sequence[Token], width: int) -> tuple[str, dict[str, Any]]:
             var = f"v{len(cross_vars)}"
             cross_vars[tok.ref.key] = var
             ns[f"K_{var}"], ns[f"T_{var}"] = tok.ref.key, tok.ref.literal
+            ns[f"D_{var}"] = tok.ref.default
+            missing = f"{var} = D_{var}" if tok.ref.default is not None else f"_missing(field_id, T_{var})"
             lines += [
                 f"    {var} = cross.get(K_{var}) if cross is not None else None",
                 f"    if {var} is None or {var} == '':",
-                f"        _missing(field_id, T_{var})",
+                f"        {missing}",
             ]
     body = " ".join(_piece(t, cross_vars) for t in tokens)
     lines.append(f"    return {body}")
@@ -72,8 +77,9 @@ def _source(tokens: Sequence[Token], width: int) -> tuple[str, dict[str, Any]]:
 
 
 def compile_renderer(tokens: Sequence[Token], width: int) -> Renderer:
-    """Return `render(counter, assigned_at, cross=None, *, field_id='', scope_key='', zone=UTC) -> str`;
-    the date tokens show `assigned_at` on the wall clock of `zone`."""
+    """Return `render(counter, assigned_at, cross=None, *, field_id='', scope_key='', zone=UTC,
+    fiscal_year_start=1) -> str`; the date tokens show `assigned_at` on the wall clock of `zone`, a
+    cross value that is missing shows the token's default (none: TokenResolveError)."""
     src, ns = _source(tokens, width)
     exec(compile(src, "<autonumber format>", "exec"), ns)
     fn: Renderer = ns["render"]
@@ -81,7 +87,11 @@ def compile_renderer(tokens: Sequence[Token], width: int) -> Renderer:
 
 
 def reference_render(
-    tokens: Sequence[Token], counter: int, assigned_at: datetime, cross: Mapping[str, str]
+    tokens: Sequence[Token],
+    counter: int,
+    assigned_at: datetime,
+    cross: Mapping[str, str],
+    fiscal_year_start: int = 1,
 ) -> str:
     """A plain interpreter of the token list: the slow, obvious reference the tests compare to."""
     at = assigned_at.astimezone(UTC) if assigned_at.tzinfo is not None else assigned_at
@@ -99,6 +109,19 @@ def reference_render(
             out.append(str(at.month).rjust(2, "0"))
         elif tok.kind is TokenKind.DAY:
             out.append(str(at.day).rjust(2, "0"))
+        elif tok.kind is TokenKind.HOUR:
+            out.append(str(at.hour).rjust(2, "0"))
+        elif tok.kind is TokenKind.MINUTE:
+            out.append(str(at.minute).rjust(2, "0"))
+        elif tok.kind is TokenKind.SECOND:
+            out.append(str(at.second).rjust(2, "0"))
+        elif tok.kind is TokenKind.FISCAL4:
+            out.append(str(fiscal_year(at, fiscal_year_start)).rjust(4, "0"))
+        elif tok.kind is TokenKind.FISCAL2:
+            out.append(str(fiscal_year(at, fiscal_year_start) % 100).rjust(2, "0"))
         elif tok.ref is not None:
-            out.append(cross[tok.ref.key])
+            value = cross.get(tok.ref.key) or tok.ref.default
+            if value is None:
+                raise KeyError(tok.ref.key)
+            out.append(value)
     return "".join(out)

@@ -11,7 +11,7 @@ from pydantic import BaseModel, ConfigDict, Field, TypeAdapter
 from autonumber.api_names import API_NAME_PATTERN
 
 _NAME = rf"^{API_NAME_PATTERN}$"
-_LITERAL = rf"^\{{{API_NAME_PATTERN}\.{API_NAME_PATTERN}\}}$"
+_LITERAL = rf"^\{{{API_NAME_PATTERN}(?:\.{API_NAME_PATTERN}){{1,3}}\}}$"
 
 ReadStrategy = Literal["caller_txn", "fresh_read"]
 

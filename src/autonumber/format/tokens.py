@@ -9,8 +9,11 @@ from dataclasses import dataclass
 SCOPES: tuple[str, ...] = ("global", "per_day", "per_prefix")
 """Counter scopes: one counter per field, per day of the field's time zone, or per text shown around
 the counter."""
-DATE_SOURCES: tuple[str, ...] = ("assigned_at",)
-"""Where a rule's date tokens take their date from (the one database clock sample)."""
+DATE_SOURCES: tuple[str, ...] = ("assigned_at", "created_date", "custom_field")
+"""Where a rule's date tokens and its per_day/per_prefix days come from: the database clock sample
+of the reservation, the record's CreatedDate (that same sample on the platform's objects), or a
+date/datetime field of the record itself (`auto_number_date_field`)."""
+DATE_FIELD_TYPES: tuple[str, ...] = ("date", "datetime")
 ON_CHANGE: tuple[str, ...] = ("keep_existing", "regenerate_all")
 """What a format change does to stored values (kept: old values stay as they are)."""
 NUMBERING: tuple[str, ...] = ("standard", "gapless")
@@ -25,7 +28,13 @@ TAXONOMY_OBJECT = "RecordType"
 
 RECORD_TYPE_FK = "RecordTypeId"
 
-VALID_TOKENS = "{0…0} (counter, 1-18 zeros), {YYYY}, {YY}, {MM}, {DD}, {Object.Field}, {RecordType.Field}"
+VALID_TOKENS = (
+    "{0…0} (counter, 1-18 zeros), {YYYY}, {YY}, {MM}, {DD}, {HH}, {mm}, {ss}, {FYYYY}, {FYY}, "
+    "{Object.Field}, {Object.Field|default}, {RecordType.Field}"
+)
+
+FISCAL_MONTHS = range(1, 13)
+"""A fiscal year starts on the first day of one of these months (1: the calendar year)."""
 
 
 class TokenKind(enum.Enum):
@@ -37,27 +46,53 @@ class TokenKind(enum.Enum):
     YEAR2 = "YY"
     MONTH = "MM"
     DAY = "DD"
+    HOUR = "HH"
+    MINUTE = "mm"
+    SECOND = "ss"
+    FISCAL4 = "FYYYY"
+    FISCAL2 = "FYY"
     CROSS = "cross"
     TAXONOMY = "taxonomy"
 
     @property
     def is_date(self) -> bool:
-        """True for the four date tokens."""
+        """True for the date and time tokens (everything read off the rule's clock)."""
         return self in _DATE_KINDS
 
 
-_DATE_KINDS = frozenset({TokenKind.YEAR4, TokenKind.YEAR2, TokenKind.MONTH, TokenKind.DAY})
+_DATE_KINDS = frozenset(
+    {
+        TokenKind.YEAR4,
+        TokenKind.YEAR2,
+        TokenKind.MONTH,
+        TokenKind.DAY,
+        TokenKind.HOUR,
+        TokenKind.MINUTE,
+        TokenKind.SECOND,
+        TokenKind.FISCAL4,
+        TokenKind.FISCAL2,
+    }
+)
+TIME_KINDS = frozenset({TokenKind.HOUR, TokenKind.MINUTE, TokenKind.SECOND})
 DATE_NAMES: dict[str, TokenKind] = {k.value: k for k in _DATE_KINDS}
 
 
 @dataclass(frozen=True)
 class CrossRef:
-    """A `{Object.Field}` token; `taxonomy` when the object is `RecordType` (docs/cross-record.md)."""
+    """A `{Object.Field}` token; `taxonomy` when the object is `RecordType` (docs/cross-record.md).
+
+    `literal` is always the canonical `{Object.Field}` (what token refs and overrides name);
+    `default` the text shown when the chain yields no value (`{Object.Field|XX}`; None: fail closed).
+    A nested-dot token keeps its whole name in `literal` (`{Opportunity.Account.BillingCountryCode}`).
+    """
 
     literal: str
     object: str
     field: str
     taxonomy: bool
+    default: str | None = None
+    path: tuple[str, ...] = ()
+    """Objects walked before `object` (`{Opportunity.Account.BillingCountryCode}`: Opportunity)."""
 
     @property
     def key(self) -> str:

@@ -14,9 +14,9 @@ from .model import Format
 from .parser import parse_format
 from .scope import check_scope_name
 from .token_refs import ChainStep, TokenRef, describe_chain
-from .tokens import RECORD_TYPE_FK, TAXONOMY_OBJECT, CrossRef, quote_format
+from .tokens import DATE_FIELD_TYPES, RECORD_TYPE_FK, TAXONOMY_OBJECT, CrossRef, quote_format
 
-MAX_CHAIN_DEPTH = 2
+MAX_CHAIN_DEPTH = 3
 
 RECORD_TYPE_DEFAULT_LENGTHS = {"RecordTypeCode": 16}
 """Used when the catalog gives no MaxLength for a RecordType column (VARCHAR(16))."""
@@ -118,6 +118,8 @@ def _base_chains(
         )
     if catalog.get_object(ref.object) is None:
         raise _err(4, fmt, f"token {ref.literal}: object {ref.object} is not in _System_Object")
+    if ref.path:
+        return [] if explicit else [_path_chain(fmt, ref, source, catalog)]
     if catalog.get_field(ref.object, ref.field) is None:
         raise _err(
             4, fmt, f"token {ref.literal}: field {ref.field} is not a field of {ref.object} in _System_Field"
@@ -141,6 +143,37 @@ def _base_chains(
             "override",
         )
     return [[{"fk": fks[0], "targetObject": ref.object, "targetField": ref.field}]]
+
+
+def _one_lookup(fmt: Format, ref: CrossRef, current: str, target: str, catalog: CatalogView) -> str:
+    """The one lookup of `current` to `target` a nested-dot token follows (rule 4 otherwise)."""
+    fks = [f.name for f in catalog.fields_of(current) if f.reference_to == target]
+    if len(fks) != 1:
+        found = f"{len(fks)} lookups ({', '.join(fks)})" if fks else "no lookup"
+        raise _err(
+            4,
+            fmt,
+            f"token {ref.literal}: {current} has {found} to {target}; the nested-dot form needs "
+            "exactly one at each step, else declare fkChains in a token-ref override",
+        )
+    return fks[0]
+
+
+def _path_chain(fmt: Format, ref: CrossRef, source: str, catalog: CatalogView) -> list[dict[str, str]]:
+    """The chain `{A.B.Field}` stands for: source's lookup to A, A's lookup to B, then B.Field."""
+    objects = [*ref.path, ref.object]
+    for name in ref.path:
+        if catalog.get_object(name) is None:
+            raise _err(4, fmt, f"token {ref.literal}: object {name} is not in _System_Object")
+    steps: list[dict[str, str]] = []
+    current = source
+    for target in objects:
+        fk = _one_lookup(fmt, ref, current, target, catalog)
+        if steps:
+            steps[-1]["targetField"] = fk
+        steps.append({"fk": fk, "targetObject": target, "targetField": ref.field})
+        current = target
+    return steps
 
 
 def _terminal(fmt: Format, obj: str, name: str, catalog: CatalogView, chain: str, what: str) -> None:
@@ -237,6 +270,46 @@ def _check_ref(fmt: Format, ref: TokenRef, source: str, catalog: CatalogView) ->
             catalog,
             f"directField {ref.directField}",
             f"token {ref.tokenLiteral}",
+        )
+
+
+def date_source_of(text: str) -> tuple[str, str | None]:
+    """A user's `--date-source` as (auto_number_date_src, auto_number_date_field): `clock` (or
+    `assigned_at`) is the database clock, `CreatedDate` the record's creation instant, anything
+    else the name of one of the record's own date/datetime fields."""
+    if text in ("clock", "assigned_at"):
+        return "assigned_at", None
+    if text in ("CreatedDate", "created_date"):
+        return "created_date", None
+    return "custom_field", text
+
+
+def describe_date_source(date_src: str, date_field: str | None) -> str:
+    """The inverse of `date_source_of`: `clock`, `CreatedDate` or the field's name."""
+    if date_src == "custom_field" and date_field:
+        return date_field
+    return "CreatedDate" if date_src == "created_date" else "clock"
+
+
+def validate_date_source(
+    fmt: Format, source_object: str, date_src: str, date_field: str | None, catalog: CatalogView
+) -> None:
+    """A record's own date source names a date or datetime field of `source_object` (rule 4)."""
+    if date_src != "custom_field":
+        if date_field is not None:
+            raise _err(4, fmt, f"date field {date_field!r} is set but the date source is {date_src}")
+        return
+    if not date_field:
+        raise _err(4, fmt, "date source custom_field names no field; give --date-source FIELD")
+    found = catalog.get_field(source_object, date_field)
+    if found is None:
+        raise _err(4, fmt, f"date source {date_field}: {source_object} has no field {date_field}")
+    if found.type.lower() not in DATE_FIELD_TYPES:
+        raise _err(
+            4,
+            fmt,
+            f"date source {source_object}.{date_field} is a {found.type} field; it must be a date "
+            "or datetime field (or use clock / CreatedDate)",
         )
 
 

@@ -12,7 +12,7 @@ from autonumber.errors import FormatError
 
 from .dates import DATE_PARTS
 from .scope import KeyPlan, check_scope_name, date_component, prefix_key
-from .tokens import Token, TokenKind, quote_format
+from .tokens import TIME_KINDS, Token, TokenKind, quote_format
 from .zones import local_time
 
 LIKE_ESCAPE = "\\"
@@ -115,16 +115,20 @@ class ScanPattern:
         return None if ymd is None else date_component(self._plan, *ymd)
 
     def _read_date(self, m: re.Match[str]) -> tuple[int, int, int] | None:
-        """(year, month, day) with unshown units as 2000/1/1, or None for an impossible date."""
+        """(year, month, day) with unshown units as 2000/1/1, or None for an impossible date or time
+        (time and fiscal-year tokens are checked, not part of the day)."""
         found: dict[TokenKind, set[int]] = {}
         for name, kind in self._date_groups:
             found.setdefault(kind, set()).add(int(m.group(name)))
         if any(len(v) > 1 for v in found.values()):
             return None  # the same unit shown twice with different values
         one = {k: next(iter(v)) for k, v in found.items()}
+        if not all(DATE_PARTS[k].readable(v) for k, v in one.items()):
+            return None  # an hour, minute or second out of range
+        for long, short in _YEAR_PAIRS:
+            if long in one and short in one and one[long] % 100 != one[short]:
+                return None
         y4, y2 = one.get(TokenKind.YEAR4), one.get(TokenKind.YEAR2)
-        if y4 is not None and y2 is not None and y4 % 100 != y2:
-            return None
         year = y4 if y4 is not None else 2000 + y2 if y2 is not None else 2000  # {YY} is 20YY
         month, day = one.get(TokenKind.MONTH, 1), one.get(TokenKind.DAY, 1)
         if not 1 <= day <= 31:
@@ -136,10 +140,20 @@ class ScanPattern:
         return year, month, day
 
 
-def like_pattern(tokens: Sequence[Token], at: datetime, cross: Mapping[str, str], zone: tzinfo = UTC) -> str:
+_YEAR_PAIRS = ((TokenKind.YEAR4, TokenKind.YEAR2), (TokenKind.FISCAL4, TokenKind.FISCAL2))
+"""A four-digit and a two-digit year shown in one value must agree."""
+
+
+def like_pattern(
+    tokens: Sequence[Token],
+    at: datetime,
+    cross: Mapping[str, str],
+    zone: tzinfo = UTC,
+    fiscal_year_start: int = 1,
+) -> str:
     """A LIKE pattern (escape character LIKE_ESCAPE) for the values of one scope: literals, the dates of
     `at` on the clock of `zone` and the given cross values fixed; the counter and absent cross
-    values `%`."""
+    values `%`; the time of day matches any digits (a per_day or global scope spans many hours)."""
     parts: list[str] = []
     at = local_time(at, zone)
     for tok in tokens:
@@ -151,7 +165,8 @@ def like_pattern(tokens: Sequence[Token], at: datetime, cross: Mapping[str, str]
             value = cross.get(tok.ref.key)
             parts.append(_like_escape(value) if value else "%")
         else:
-            parts.append(DATE_PARTS[tok.kind].render(at))
+            part = DATE_PARTS[tok.kind]
+            parts.append("_" * part.width if tok.kind in TIME_KINDS else part.render(at, fiscal_year_start))
     return "".join(parts)
 
 

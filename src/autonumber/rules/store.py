@@ -25,7 +25,9 @@ from autonumber.format import (
     parse_format,
     validate_format,
 )
+from autonumber.format.dates import check_fiscal_year_start
 from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
+from autonumber.format.validate import date_source_of, describe_date_source, validate_date_source
 from autonumber.format.zones import UnknownTimeZone, zone_of
 from autonumber.stored import EDITABLE, POLICY, StoredRule
 
@@ -46,6 +48,15 @@ class RuleSpec:
     numbering: str = "standard"
     time_zone: str = "UTC"
     allocation: str = SINGLE
+    fiscal_year_start: int = 1
+    """The month (1-12) a fiscal year starts on, for {FYYYY}/{FYY} (1: the calendar year)."""
+    date_field: str | None = None
+    """With date_src `custom_field`: the record's own date/datetime field the dates come from."""
+
+    @property
+    def date_source(self) -> str:
+        """`clock`, `CreatedDate` or the record's date field (what `--date-source` takes)."""
+        return describe_date_source(self.date_src, self.date_field)
 
     @property
     def name(self) -> str:
@@ -81,6 +92,8 @@ def spec_of(stored: StoredRule) -> RuleSpec:
         numbering=stored.numbering,
         time_zone=stored.time_zone,
         allocation=stored.allocation,
+        fiscal_year_start=stored.fiscal_year_start,
+        date_field=stored.date_field,
     )
 
 
@@ -99,6 +112,9 @@ class RuleEdit:
     length: int | None = None
     """Refused when given: a column's length is chosen when the field is added."""
     allocation: str | None = None
+    fiscal_year_start: int | None = None
+    date_source: str | None = None
+    """`clock`, `CreatedDate` or one of the record's date/datetime fields (see date_source_of)."""
 
     @property
     def name(self) -> str:
@@ -109,6 +125,9 @@ class RuleEdit:
         """The stored rule with what this edit gives; the cross tokens' stored chains are kept."""
         given = {a: getattr(self, a) for a in EDITABLE if getattr(self, a) is not None}
         spec = replace(spec_of(stored), **given)
+        if self.date_source is not None:
+            date_src, date_field = date_source_of(self.date_source)
+            spec = replace(spec, date_src=date_src, date_field=date_field)
         return replace(spec, overrides=carried_overrides(stored.token_refs, spec.format))
 
 
@@ -163,6 +182,7 @@ def check_enums(spec: RuleSpec) -> None:
         raise FormatError(0, f"{spec.name}: {exc}", format=spec.format) from None
     if spec.start < 0:
         raise FormatError(2, f"{spec.name}: start {spec.start} must be ≥ 0", format=spec.format)
+    check_fiscal_year_start(spec.fiscal_year_start, spec.name)
     try:
         zone_of(spec.time_zone)
     except UnknownTimeZone as exc:
@@ -223,6 +243,7 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
         scope=spec.scope,
         overrides=list(spec.overrides) or None,
     )
+    validate_date_source(fmt, spec.object, spec.date_src, spec.date_field, catalog)
     return {
         "auto_number_format": spec.format,
         "auto_number_start": spec.start,
@@ -233,6 +254,8 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
         "auto_number_numbering": spec.numbering,
         "auto_number_time_zone": spec.time_zone,
         "auto_number_allocation": spec.allocation,
+        "auto_number_fiscal_year_start": spec.fiscal_year_start,
+        "auto_number_date_field": spec.date_field,
     }
 
 
@@ -266,6 +289,8 @@ def _describe(spec: RuleSpec) -> str:
     extra = [spec.numbering] if spec.numbering != "standard" else []
     extra += [spec.time_zone] if spec.time_zone != "UTC" else []
     extra += [spec.allocation] if spec.allocation != SINGLE else []
+    extra += [f"fiscal year from month {spec.fiscal_year_start}"] if spec.fiscal_year_start != 1 else []
+    extra += [f"dated by {spec.date_source}"] if spec.date_src != "assigned_at" else []
     return ", ".join([spec.scope, *extra])
 
 

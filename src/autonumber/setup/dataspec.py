@@ -21,7 +21,7 @@ from markdown_it.token import Token
 from autonumber.db.tables import LEGACY_TABLES
 from autonumber.errors import AutonumberError, SpecError
 from autonumber.format import parse_format
-from autonumber.format.validate import check_seeded_taxonomy
+from autonumber.format.validate import check_seeded_taxonomy, date_source_of
 from autonumber.identifiers import check_api_name
 from autonumber.rules.store import RuleSpec, check_enums
 
@@ -168,7 +168,7 @@ _COLUMNS = {
     "Objects": (("object", "table", "fields"), ()),
     "Autonumber Fields": (
         ("object", "field", "format", "start", "scope", "token refs", "length"),
-        ("notes", "date source", "on change", "numbering", "time zone", "allocation"),
+        ("notes", "date source", "on change", "numbering", "time zone", "allocation", "fiscal year start"),
     ),
     "RecordType Codes": (("object", "DeveloperName", "RecordTypeCode"), ()),
 }
@@ -294,19 +294,22 @@ def _rule(row: _Row, where: _Where) -> RuleSpec:
     sec, c = "Autonumber Fields", row.cells
     obj = _api_name(c["object"], "object name", sec, row.line, where)
     fld = _api_name(c["field"], "field name", sec, row.line, where)
+    date_src, date_field = date_source_of(c.get("date source") or "clock")
     spec = RuleSpec(
         obj,
         fld,
         c["format"],
         scope=c["scope"] or "global",
         start=_int(c["start"] or "1", "start", sec, row.line, where),
-        date_src=c.get("date source") or "assigned_at",
+        date_src=date_src,
+        date_field=date_field,
         on_change=c.get("on change") or "keep_existing",
         overrides=_overrides(c["token refs"], sec, row.line, where),
         length=_int(c["length"], "length", sec, row.line, where),
         numbering=c.get("numbering") or "standard",
         time_zone=c.get("time zone") or "UTC",
         allocation=c.get("allocation") or "single",
+        fiscal_year_start=_int(c.get("fiscal year start") or "1", "fiscal year start", sec, row.line, where),
     )
     try:
         check_enums(spec)

@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
-from autonumber.db.schema import reconcile_system_schema, reconcile_tables
+from autonumber.db.guard import refresh_guard
+from autonumber.db.schema import add_columns, reconcile_system_schema, reconcile_tables
 from autonumber.db.tables import idempotency_table, reservation_journal, system_field
 from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
@@ -70,10 +71,20 @@ def _exact_idempotency_keys(engine: Engine, reporter: Reporter) -> list[str]:
         return dialect_for(conn).retype_column(conn, idempotency_table.c.idempotency_key)
 
 
-def _allocation_column(engine: Engine, reporter: Reporter) -> list[str]:
-    """`_System_Field.auto_number_allocation` (block allocation), `single` on every existing rule."""
-    with engine.begin() as conn:
-        return reconcile_tables(conn, [system_field])
+def _rule_columns(*columns: str) -> Step:
+    """A step adding `_System_Field` rule columns (their defaults keep every stored rule as it was);
+    the guard trigger, where installed, is re-created so that it covers them too."""
+
+    def step(engine: Engine, reporter: Reporter) -> list[str]:
+        with engine.begin() as conn:
+            changes = add_columns(conn, system_field, columns)
+            return changes + (refresh_guard(conn) if changes else [])
+
+    return step
+
+
+RULE_CALENDAR_COLUMNS = ("auto_number_fiscal_year_start", "auto_number_date_field")
+"""Rule columns of migration 5: the fiscal year's first month and the record's own date field."""
 
 
 def _journal_caller(engine: Engine, reporter: Reporter) -> list[str]:
@@ -89,8 +100,17 @@ MIGRATIONS: tuple[Migration, ...] = (
         (_system_tables, _prefix_keys, _unique_indexes),
     ),
     Migration(2, "idempotency keys compared byte for byte", (_exact_idempotency_keys,)),
-    Migration(3, "block allocation: _System_Field.auto_number_allocation", (_allocation_column,)),
+    Migration(
+        3,
+        "block allocation: _System_Field.auto_number_allocation",
+        (_rule_columns("auto_number_allocation"),),
+    ),
     Migration(4, "the reservation journal names the caller", (_journal_caller,)),
+    Migration(
+        5,
+        "rule columns: fiscal year start, date field",
+        (_rule_columns(*RULE_CALENDAR_COLUMNS),),
+    ),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 

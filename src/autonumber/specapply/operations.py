@@ -49,6 +49,7 @@ from autonumber.db.tables import (
 )
 from autonumber.errors import AutonumberError, SeedParseError, SpecError, VerifyError
 from autonumber.format import TokenKind
+from autonumber.format.validate import date_source_of
 from autonumber.identifiers import check_api_name
 from autonumber.objects import add_object, adopt_table
 from autonumber.rules import (
@@ -358,7 +359,19 @@ def run_drop_backups(conn: Connection, args: Mapping[str, Any]) -> list[str]:
 # --- rules ---------------------------------------------------------------------------------------
 
 RULE_KEYS = frozenset(
-    {"object", "field", "format", "scope", "start", "length", "numbering", "time_zone", "allocation"}
+    {
+        "object",
+        "field",
+        "format",
+        "scope",
+        "start",
+        "length",
+        "numbering",
+        "time_zone",
+        "allocation",
+        "fiscal_year_start",
+        "date_source",
+    }
 )
 RULE_OPERATIONS = {"add_autonumber_field": "add", "set_rule": "set"}
 
@@ -370,10 +383,10 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     if unknown or missing:
         raise SpecError(
             f"{op}: arguments are object, field, format, scope, start, length, numbering, "
-            "time_zone, allocation; "
+            "time_zone, allocation, fiscal_year_start, date_source; "
             f"unknown {unknown or '-'}, missing {missing or '-'}"
         )
-    for key in ("start", "length"):
+    for key in ("start", "length", "fiscal_year_start"):
         if key in args and (not isinstance(args[key], int) or isinstance(args[key], bool)):
             raise SpecError(f"{op}: {key} must be an integer, got {args[key]!r}")
         if key == "length" and key in args and not 0 <= args[key] < 2**63:  # start: the rule's own check
@@ -385,6 +398,9 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     numbering = None if args.get("numbering") is None else str(args["numbering"])
     time_zone = None if args.get("time_zone") is None else str(args["time_zone"])
     allocation = None if args.get("allocation") is None else str(args["allocation"])
+    fiscal = args.get("fiscal_year_start")
+    date_source = None if args.get("date_source") is None else str(args["date_source"])
+    date_src, date_field = date_source_of(date_source or "clock")
     if RULE_OPERATIONS[op] == "set":  # resolved against the rule as the earlier operations leave it
         edit = RuleEdit(
             obj,
@@ -396,6 +412,8 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
             time_zone=time_zone,
             length=args.get("length"),
             allocation=allocation,
+            fiscal_year_start=fiscal,
+            date_source=date_source,
         )
         return RuleRequest("set", edit)
     return RuleRequest(
@@ -410,6 +428,9 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
             numbering=numbering or "standard",
             time_zone=time_zone or "UTC",
             allocation=allocation or "single",
+            fiscal_year_start=1 if fiscal is None else fiscal,
+            date_src=date_src,
+            date_field=date_field,
         ),
     )
 

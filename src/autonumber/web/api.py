@@ -214,6 +214,8 @@ def change_field(field_id: str, body: RuleChangeIn, request: Request, c: Console
         time_zone=body.time_zone,
         allocation=body.allocation,
         base=body.base,
+        fiscal_year_start=body.fiscal_year_start,
+        date_source=body.date_source,
     )
 
 

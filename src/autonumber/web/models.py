@@ -90,6 +90,9 @@ class PreviewIn(BaseModel):
     time_zone: str | None = Field(
         None, description="IANA zone for the date tokens (default: the field's, else UTC)"
     )
+    fiscal_year_start: int | None = Field(
+        None, description="month 1-12 a fiscal year starts on (default: the field's, else 1)"
+    )
     values: dict[str, str] = Field(
         default_factory=dict,
         description="sample values of cross tokens, e.g. {'Account.BillingCountryCode': 'SG'}",
@@ -133,6 +136,15 @@ class RuleChangeIn(BaseModel):
         max_length=64,
         description="the field's `token` as read: if the rule changed since, 409 (re-read and retry); "
         "default: the rule stored when the request arrives",
+    )
+    fiscal_year_start: int | None = Field(
+        None, description="month 1-12 a fiscal year starts on ({FYYYY}/{FYY}); default: unchanged"
+    )
+    date_source: str | None = Field(
+        None,
+        max_length=64,
+        description="clock, CreatedDate or a date/datetime field of the record, e.g. InvoiceDate; "
+        "default: unchanged",
     )
 
 

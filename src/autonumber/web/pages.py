@@ -289,6 +289,10 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
         time_zone = str(form.get("time_zone", "")).strip() or None
         allocation = str(form.get("allocation", "")).strip() or None
         base = str(form.get("base", "")) or None  # the rule as the page showed it
+        fiscal = str(form.get("fiscal_year_start", "")).strip()
+        date_source = str(form.get("date_source", "")).strip() or None
+        if fiscal and not fiscal.isdigit():
+            raise RecordError(f"{field_id}: fiscal year start {fiscal!r} is not a month 1-12")
         out = await run_in_threadpool(
             lambda: c.change_format(
                 field_id,
@@ -299,6 +303,8 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
                 time_zone=time_zone,
                 allocation=allocation,
                 base=base,
+                fiscal_year_start=int(fiscal) if fiscal else None,
+                date_source=date_source,
             )
         )
     except AutonumberError as exc:

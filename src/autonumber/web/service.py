@@ -300,6 +300,8 @@ class Console:
         time_zone: str | None = None,
         allocation: str | None = None,
         base: str | None = None,
+        fiscal_year_start: int | None = None,
+        date_source: str | None = None,
     ) -> FieldOut:
         """Change a rule through `autonumber.rules` (what is not given stays); refusals raise.
         `base`: the token of the rule as the admin saw it (FieldOut.token), compared on write."""
@@ -313,6 +315,8 @@ class Console:
             numbering=numbering,
             time_zone=time_zone,
             allocation=allocation,
+            fiscal_year_start=fiscal_year_start,
+            date_source=date_source,
         )
         done = change_field(self.platform, edit, base)
         return self.field(done.field_id)

@@ -1,0 +1,47 @@
+"""A rule dated by the record itself (docs/formats.md, "date source"): each record's own date or
+datetime field, read before any number is reserved; a record without one fails closed."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import date, datetime, tzinfo
+from typing import Any
+
+from autonumber.catalog import Rule
+from autonumber.errors import RecordError
+
+
+def as_instant(value: Any, zone: tzinfo) -> datetime | None:
+    """A record's date value as an aware instant: an aware datetime as it is, a naive one or a date
+    as that wall-clock time (midnight) on the field's calendar `zone`; ISO text is parsed. None when
+    the value is empty or not a date."""
+    if isinstance(value, str):
+        try:
+            value = datetime.fromisoformat(value.strip()) if value.strip() else None
+        except ValueError:
+            return None
+    if isinstance(value, datetime):
+        return value if value.tzinfo is not None else value.replace(tzinfo=zone)
+    if isinstance(value, date):
+        return datetime(value.year, value.month, value.day, tzinfo=zone)
+    return None
+
+
+def record_dates(rule: Rule, records: Sequence[Mapping[str, Any]]) -> list[datetime] | None:
+    """Each record's date for a rule dated by a record field (None: the rule uses the clock);
+    RecordError naming the field and the record when one has no usable date."""
+    name = rule.date_field
+    if name is None:
+        return None
+    out: list[datetime] = []
+    for i, record in enumerate(records):
+        found = as_instant(record.get(name), rule.zone)
+        if found is None:
+            which = record.get("Id") or f"#{i + 1}"
+            raise RecordError(
+                f"{rule.name} is dated by {rule.object_name}.{name}, and record {which} has "
+                f"{'no ' + name if record.get(name) in (None, '') else 'no date in ' + name}; "
+                "nothing was written and no number was taken"
+            )
+        out.append(found)
+    return out

@@ -390,7 +390,9 @@ def _my_reload_spare(admin: sa.Engine, db: str, snap: _MySnapshot) -> None:
         changed = [t for t in snap.tables if now.get(t) != snap.checksums.get(t)]
         conn.execute(sa.text("SET SESSION FOREIGN_KEY_CHECKS=0"))
         for table in changed:
-            conn.execute(sa.text(f"DELETE FROM `{spare}`.`{table}`"))
+            # not DELETE: its delete-marked unique-index entries stay until InnoDB's purge runs, and an
+            # insert of the same value then takes next-key locks that make a later test's inserts wait
+            conn.execute(sa.text(f"TRUNCATE TABLE `{spare}`.`{table}`"))
             conn.execute(sa.text(f"INSERT INTO `{spare}`.`{table}` SELECT * FROM `{tpl}`.`{table}`"))
     with admin.begin() as conn:
         autos = _my_auto_increments(conn, spare)

@@ -21,6 +21,8 @@ AUTONUMBER_DEFAULTS = {
     "auto_number_numbering": "standard",
     "auto_number_time_zone": "UTC",
     "auto_number_allocation": "single",
+    "auto_number_fiscal_year_start": 1,
+    "auto_number_date_field": None,
 }
 
 

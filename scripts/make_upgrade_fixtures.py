@@ -25,7 +25,7 @@ from db_clients import client_args  # scripts/, next to this file
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "tests" / "upgrade" / "fixtures"
-RELEASES = {"0.1.0": "2bc4f5c", "0.2.0": "aff42aa"}
+RELEASES = {"0.1.0": "2bc4f5c", "0.2.0": "aff42aa", "0.3.0": "15c7baa"}
 MYSQL_URL = os.environ.get("AUTONUMBER_FIXTURE_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/i25_fixture")
 PG_URL = os.environ.get(
     "AUTONUMBER_FIXTURE_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/i25_fixture"

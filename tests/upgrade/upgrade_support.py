@@ -16,7 +16,9 @@ import sqlalchemy as sa
 from scripts.db_clients import client_args
 
 FIXTURES = Path(__file__).parent / "fixtures"
-RELEASES = ("0.1.0", "0.2.0")
+RELEASES = ("0.1.0", "0.2.0", "0.3.0")
+SCHEMA_OF = {"0.1.0": 0, "0.2.0": 0, "0.3.0": 2}
+"""The schema version each release left its database at (0: unversioned)."""
 COUNTRIES = ("SG", "SGT", "US")
 _DAY = re.compile(r"-(\d{6})-\d+$")
 

@@ -44,7 +44,8 @@ async function refresh(form) {
   form.classList.toggle("invalid", !res.ok);
 }
 
-document.querySelectorAll("form.editor").forEach((form) => {
+// Only the rule editors (they carry data-field); the counter and new-object forms have no format.
+document.querySelectorAll("form.editor[data-field]").forEach((form) => {
   let timer = null;
   const input = form.querySelector("input[name=format]");
   input.addEventListener("input", () => {

@@ -48,7 +48,7 @@ suite: $(DEVSTAMP)
 check:
 	@$(MAKE) --no-print-directory -j2 --output-sync=line lint quick
 
-QUICK_WORKERS ?= 2
+QUICK_WORKERS ?= 4
 quick: $(DEVSTAMP)
 	$(BIN)/pytest -q -n $(QUICK_WORKERS) -m "not mysql and not postgresql and not galera and not e2e and not slow"
 

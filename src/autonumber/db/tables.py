@@ -194,7 +194,7 @@ reservation_journal = sa.Table(
 range of `count` values from `first_value`), and a `rolled_back` or `failed` line for the values a
 caller gave up, written once its outcome is known. A stored record needs no line: it is the proof.
 `owner` is the process (`host:pid:start`), `caller` the application's label for it, if it set one
-(`connect(caller=…)`, AUTONUMBER_CALLER; schema version 3)."""
+(`connect(caller=…)`, AUTONUMBER_CALLER; schema version 4)."""
 
 field_format_history = sa.Table(
     "_System_FieldFormatHistory",

@@ -104,19 +104,33 @@ def test_three_workers_300_concurrent_posts_get_300_contiguous_numbers(prepared:
         assert statuses == {201}, [body for status, body in results if status != 201][:3]
         numbers = sorted(_number(body["CaseNumber"]) for _, body in results)
         assert numbers == list(range(1, POSTS + 1))
-        close = {"Connection": "close"}
-        pids = {http.get("/healthz", headers=close).json()["worker_pid"] for _ in range(60)}
-        assert len(pids) >= 2, "the requests were not spread over several workers"
+        assert len(_worker_pids(http, 2)) >= 2, "the requests were not spread over several workers"
+
+
+def _worker_pids(http: httpx.Client, wanted: int, within: float = 60.0) -> set[int]:
+    """The worker pids that answer fresh connections, until `wanted` are seen or `within` s pass.
+
+    Which worker accepts a connection is the kernel's choice: an idle server may hand many in a row
+    to one worker, so the test asks concurrently and for a while rather than a fixed number of times.
+    """
+    close = {"Connection": "close"}
+    deadline = time.monotonic() + within
+    pids: set[int] = set()
+
+    def ask(_: int) -> int:
+        return int(http.get("/healthz", headers=close).json()["worker_pid"])
+
+    with ThreadPoolExecutor(8) as pool:
+        while len(pids) < wanted and time.monotonic() < deadline:
+            pids.update(pool.map(ask, range(16)))
+    return pids
 
 
 def test_metrics_sum_every_worker(sqlite_url: str, tmp_path: Path) -> None:
     make_platform(sqlite_url).close()
     close = {"Connection": "close"}
     with serve(sqlite_url, 2, tmp_path) as (base, _), httpx.Client(base_url=base, timeout=30) as http:
-        deadline = time.monotonic() + 60
-        pids: set[int] = set()
-        while len(pids) < 2 and time.monotonic() < deadline:  # both workers serve
-            pids.add(http.get("/healthz", headers=close).json()["worker_pid"])
+        pids = _worker_pids(http, 2)  # both workers serve
         assert len(pids) == 2, pids
 
         def post(i: int) -> int:

@@ -12,7 +12,7 @@ DEVSTAMP := $(VENV)/.installed-dev
 WORKERS ?= 4
 XDIST = -n $(WORKERS) --dist loadgroup
 
-.PHONY: run test check lint suite quick install install-dev bench bench-quick bench-job bench-cli bench-import soak clean chromium wrk
+.PHONY: run test check lint suite quick stress-suite install install-dev bench bench-quick bench-job bench-cli bench-import soak clean chromium wrk
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -51,6 +51,11 @@ check:
 QUICK_WORKERS ?= 4
 quick: $(DEVSTAMP)
 	$(BIN)/pytest -q -n $(QUICK_WORKERS) -m "not mysql and not postgresql and not galera and not e2e and not slow"
+
+## make stress-suite: RUNS (default 3) fresh-clone `CI=true bash .ci/run` in a row while stress-ng keeps
+## one core busy (installed with apt-get when missing); one line per run and a JSON of them.
+stress-suite:
+	bash scripts/stress_suite.sh
 
 lint: $(DEVSTAMP)
 	$(BIN)/ruff check src tests bench

@@ -350,22 +350,37 @@ def _restore_mysql(url: str) -> bool:
             finally:
                 eng.dispose()
             return True
-        if snap.spare_ready:
-            _my_reload_spare(admin, db, snap)
-        else:
-            with admin.begin() as conn:
-                conn.execute(sa.text(f"USE `{db}`"))
-                conn.execute(sa.text("SET SESSION FOREIGN_KEY_CHECKS=0"))
-                for ddl in snap.tables.values():
-                    conn.exec_driver_sql(ddl)
-                for ddl in snap.triggers:
-                    conn.exec_driver_sql(ddl)
-                for table in snap.tables:
-                    source = f"`{snap.tpl}`.`{table}`"
-                    conn.execute(sa.text(f"INSERT INTO `{db}`.`{table}` SELECT * FROM {source}"))
+        if snap.spare_ready and _my_reloaded_spare(admin, db, snap):
+            return True
+        with admin.begin() as conn:
+            conn.execute(sa.text(f"USE `{db}`"))
+            conn.execute(sa.text("SET SESSION FOREIGN_KEY_CHECKS=0"))
+            for ddl in snap.tables.values():
+                conn.exec_driver_sql(ddl)
+            for ddl in snap.triggers:
+                conn.exec_driver_sql(ddl)
+            for table in snap.tables:
+                source = f"`{snap.tpl}`.`{table}`"
+                conn.execute(sa.text(f"INSERT INTO `{db}`.`{table}` SELECT * FROM {source}"))
     finally:
         admin.dispose()
     return True
+
+
+def _my_reloaded_spare(admin: sa.Engine, db: str, snap: _MySnapshot) -> bool:
+    """Reload the spare tables; False (both databases emptied, the spare given up) when that fails,
+    so the caller copies from the template instead. A test that timed out can leave a thread that
+    still changes tables after the next test began: one such failure must not fail every later copy."""
+    try:
+        _my_reload_spare(admin, db, snap)
+        return True
+    except sa.exc.DBAPIError:
+        snap.spare_ready = False
+        with admin.begin() as conn:
+            conn.execute(sa.text("SET SESSION FOREIGN_KEY_CHECKS=0"))
+            _my_drop_all(conn, db)
+            _my_drop_all(conn, snap.spare)
+        return False
 
 
 def _my_checksums(conn: sa.Connection, db: str, tables: Iterable[str]) -> dict[str, int | None]:

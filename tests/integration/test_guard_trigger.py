@@ -99,6 +99,7 @@ def trigger_exists(engine: Engine) -> bool:
         return bool(conn.execute(stmt, {"n": TRIGGER}).scalar_one())
 
 
+@pytest.mark.slow  # a rollback spec and a full cut-over again: minutes on a loaded server
 def test_rollback_drops_the_trigger_with_the_columns(guarded: Engine, tmp_path: Path) -> None:
     assert trigger_exists(guarded)
     text = ROLLBACK.read_text().replace("status: draft-rollback", "status: pending-staging")

@@ -24,7 +24,7 @@ import pytest
 from autonumber.runtime import Platform
 from support import make_platform
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(240)]
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(480)]
 AUTONUMBER = str(Path(sys.executable).parent / "autonumber")
 POSTS = 300
 
@@ -66,12 +66,12 @@ def serve(
 
 
 def _wait_ready(base: str, proc: subprocess.Popen[bytes], log: Path) -> None:
-    deadline = time.monotonic() + 90
+    deadline = time.monotonic() + 180  # a loaded machine starts the workers slowly
     while time.monotonic() < deadline:
         if proc.poll() is not None:
             raise AssertionError(f"serve exited {proc.returncode}: {log.read_text()[-2000:]}")
         try:
-            if httpx.get(f"{base}/readyz", timeout=2).status_code == 200:
+            if httpx.get(f"{base}/readyz", timeout=10).status_code == 200:
                 return
         except httpx.HTTPError:
             pass
@@ -107,11 +107,12 @@ def test_three_workers_300_concurrent_posts_get_300_contiguous_numbers(prepared:
         assert len(_worker_pids(http, 2)) >= 2, "the requests were not spread over several workers"
 
 
-def _worker_pids(http: httpx.Client, wanted: int, within: float = 60.0) -> set[int]:
+def _worker_pids(http: httpx.Client, wanted: int, within: float = 120.0) -> set[int]:
     """The worker pids that answer fresh connections, until `wanted` are seen or `within` s pass.
 
     Which worker accepts a connection is the kernel's choice: an idle server may hand many in a row
-    to one worker, so the test asks concurrently and for a while rather than a fixed number of times.
+    to one worker, and on a loaded machine a worker may still be starting when another already
+    answers, so the test asks concurrently and for a while rather than a fixed number of times.
     """
     close = {"Connection": "close"}
     deadline = time.monotonic() + within

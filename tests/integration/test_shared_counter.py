@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
@@ -255,3 +256,62 @@ def test_threads_inserting_into_two_members_get_one_contiguous_sequence(platform
         ids = set(conn.execute(sa.select(reservation_journal.c.field_id).distinct()).scalars())
     assert ids <= {SHARED}
     assert verify(platform.db) == []
+
+
+def _spec(tmp_path: Path, name: str, ops: list[str]) -> Path:
+    path = tmp_path / f"{name}.md"
+    path.write_text(
+        f"---\napiVersion: data-spec/v1\nid: 2026-12-02-{name}\nscope: staging-then-production\n"
+        "status: pending\n---\n\n## Operations\n\n```yaml\n" + "\n".join(ops) + "\n```\n",
+        encoding="utf-8",
+    )
+    return path
+
+
+def test_spec_operations_join_refuse_and_leave(
+    bare: Platform, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    join = [
+        "- op: add_autonumber_field",
+        "  object: Quotation",
+        "  field: QuoteNo",
+        "  format: 'Q-{0000}'",
+        "  shared_counter: QO",
+        "- op: add_autonumber_field",
+        "  object: SalesOrder",
+        "  field: OrderNo",
+        "  format: 'O-{0000}'",
+        "  shared_counter: QO",
+    ]
+    code, out = run_cli(
+        ["spec", "apply", str(_spec(tmp_path, "join", join)), "--env", "production", "--db", db_url], capsys
+    )
+    assert code == 0, out
+    bare.catalog.refresh()
+    assert [insert(bare, o) for o in ("SalesOrder", "Quotation")] == ["O-0001", "Q-0002"]
+    before = (stored_rules(bare), counters(bare, SHARED))
+    refused = [
+        "- op: set_rule",
+        "  object: Quotation",
+        "  field: QuoteNo",
+        "  format: 'Q-{0000}'",
+        "  start: 9",
+    ]
+    path = _spec(tmp_path, "refused", refused)
+    code, out = run_cli(["spec", "apply", str(path), "--env", "production", "--db", db_url], capsys)
+    assert code != 0 and "start 9 differs from member SalesOrder.OrderNo's 1" in out, out
+    assert (stored_rules(bare), counters(bare, SHARED)) == before
+    leave = [
+        "- op: set_rule",
+        "  object: Quotation",
+        "  field: QuoteNo",
+        "  format: 'Q-{0000}'",
+        "  shared_counter: ''",
+    ]
+    code, out = run_cli(
+        ["spec", "apply", str(_spec(tmp_path, "leave", leave)), "--env", "production", "--db", db_url], capsys
+    )
+    assert code == 0, out
+    bare.catalog.refresh()
+    assert [insert(bare, o) for o in ("Quotation", "SalesOrder")] == ["Q-0003", "O-0003"]
+    assert verify(bare.db) == []

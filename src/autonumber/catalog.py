@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber import shared
 from autonumber.allocation import SINGLE, block_size, check_allocation
 from autonumber.db.base import UNAVAILABLE
 from autonumber.db.objects import shared_object_table
@@ -329,6 +330,9 @@ def _check_policy(row: StoredRule) -> None:
     check_allocation(row.allocation, row.numbering)
     if row.shared_counter is not None:
         check_name(row.shared_counter)
+        why = shared.mismatch(row, 0, ())
+        if why is not None:
+            raise ValueError(why)
     if row.fiscal_year_start not in FISCAL_MONTHS:
         raise ValueError(
             f"stored auto_number_fiscal_year_start {row.fiscal_year_start!r} is not a month 1-12"
@@ -363,7 +367,28 @@ def load_snapshot(conn: Connection) -> CatalogSnapshot:
                 snapshot.rules[row.field_id] = build_rule(row, snapshot)
             except (AutonumberError, ValueError) as exc:
                 snapshot.quarantined[row.field_id] = str(exc)
+    _quarantine_misfits(snapshot)
     return snapshot
+
+
+def _quarantine_misfits(snapshot: CatalogSnapshot) -> None:
+    """A member of a shared counter that no longer fits the others (a raw UPDATE; every door refuses
+    it) assigns nothing: its numbers would not mean what the other members' mean (fail closed)."""
+    rules = [r for rows in snapshot.fields.values() for r in rows if r.shared_counter and r.format]
+    for row in rules:
+        rule = snapshot.rules.get(row.field_id)
+        if rule is None:
+            continue
+        others = [
+            (o, snapshot.rules[o.field_id].format.counter_width)
+            for o in shared.members(rules, row.shared_counter or "", but=row.field_id)
+            if o.field_id in snapshot.rules
+        ]
+        why = shared.mismatch(row, rule.format.counter_width, others)
+        if why is not None:
+            snapshot.quarantined[row.field_id] = why
+    for field_id in snapshot.quarantined:
+        snapshot.rules.pop(field_id, None)
 
 
 def _reflect_adopted(conn: Connection, snapshot: CatalogSnapshot) -> dict[str, str]:

@@ -18,7 +18,7 @@ from sqlalchemy.engine import Engine
 import autonumber
 from autonumber.audit import audit_gaps
 from autonumber.db.tables import counter_table, reservation_journal, system_field
-from autonumber.errors import RuleChangeRefused
+from autonumber.errors import RuleChangeRefused, RuleQuarantined
 from autonumber.objects.custom import add_object
 from autonumber.rules import RuleEdit, RuleRequest, RuleSpec, commit_requests, set_rule
 from autonumber.rules.counters import set_next
@@ -197,6 +197,10 @@ def test_verify_checks_the_shared_counter_against_every_member(platform: Platfor
         conn.execute(sa.update(system_field).where(system_field.c.Id == QUOTE).values(auto_number_start=7))
     messages = [f.message for f in verify(platform.db)]
     assert any(m.startswith("V4") and "start 7 differs from member" in m for m in messages), messages
+    platform.catalog.refresh()
+    for obj in ("Quotation", "SalesOrder"):  # fail closed: neither member assigns from the counter
+        with pytest.raises(RuleQuarantined, match="differs from member"):
+            insert(platform, obj)
 
 
 def test_the_gap_audit_counts_every_members_values(platform: Platform) -> None:
@@ -314,4 +318,23 @@ def test_spec_operations_join_refuse_and_leave(
     assert code == 0, out
     bare.catalog.refresh()
     assert [insert(bare, o) for o in ("Quotation", "SalesOrder")] == ["Q-0003", "O-0003"]
+    assert verify(bare.db) == []
+
+
+def test_a_per_day_field_joins_above_its_own_days_and_leaves_above_the_shared_ones(bare: Platform) -> None:
+    day = {"scope": "per_day", "time_zone": "UTC"}
+    add(bare.db, RuleSpec("SalesOrder", "OrderNo", "O-{YYYY}{MM}{DD}-{000}", **day))  # type: ignore[arg-type]
+    add(bare.db, RuleSpec("Quotation", "QuoteNo", "Q-{YYYY}{MM}{DD}-{000}", shared_counter="DAY", **day))  # type: ignore[arg-type]
+    bare.catalog.refresh()
+    assert [number(insert(bare, "SalesOrder")) for _ in range(4)] == [1, 2, 3, 4]
+    assert number(insert(bare, "Quotation")) == 1
+    [today] = counters(bare, ORDER)
+    set_rule(bare.db, RuleEdit("SalesOrder", "OrderNo", shared_counter="DAY"))
+    bare.catalog.refresh()
+    assert counters(bare, ORDER) == {} and counters(bare, "shared:DAY") == {today: 5}
+    assert [number(insert(bare, o)) for o in ("Quotation", "SalesOrder")] == [5, 6]
+    set_rule(bare.db, RuleEdit("SalesOrder", "OrderNo", shared_counter=""))
+    bare.catalog.refresh()
+    assert counters(bare, ORDER) == {today: 7}
+    assert [number(insert(bare, o)) for o in ("SalesOrder", "Quotation")] == [7, 7]
     assert verify(bare.db) == []

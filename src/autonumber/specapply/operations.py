@@ -207,7 +207,7 @@ def compute_correction(conn: Connection) -> Correction | None:
     for rule in snapshot.rules.values():
         table = snapshot.table(rule.object_name)
         scan = scan_rule(conn, rule, table, older=older.get(rule.field_id, ()))
-        best = max([*scan.buckets.values(), floors.get(rule.field_id, 0)])
+        best = max([*scan.buckets.values(), floors.get(rule.counter_id, 0)])  # a shared counter: all of it
         numbers[(rule.object_name, rule.field_name)] = best
         if rule.scope != "per_prefix" or not _counter_is_last(rule):
             continue

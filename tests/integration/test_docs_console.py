@@ -24,6 +24,7 @@ def marked(text: str) -> list[Block]:
     return [b for b in blocks(text) if b.line >= 2 and lines[b.line - 2].strip() == MARK]
 
 
+@pytest.mark.timeout(300)  # changing-rules.md: about 30 commands, a process each; 120 s is short under load
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_marked_console_blocks_run_as_written(name: str, tmp_path: Path) -> None:
     text = (DOCS / name).read_text(encoding="utf-8")

@@ -8,7 +8,9 @@ values, contiguous on the one counter."""
 from __future__ import annotations
 
 import json
+import multiprocessing
 from collections.abc import Iterator
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -18,6 +20,7 @@ from sqlalchemy.engine import Engine
 import autonumber
 from autonumber.audit import audit_gaps
 from autonumber.db.tables import counter_table, reservation_journal, system_field
+from autonumber.engine import STRATEGIES
 from autonumber.errors import RuleChangeRefused, RuleQuarantined
 from autonumber.objects.custom import add_object
 from autonumber.rules import RuleEdit, RuleRequest, RuleSpec, commit_requests, set_rule
@@ -338,3 +341,36 @@ def test_a_per_day_field_joins_above_its_own_days_and_leaves_above_the_shared_on
     assert counters(bare, ORDER) == {today: 7}
     assert [number(insert(bare, o)) for o in ("SalesOrder", "Quotation")] == [7, 7]
     assert verify(bare.db) == []
+
+
+def insert_members(url: str, strategy: str, process: int, per_process: int) -> list[str]:
+    """One process of the multi-process test: its own platform, two threads, one per member."""
+    p = autonumber.connect(url, strategy=strategy)
+    out: list[str] = []
+    try:
+
+        def work(t: int) -> None:
+            obj = "Quotation" if (process + t) % 2 else "SalesOrder"
+            out.extend(insert(p, obj) for _ in range(per_process // 2))
+
+        errors = run_together(work, 2)
+        assert errors == [], errors
+        return out
+    finally:
+        p.close()
+
+
+@pytest.mark.slow  # spawned processes: tens of seconds on a loaded machine
+@pytest.mark.parametrize("strategy", STRATEGIES)
+def test_processes_inserting_into_two_members_share_one_contiguous_counter(
+    platform: Platform, db_url: str, strategy: str
+) -> None:
+    processes, per_process = 3, 20
+    spawn = multiprocessing.get_context("spawn")
+    with ProcessPoolExecutor(processes, mp_context=spawn) as pool:
+        futures = [pool.submit(insert_members, db_url, strategy, i, per_process) for i in range(processes)]
+        values = [v for f in futures for v in f.result(timeout=300)]
+    assert {v[:2] for v in values} == {"Q-", "O-"}
+    assert sorted(number(v) for v in values) == list(range(1, processes * per_process + 1))
+    assert counters(platform, SHARED) == {"": processes * per_process + 1}
+    assert verify(platform.db) == []

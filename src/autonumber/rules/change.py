@@ -334,7 +334,7 @@ def _finish(
     else:  # a lazy scope's rows start above what each key ever reserved (journal, retired rows)
         planned = [_at_least(row, reserved.get(row.scope_key, 0), "reserved") for row in planned]
     if moving:
-        _leave(batch, plan, was_counter, previous)
+        _leave(batch, plan, was_counter)
         after = dict(current)
         for row in planned:
             after[row.scope_key] = max(row.next_value, after.get(row.scope_key, 0))
@@ -410,7 +410,7 @@ def _highest(*maps: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def _leave(batch: _Batch, plan: Plan, was: str, previous: tuple[str, str] | None) -> None:
+def _leave(batch: _Batch, plan: Plan, was: str) -> None:
     """The field stops drawing from counter `was`: its own rows, or a shared counter's once its last
     member leaves, are retired (kept as floors); a shared counter other members still use stays."""
     old = dict(batch.counters_of(was))

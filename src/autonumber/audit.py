@@ -22,6 +22,7 @@ from sqlalchemy.engine import Connection
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
 from autonumber.engine.journal import FAILED, MOVED, RESERVED, ROLLED_BACK, lines_for, owner_alive, who
+from autonumber.engine.livemax import members_of
 from autonumber.errors import AutonumberError
 from autonumber.format.scope import COUNTER_MARK
 from autonumber.format.value_patterns import ScanPattern
@@ -79,12 +80,15 @@ def audit_gaps(
     """Audit one field (id or `Object.Field`); `scope_key`, `lo`, `hi` narrow what is checked."""
     snapshot = platform.catalog.current()
     rule = snapshot.rule(field)
-    column = snapshot.table(rule.object_name).c[rule.field_name]
     with platform.db.connect() as conn:
         counters = _counters(conn, rule, scope_key)
-        older = older_by_field(conn, {rule.field_id: rule.format.source}).get(rule.field_id, ())
-        stored = _stored(conn, rule, column, counters, older)
-        lines = lines_for(conn, rule.field_id, counters)
+        stored: dict[str, set[int]] = {}
+        for member in members_of(snapshot, rule):  # a value another member stored is no gap
+            column = snapshot.table(member.object_name).c[member.field_name]
+            older = older_by_field(conn, {member.field_id: member.format.source}).get(member.field_id, ())
+            for key, values in _stored(conn, member, column, counters, older).items():
+                stored.setdefault(key, set()).update(values)
+        lines = lines_for(conn, rule.counter_id, counters)
     gaps: list[Gap] = []
     checked = 0
     by_key = lines_by_key(lines)
@@ -104,7 +108,7 @@ def audit_gaps(
 
 def _counters(conn: Connection, rule: Rule, scope_key: str | None) -> dict[str, int]:
     t = counter_table
-    stmt = sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == rule.field_id)
+    stmt = sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == rule.counter_id)
     if scope_key is not None:
         stmt = stmt.where(t.c.scope_key == scope_key)
     return {str(k): int(v) for k, v in conn.execute(stmt)}

@@ -19,6 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber import shared
 from autonumber.allocation import SINGLE, block_size, check_allocation
 from autonumber.db.base import UNAVAILABLE
 from autonumber.db.objects import shared_object_table
@@ -43,6 +44,7 @@ from autonumber.format.tokens import DATE_SOURCES, FISCAL_MONTHS, NUMBERING, ON_
 from autonumber.format.validate import validate_date_source
 from autonumber.format.zones import zone_of
 from autonumber.identifiers import check_api_name
+from autonumber.shared import check_name, counter_id
 from autonumber.stored import StoredRule
 
 RECORD_TYPE = "RecordType"
@@ -66,6 +68,8 @@ class Rule:
     fiscal_year_start: int = 1
     date_field: str | None = None
     """The record's own date/datetime field that dates its numbers (None: the database clock)."""
+    shared_counter: str | None = None
+    """The shared counter it draws from (None: its own counter; autonumber/shared.py)."""
     pinned_date: datetime | None = None
     """A record's date this copy of the rule keys and renders with instead of the clock
     (`pinned`); set only on the per-reservation copies the engine makes."""
@@ -74,6 +78,11 @@ class Rule:
     def name(self) -> str:
         """`Object.Field`."""
         return f"{self.object_name}.{self.field_name}"
+
+    @property
+    def counter_id(self) -> str:
+        """What its counter rows and journal lines are keyed by: the field id, or `shared:NAME`."""
+        return counter_id(self.field_id, self.shared_counter)
 
     def pinned(self, at: datetime) -> Rule:
         """This rule dated by a record's own date `at` instead of the reservation's clock sample."""
@@ -304,6 +313,7 @@ def build_rule(row: StoredRule, snapshot: CatalogSnapshot) -> Rule:
         row.allocation,
         row.fiscal_year_start,
         row.date_field if row.date_src == "custom_field" else None,
+        row.shared_counter,
     )
 
 
@@ -318,6 +328,11 @@ def _check_policy(row: StoredRule) -> None:
         if value not in allowed:
             raise ValueError(f"stored {column} {value!r} is not one of {', '.join(allowed)}")
     check_allocation(row.allocation, row.numbering)
+    if row.shared_counter is not None:
+        check_name(row.shared_counter)
+        why = shared.mismatch(row, 0, ())
+        if why is not None:
+            raise ValueError(why)
     if row.fiscal_year_start not in FISCAL_MONTHS:
         raise ValueError(
             f"stored auto_number_fiscal_year_start {row.fiscal_year_start!r} is not a month 1-12"
@@ -352,7 +367,28 @@ def load_snapshot(conn: Connection) -> CatalogSnapshot:
                 snapshot.rules[row.field_id] = build_rule(row, snapshot)
             except (AutonumberError, ValueError) as exc:
                 snapshot.quarantined[row.field_id] = str(exc)
+    _quarantine_misfits(snapshot)
     return snapshot
+
+
+def _quarantine_misfits(snapshot: CatalogSnapshot) -> None:
+    """A member of a shared counter that no longer fits the others (a raw UPDATE; every door refuses
+    it) assigns nothing: its numbers would not mean what the other members' mean (fail closed)."""
+    rules = [r for rows in snapshot.fields.values() for r in rows if r.shared_counter and r.format]
+    for row in rules:
+        rule = snapshot.rules.get(row.field_id)
+        if rule is None:
+            continue
+        others = [
+            (o, snapshot.rules[o.field_id].format.counter_width)
+            for o in shared.members(rules, row.shared_counter or "", but=row.field_id)
+            if o.field_id in snapshot.rules
+        ]
+        why = shared.mismatch(row, rule.format.counter_width, others)
+        if why is not None:
+            snapshot.quarantined[row.field_id] = why
+    for field_id in snapshot.quarantined:
+        snapshot.rules.pop(field_id, None)
 
 
 def _reflect_adopted(conn: Connection, snapshot: CatalogSnapshot) -> dict[str, str]:

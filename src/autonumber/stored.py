@@ -15,6 +15,7 @@ from typing import Any
 from autonumber.allocation import SINGLE
 from autonumber.db.tables import AUTONUMBER_COLUMNS
 from autonumber.format import FieldInfo
+from autonumber.shared import counter_id
 
 PREFIX = "auto_number_"
 
@@ -22,7 +23,7 @@ POLICY = ("format", "scope", "start", "numbering", "time_zone")
 """What a model of the Django and SQLAlchemy adapters declares: they compare and set only these,
 and an edit from them keeps the rest as stored."""
 
-EDITABLE = (*POLICY, "allocation", "fiscal_year_start")
+EDITABLE = (*POLICY, "allocation", "fiscal_year_start", "shared_counter")
 """What an edit can change (RuleEdit)."""
 
 
@@ -44,6 +45,8 @@ class StoredRule:
     allocation: str = SINGLE
     fiscal_year_start: int = 1
     date_field: str | None = None
+    shared_counter: str | None = None
+    """The shared counter the field draws from (None: its own counter; autonumber/shared.py)."""
 
     @classmethod
     def of(cls, field_id: str, info: FieldInfo, columns: Mapping[Any, Any]) -> StoredRule:
@@ -63,6 +66,11 @@ class StoredRule:
     def name(self) -> str:
         """`Object.Field`."""
         return f"{self.info.object}.{self.info.name}"
+
+    @property
+    def counter_id(self) -> str:
+        """What its counter rows and journal lines are keyed by: the field id, or `shared:NAME`."""
+        return counter_id(self.field_id, self.shared_counter)
 
     @property
     def max_length(self) -> int | None:
@@ -90,4 +98,4 @@ class StoredRule:
         return hashlib.blake2b(repr(sorted(self.values.items())).encode(), digest_size=8).hexdigest()
 
 
-_NULLABLE = {"format", "token_refs", "date_field"}
+_NULLABLE = {"format", "token_refs", "date_field", "shared_counter"}

@@ -23,6 +23,7 @@ AUTONUMBER_DEFAULTS = {
     "auto_number_allocation": "single",
     "auto_number_fiscal_year_start": 1,
     "auto_number_date_field": None,
+    "auto_number_shared_counter": None,
 }
 
 

@@ -240,3 +240,11 @@ def test_date_source_column(text: str) -> None:
     created = parse_spec(_with_fiscal_column(text, "CreatedDate", "date source"), "copy.md")
     assert created.rule("Case.CaseNumber").date_src == "created_date"
     assert spec.rule("Account.Account_ID__c").date_src == "assigned_at"
+
+
+def test_shared_counter_column(text: str) -> None:
+    spec = parse_spec(_with_fiscal_column(text, "TICKETS", "shared counter"), "copy.md")
+    assert spec.rule("Case.CaseNumber").shared_counter == "TICKETS"
+    assert spec.rule("Account.Account_ID__c").shared_counter is None
+    with pytest.raises(SpecError, match="shared counter name"):
+        parse_spec(_with_fiscal_column(text, "no-dashes", "shared counter"), "copy.md")

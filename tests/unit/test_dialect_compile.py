@@ -242,7 +242,7 @@ class _Keeper(Recorder):
 def test_the_reservation_statement_is_built_once_and_takes_its_values_as_parameters(backend: str) -> None:
     from autonumber.engine.reservation import _FITS, _KEY, _N, _params
 
-    rule = type("R", (), {"field_id": "Case.CaseNumber", "format": type("F", (), {"counter_width": 8})})()
+    rule = type("R", (), {"counter_id": "Case.CaseNumber", "format": type("F", (), {"counter_width": 8})})()
     rec = _Keeper(backend)
     conn: Connection = rec  # type: ignore[assignment]
     for n in (1, 5):

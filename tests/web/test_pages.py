@@ -248,6 +248,7 @@ def test_rules_editor_is_labelled_and_only_for_an_admin(
         "allocation",
         "fiscal_year_start",
         "date_source",
+        "shared_counter",
     ]
     for input_id, _ in inputs:
         assert f'<label for="{input_id}">' in editor

@@ -45,7 +45,8 @@ def show_cmd(
 def _print(report: CounterReport) -> None:
     from rich.table import Table
 
-    table = Table(title=f"{report.field} ({report.field_id}, {report.scope})")
+    shared = f", shared counter {report.shared_counter}" if report.shared_counter else ""
+    table = Table(title=f"{report.field} ({report.field_id}, {report.scope}{shared})")
     for head in ("scope key", "next value", "next number", "floor (lowest allowed next)"):
         table.add_column(head, overflow="fold")
     for c in report.counters:

@@ -125,6 +125,20 @@ DateSourceOption = Annotated[
 ]
 
 
+SharedOption = Annotated[
+    str | None,
+    typer.Option(
+        "--shared-counter",
+        metavar="NAME",
+        help="Draw from the shared counter NAME with its other members (fields of this or other "
+        "objects): one sequence across them. A member must match the others' scope (global or "
+        "per_day), counter width, start and allocation (per_day: time zone and date source too); "
+        "standard numbering only. Default: a counter of the field's own, or the stored one for `set`.",
+        show_default=False,
+    ),
+]
+
+
 def _report(rule: RuleSpec, done: FieldChange) -> None:
     for line in done.changes:
         typer.echo(f"  {line}")
@@ -132,6 +146,7 @@ def _report(rule: RuleSpec, done: FieldChange) -> None:
     extra = "".join(f", {v}" for v in shown if v not in ("standard", "UTC", "single"))
     extra += f", fiscal year from month {rule.fiscal_year_start}" if rule.fiscal_year_start != 1 else ""
     extra += f", dated by {rule.date_source}" if rule.date_src != "assigned_at" else ""
+    extra += f", shared counter {rule.shared_counter}" if rule.shared_counter else ""
     typer.echo(
         f"{rule.name} ({done.field_id}): {rule.format} ({rule.scope}, start {rule.start}{extra}); "
         "verify passed"
@@ -162,6 +177,7 @@ def add_cmd(
     batch_size: BatchOption = BATCH_DEFAULT,
     fiscal_year_start: FiscalOption = None,
     date_source: DateSourceOption = None,
+    shared_counter: SharedOption = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Create the column if missing, store the validated rule and seed its counter; existing rows keep
@@ -187,6 +203,7 @@ def add_cmd(
         fiscal_year_start=1 if fiscal_year_start is None else fiscal_year_start,
         date_src=date_src,
         date_field=date_field,
+        shared_counter=shared_counter,
     )
     done = fields.create_field(db, rule)
     _report(rule, done)
@@ -229,6 +246,15 @@ def set_cmd(
     allocation: AllocationOption = None,
     fiscal_year_start: FiscalOption = None,
     date_source: DateSourceOption = None,
+    shared_counter: SharedOption = None,
+    own_counter: Annotated[
+        bool,
+        typer.Option(
+            "--own-counter",
+            help="Leave the shared counter: the field gets a counter of its own, above every value "
+            "the shared counter and the field ever reserved.",
+        ),
+    ] = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Change an autonumber field's rule (also repairs a quarantined one): stored values stay valid,
@@ -239,6 +265,8 @@ def set_cmd(
     from autonumber.commands import fields
     from autonumber.rules import RuleEdit
 
+    if own_counter and shared_counter is not None:
+        raise typer.BadParameter("give --shared-counter NAME or --own-counter, not both")
     edit = RuleEdit(
         object_name,
         field,
@@ -250,6 +278,7 @@ def set_cmd(
         allocation=allocation,
         fiscal_year_start=fiscal_year_start,
         date_source=date_source,
+        shared_counter="" if own_counter else shared_counter,
     )
     done = fields.set_field(db, edit)
     assert done.rule is not None  # a planned set always resolves its rule
@@ -311,7 +340,7 @@ def _show(views: list[FieldView], as_json: bool) -> None:
         table.add_row(
             v.field_id,
             v.format,
-            v.scope,
+            v.scope if v.shared_counter is None else f"{v.scope}, shared counter {v.shared_counter}",
             str(v.start),
             v.numbering if v.allocation == "single" else f"{v.numbering}, {v.allocation}",
             v.time_zone,

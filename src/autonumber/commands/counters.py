@@ -31,6 +31,8 @@ class CounterReport:
     field: str
     scope: str
     counters: list[CounterLine]
+    shared_counter: str | None = None
+    """The shared counter the field draws from: its rows are the members' one counter."""
 
 
 def counters_on(platform: Platform, object_name: str, field_name: str) -> CounterReport:
@@ -39,7 +41,7 @@ def counters_on(platform: Platform, object_name: str, field_name: str) -> Counte
     row = snap.stored(f"{object_name}.{field_name}")
     rule = snap.rules.get(row.field_id)
     with platform.db.connect() as conn:
-        states = counter_states(conn, row.field_id)
+        states = counter_states(conn, row.counter_id)
     lines = [
         CounterLine(
             s.scope_key,
@@ -49,7 +51,8 @@ def counters_on(platform: Platform, object_name: str, field_name: str) -> Counte
         )
         for s in states
     ]
-    return CounterReport(row.field_id, f"{row.info.object}.{row.info.name}", row.scope, lines)
+    name = f"{row.info.object}.{row.info.name}"
+    return CounterReport(row.field_id, name, row.scope, lines, row.shared_counter)
 
 
 def show_counters(url: str, object_name: str, field_name: str) -> CounterReport:

@@ -107,6 +107,11 @@ class FieldView(BaseModel):
     date_source: str = Field(
         "clock", description="what dates the numbers: clock, CreatedDate or a date field of the record"
     )
+    shared_counter: str | None = Field(
+        None,
+        description="the shared counter the field draws from with its other members (None: a counter "
+        "of its own); its counters are that counter's",
+    )
 
 
 def describe_fields(url: str, object_name: str | None = None, field: str | None = None) -> list[FieldView]:
@@ -128,8 +133,8 @@ def field_views(
 ) -> list[FieldView]:
     """The views of stored rows: the global counter first, then the most recently used scopes
     (at most `per_field`, None: all)."""
-    counters = _counters(db, [r.field_id for r in rows], per_field)
-    return [_view(snap, row, counters[row.field_id]) for row in rows]
+    counters = _counters(db, sorted({r.counter_id for r in rows}), per_field)
+    return [_view(snap, row, counters[row.counter_id]) for row in rows]
 
 
 def _counters(db: Engine, field_ids: list[str], per_field: int | None) -> dict[str, list[tuple[str, int]]]:
@@ -176,6 +181,7 @@ def _view(snap: CatalogSnapshot, row: StoredRule, counters: list[tuple[str, int]
         allocation=row.allocation,
         fiscal_year_start=row.fiscal_year_start,
         date_source=describe_date_source(row.date_src, row.date_field),
+        shared_counter=row.shared_counter,
     )
 
 

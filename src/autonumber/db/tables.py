@@ -119,6 +119,7 @@ system_field = sa.Table(
     sa.Column("auto_number_allocation", sa.String(16), nullable=False, server_default="single"),
     sa.Column("auto_number_fiscal_year_start", sa.SmallInteger, nullable=False, server_default="1"),
     sa.Column("auto_number_date_field", sa.String(64), nullable=True),
+    sa.Column("auto_number_shared_counter", sa.String(64), nullable=True),
     sa.UniqueConstraint("ObjectId", "ApiName", name="uq_System_Field_object_api"),
 )
 

@@ -43,7 +43,7 @@ class _Block:
         return self.assigned_at + timedelta(seconds=max(0.0, mono - self.reserved_mono))
 
     def rest(self) -> Range:
-        return Range(self.rule.field_id, self.scope_key, self.next, self.end - self.next)
+        return Range(self.rule.counter_id, self.scope_key, self.next, self.end - self.next)
 
 
 @dataclass(frozen=True)

@@ -140,7 +140,7 @@ class Engine:
             by = rule if dates is None else rule.pinned(dates[indices[0]])
             if by.block_size > 1 and self._on_caller(conn) is None:
                 pieces = self.blocks.take(by, len(indices), values)
-                detached += [Range(rule.field_id, p.scope_key, p.first, p.count) for p in pieces]
+                detached += [Range(rule.counter_id, p.scope_key, p.first, p.count) for p in pieces]
                 at = pieces[-1].assigned_at
                 for idx, (number, piece) in zip(indices, _numbers(pieces), strict=True):
                     when = piece.assigned_at if dates is None else dates[idx]
@@ -153,7 +153,7 @@ class Engine:
             else:
                 res, offset = self._reserve(by, len(indices), values, conn, at, inside), 0
             if not by.gapless and not inside and self._on_caller(conn) is None:
-                detached.append(Range(rule.field_id, res.scope_key, res.first + offset, len(indices)))
+                detached.append(Range(rule.counter_id, res.scope_key, res.first + offset, len(indices)))
             at = res.assigned_at
             first = res.first + offset
             if dates is None and len(indices) == len(records):  # one group: every record, in order

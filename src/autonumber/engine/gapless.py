@@ -30,7 +30,7 @@ T = counter_table
 
 
 def _where(rule: Rule, key: str) -> sa.ColumnElement[bool]:
-    return sa.and_(T.c.field_id == rule.field_id, T.c.scope_key == key)
+    return sa.and_(T.c.field_id == rule.counter_id, T.c.scope_key == key)
 
 
 def _exists(conn: Connection, rule: Rule, key: str) -> bool:

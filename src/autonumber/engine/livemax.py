@@ -8,7 +8,7 @@ from collections.abc import Callable, Mapping
 from datetime import datetime
 
 import sqlalchemy as sa
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
 
 from autonumber.catalog import CatalogSnapshot, Rule
 from autonumber.format.value_patterns import LIKE_ESCAPE, like_pattern
@@ -23,19 +23,43 @@ def live_max_reader(
     """Build the engine's live-max function over the fresh-read pool."""
 
     def live_max(rule: Rule, scope_key: str, at: datetime, cross: Mapping[str, str]) -> int:
-        table = snapshot().table(rule.object_name)
-        column = table.c[rule.field_name]
-        pattern = rule.format.scan_pattern()
+        snap = snapshot()
         best = 0
-        like = like_pattern(rule.format.tokens, rule.date_of(at), cross, rule.zone, rule.fiscal_year_start)
-        stmt = sa.select(column).where(column.like(like, escape=LIKE_ESCAPE))
         with db.connect() as conn:
-            result = conn.execute(stmt.execution_options(stream_results=True, yield_per=PAGE))
-            for (value,) in result:
-                match = pattern.match(value)
-                if match is not None and match.scope_key(rule.scope) == scope_key:
-                    best = max(best, match.counter)
-            best = max(best, scope_floor(conn, rule.field_id, scope_key) - 1)
+            for member in members_of(snap, rule):  # a shared counter: every member's values count
+                best = max(best, _column_max(conn, snap, member, scope_key, rule.date_of(at), cross))
+            best = max(best, scope_floor(conn, rule.counter_id, scope_key) - 1)
         return best
 
     return live_max
+
+
+def members_of(snapshot: CatalogSnapshot, rule: Rule) -> list[Rule]:
+    """The rules drawing from `rule`'s counter: itself, and the other members of a shared counter."""
+    if rule.shared_counter is None:
+        return [rule]
+    cid, fid = rule.counter_id, rule.field_id
+    others = [r for r in snapshot.rules.values() if r.counter_id == cid and r.field_id != fid]
+    return [rule, *others]
+
+
+def _column_max(
+    conn: Connection,
+    snapshot: CatalogSnapshot,
+    rule: Rule,
+    scope_key: str,
+    at: datetime,
+    cross: Mapping[str, str],
+) -> int:
+    """The largest counter of `rule`'s column in the scope key (values of the day `at` shows)."""
+    column = snapshot.table(rule.object_name).c[rule.field_name]
+    pattern = rule.format.scan_pattern()
+    like = like_pattern(rule.format.tokens, at, cross, rule.zone, rule.fiscal_year_start)
+    stmt = sa.select(column).where(column.like(like, escape=LIKE_ESCAPE))
+    best = 0
+    result = conn.execute(stmt.execution_options(stream_results=True, yield_per=PAGE))
+    for (value,) in result:
+        match = pattern.match(value)
+        if match is not None and match.scope_key(rule.scope) == scope_key:
+            best = max(best, match.counter)
+    return best

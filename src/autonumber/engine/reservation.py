@@ -59,7 +59,7 @@ LiveMax = Callable[[Rule, str, datetime, Mapping[str, str]], int]
 
 
 def _key(rule: Rule, scope_key: str) -> sa.ColumnElement[bool]:
-    return sa.and_(T.c.field_id == rule.field_id, T.c.scope_key == scope_key)
+    return sa.and_(T.c.field_id == rule.counter_id, T.c.scope_key == scope_key)
 
 
 # The counter's key and "n more values still fit" as constant expressions (bind parameters from
@@ -72,7 +72,7 @@ _STAMP = {"last_modified_date": sa.bindparam("b_now", type_=T.c.last_modified_da
 
 def _params(rule: Rule, scope_key: str, n: int) -> dict[str, Any]:
     return {
-        "b_field_id": rule.field_id,
+        "b_field_id": rule.counter_id,
         "b_scope_key": scope_key,
         "b_n": n,
         "b_limit": 10**rule.format.counter_width - n,
@@ -274,7 +274,7 @@ class Reserver:
         with self._fallback_slot() as take_slot, self._attempt(conn) as c:
             now = self._clock(c, at)
             key = rule.scope_key(now, cross)
-            take_slot(rule.field_id, key)
+            take_slot(rule.counter_id, key)
             current = c.execute(
                 self.dialect.for_update(sa.select(T.c.next_value).where(_key(rule, key)))
             ).scalar()
@@ -391,7 +391,7 @@ class Reserver:
         on SQLite, a group writer's or a committed batch's own transaction) needs none: its numbers
         commit with their rows or roll back with them, so they can never become gaps."""
         if conn is None:
-            rng = Range(rule.field_id, res.scope_key, res.first, res.count)
+            rng = Range(rule.counter_id, res.scope_key, res.first, res.count)
             self.journal.reserved(c, rng, res.assigned_at)
         return res
 
@@ -416,7 +416,7 @@ class Reserver:
                     self.dialect.upsert_greatest(
                         c,
                         T,
-                        {"field_id": rule.field_id, "scope_key": missing.scope_key},
+                        {"field_id": rule.counter_id, "scope_key": missing.scope_key},
                         "next_value",
                         start,
                         {"created_date": missing.assigned_at, "last_modified_date": missing.assigned_at},

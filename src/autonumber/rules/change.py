@@ -27,6 +27,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from autonumber import shared
 from autonumber.catalog import Rule
 from autonumber.db import dialect_for
 from autonumber.db.objects import object_table
@@ -64,6 +65,7 @@ from autonumber.rules.store import (
     write_rule,
 )
 from autonumber.rules.verify import check
+from autonumber.shared import counter_id
 from autonumber.stored import StoredRule
 
 DEFAULT_LENGTH = 30
@@ -122,6 +124,8 @@ class Plan:
     retire: list[str] = field(default_factory=list)
     retired: dict[str, int] = field(default_factory=dict)
     """The next values of the rows retired, kept as floors (rules/floor.py)."""
+    retire_counter: str = ""
+    """Whose rows `retire` names: the field's counter id ('' : the field's own id)."""
     lines: list[str] = field(default_factory=list)
     adopted: bool = False
     """The object is an application's own table: its column must exist; it gets a UNIQUE index."""
@@ -237,7 +241,7 @@ def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
         plan = Plan(RuleRequest("add", rule), fid, table, rule, adopted=True)
         if existing is None:
             batch.catalog.add(FieldInfo(rule.object, rule.field, "text", None, None))
-        _finish(batch, plan, rule, rule_values(rule, batch.catalog), None)
+        _finish(batch, plan, rule, rule_values(rule, batch.catalog), None, fid)
         return plan
     width = rule.length or (existing.max_length if existing else None) or DEFAULT_LENGTH
     if not 1 <= width <= MAX_LENGTH:
@@ -261,7 +265,7 @@ def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
             plan.lines.append(f"added column {table}.{rule.field}")
             batch.empty_columns.add(rule.name)
     values = rule_values(rule, batch.catalog)
-    _finish(batch, plan, rule, values, None)
+    _finish(batch, plan, rule, values, None, fid)
     return plan
 
 
@@ -282,35 +286,59 @@ def _plan_set(batch: _Batch, request: RuleRequest) -> Plan:
         rule = request.rule
     values = rule_values(rule, batch.catalog)
     plan = Plan(RuleRequest("set", rule), existing.field_id, batch.tables[rule.object], rule)
+    was = existing.counter_id
     if same_values(existing.values, values):  # the same rule: only raise counters left behind
-        _finish(batch, plan, rule, None, None)
+        _finish(batch, plan, rule, None, None, was)
     else:
-        _finish(batch, plan, rule, values, (existing.format, existing.scope))
+        _finish(batch, plan, rule, values, (existing.format, existing.scope), was)
     return plan
 
 
 def _finish(
-    batch: _Batch, plan: Plan, rule: RuleSpec, values: dict[str, Any] | None, previous: tuple[str, str] | None
+    batch: _Batch,
+    plan: Plan,
+    rule: RuleSpec,
+    values: dict[str, Any] | None,
+    previous: tuple[str, str] | None,
+    was_counter: str,
 ) -> None:
     """Checks and counter rows shared by add and set (values None: the rule stays, counters left
-    behind the stored values are raised); records the outcome in the batch."""
+    behind the stored values are raised); records the outcome in the batch. `was_counter`: the
+    counter id the field drew from before (a join or a leave of a shared counter moves it)."""
     fmt = parse_format(rule.format)  # the start already fits it: rules.store.check_start_fits
     largest = 10**fmt.counter_width - 1
     fid = plan.field_id
+    cid = counter_id(fid, rule.shared_counter)
+    if values is not None and rule.shared_counter is not None:
+        _check_shared(batch, plan, rule, fmt.counter_width, values)
     known = [*batch.history.get(fid, []), *([previous[0]] if previous else [])]
-    target = Rule(fid, rule.object, rule.field, fmt, rule.start, rule.scope, ())
+    target = Rule(
+        fid, rule.object, rule.field, fmt, rule.start, rule.scope, (), shared_counter=rule.shared_counter
+    )
     scan = _scan(batch, plan, target, known)
     planned, _ = plan_rows(target, scan.buckets, LegacyState())
-    current = dict(batch.counters_of(fid))
-    reserved = batch.floors_of(fid)
+    current = dict(batch.counters_of(cid))
+    reserved = dict(batch.floors_of(cid))
+    moving = was_counter != cid
+    old_scope = previous[1] if previous is not None else rule.scope
+    if moving and rule.scope != "global" and old_scope == rule.scope:
+        planned = _carried(planned, cid, batch, was_counter)
+        reserved = _highest(reserved, batch.floors_of(was_counter), batch.counters_of(was_counter))
     if rule.scope == "global":  # continue above every value handed out, under any scope or format
-        floor = batch.field_floor(fid)
+        floor = batch.field_floor(cid)
+        if moving:  # and above every value the counter it drew from handed out
+            floor = max(floor, batch.field_floor(was_counter))
         if previous is not None and previous[1] != "global":  # values stored under the old scope
             floor = max(floor, scan.older_max + 1)
         planned = [_at_least(row, floor, "previous") if row.scope_key == "" else row for row in planned]
     else:  # a lazy scope's rows start above what each key ever reserved (journal, retired rows)
         planned = [_at_least(row, reserved.get(row.scope_key, 0), "reserved") for row in planned]
-    if previous is not None and previous[1] != rule.scope:
+    if moving:
+        _leave(batch, plan, was_counter)
+        after = dict(current)
+        for row in planned:
+            after[row.scope_key] = max(row.next_value, after.get(row.scope_key, 0))
+    elif previous is not None and previous[1] != rule.scope:
         plan.retire = sorted(current)
         plan.retired = {key: current[key] for key in plan.retire}
         after = {row.scope_key: row.next_value for row in planned}
@@ -330,20 +358,72 @@ def _finish(
             )
     plan.values = values
     plan.previous = previous
-    plan.counters = [r for r in planned if plan.retire or r.next_value > current.get(r.scope_key, 0)]
-    batch.counters[fid] = after
+    plan.counters = [
+        r for r in planned if moving or plan.retire or r.next_value > current.get(r.scope_key, 0)
+    ]
+    batch.counters[cid] = after
     if values is None:
         if plan.counters:
-            plan.lines.append(_counter_line(fid, after, scan))
+            plan.lines.append(_counter_line(cid, after, scan))
         return
     was = f"{previous[0]} ({previous[1]}) → " if previous else ""
     plan.lines.append(f"rule {rule.name}: {was}{rule.format} ({rule.scope}, start {rule.start})")
-    plan.lines.append(_counter_line(fid, after, scan))
+    plan.lines.append(_counter_line(cid, after, scan))
     batch.history[fid] = [*known, rule.format]
     info = batch.catalog.get_field(rule.object, rule.field) or FieldInfo(
         rule.object, rule.field, "autonumber"
     )
     batch.stored[rule.name] = StoredRule.of(fid, info, values)
+
+
+def _check_shared(batch: _Batch, plan: Plan, rule: RuleSpec, width: int, values: dict[str, Any]) -> None:
+    """RuleChangeRefused when the rule does not fit the shared counter's other members."""
+    assert rule.shared_counter is not None
+    info = batch.catalog.get_field(rule.object, rule.field) or FieldInfo(
+        rule.object, rule.field, "autonumber"
+    )
+    mine = StoredRule.of(plan.field_id, info, values)
+    others = shared.members(batch.stored.values(), rule.shared_counter, but=plan.field_id)
+    why = shared.mismatch(mine, width, [(o, parse_format(o.format or "").counter_width) for o in others])
+    if why is not None:
+        raise RuleChangeRefused(rule.name, why)
+    names = ", ".join(o.name for o in others)
+    plan.lines.append(
+        f"shared counter {rule.shared_counter}: " + (f"with {names}" if names else "first member")
+    )
+
+
+def _carried(planned: list[CounterRow], cid: str, batch: _Batch, was: str) -> list[CounterRow]:
+    """The planned rows plus one for every key the counter the field leaves has a row or a floor
+    for: a lazy scope's row would otherwise be created later without the old counter's values."""
+    keys = {row.scope_key for row in planned}
+    extra = sorted({*batch.floors_of(was), *batch.counters_of(was)} - keys)
+    return [*planned, *(CounterRow(cid, key, 0, "moved") for key in extra)]
+
+
+def _highest(*maps: dict[str, int]) -> dict[str, int]:
+    """The greatest value per key over the maps."""
+    out: dict[str, int] = {}
+    for values in maps:
+        for key, value in values.items():
+            out[key] = max(out.get(key, 0), value)
+    return out
+
+
+def _leave(batch: _Batch, plan: Plan, was: str) -> None:
+    """The field stops drawing from counter `was`: its own rows, or a shared counter's once its last
+    member leaves, are retired (kept as floors); a shared counter other members still use stays."""
+    old = dict(batch.counters_of(was))
+    remaining = [
+        r for r in batch.stored.values() if r.format and r.counter_id == was and r.field_id != plan.field_id
+    ]
+    if remaining or not old:
+        return
+    plan.retire_counter = was
+    plan.retire = sorted(old)
+    plan.retired = old
+    batch.counters[was] = {}
+    plan.lines.append(f"retired {len(old)} counter row(s) of {was}")
 
 
 def _at_least(row: CounterRow, floor: int, source: str) -> CounterRow:
@@ -454,8 +534,9 @@ def _write(conn: Connection, plan: Plan) -> None:
         history.record(conn, plan.field_id, rule.format, rule.scope, now)
     t = counter_table
     if plan.retire:
-        floor.remember_retired(conn, plan.field_id, plan.retired)
-        conn.execute(sa.delete(t).where(t.c.field_id == plan.field_id, t.c.scope_key.in_(plan.retire)))
+        owner = plan.retire_counter or counter_id(plan.field_id, rule.shared_counter)
+        floor.remember_retired(conn, owner, plan.retired)
+        conn.execute(sa.delete(t).where(t.c.field_id == owner, t.c.scope_key.in_(plan.retire)))
     stamps = {"created_date": now, "last_modified_date": now}
     for row in plan.counters:
         key = {"field_id": row.field_id, "scope_key": row.scope_key}

@@ -54,23 +54,26 @@ class CounterMove:
     scope_key: str
     was: int
     now: int
+    shared_counter: str | None = None
+    """The shared counter moved (every member's next number moves with it)."""
 
     @property
     def line(self) -> str:
         """One line for the CLI and the console."""
         key = self.scope_key or "global"
+        who = f"{self.field} ({self.field_id}"
+        who += f", shared counter {self.shared_counter})" if self.shared_counter else ")"
         if self.was == self.now:
-            return (
-                f"{self.field} ({self.field_id}) scope {key}: next value already {self.now}; nothing changed"
-            )
+            return f"{who} scope {key}: next value already {self.now}; nothing changed"
         return (
-            f"{self.field} ({self.field_id}) scope {key}: next value {self.was} → {self.now} "
+            f"{who} scope {key}: next value {self.was} → {self.now} "
             f"({self.now - self.was} value(s) skipped, journaled)"
         )
 
 
 def counter_states(conn: Connection, field_id: str) -> list[CounterState]:
-    """Every counter row of the field with its floor, by scope key."""
+    """Every counter row of the field with its floor, by scope key; `field_id` is the counter id
+    (StoredRule.counter_id: a shared counter's rows and floors are its members')."""
     t = counter_table
     rows = conn.execute(
         sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == field_id).order_by(t.c.scope_key)
@@ -106,7 +109,7 @@ def _scope_key(conn: Connection, name: str, stored: StoredRule, scope_key: str |
     if scope_key is None:
         if stored.scope == "global":
             return ""
-        keys = [s.scope_key for s in counter_states(conn, stored.field_id)]
+        keys = [s.scope_key for s in counter_states(conn, stored.counter_id)]
         shown = ", ".join(repr(k) for k in keys[:5]) or "none yet"
         raise RuleChangeRefused(
             name, f"scope {stored.scope}: name the counter with --scope-key (one of {shown})"
@@ -151,7 +154,7 @@ def already_moved(
     stored = _rule_of(conn, object_name, field_name)
     j = reservation_journal
     stmt = sa.select(j.c.detail).where(
-        j.c.field_id == stored.field_id, j.c.scope_key == (scope_key or ""), j.c.state == MOVED
+        j.c.field_id == stored.counter_id, j.c.scope_key == (scope_key or ""), j.c.state == MOVED
     )
     return any(str(d or "").endswith(f" to {next_value}") for d in conn.execute(stmt).scalars())
 
@@ -161,8 +164,8 @@ def _move(
 ) -> CounterMove:
     """Lock the row as a reservation does, check, move it (compare-and-set) and journal the skip."""
     t = counter_table
-    fid = stored.field_id
-    where = sa.and_(t.c.field_id == fid, t.c.scope_key == key)
+    fid, cid = stored.field_id, stored.counter_id  # a member of a shared counter moves that counter
+    where = sa.and_(t.c.field_id == cid, t.c.scope_key == key)
     dialect = dialect_for(conn)
     current = conn.execute(dialect.for_update(sa.select(t.c.next_value).where(where))).scalar()
     if current is None:
@@ -170,7 +173,7 @@ def _move(
             name, f"no counter row for scope key {key!r} (a lazy scope's row exists once used)"
         )
     was = int(current)
-    lowest = max(was, reserved_floor(conn, fid, key))
+    lowest = max(was, reserved_floor(conn, cid, key))
     if next_value < lowest:
         raise RuleChangeRefused(
             name,
@@ -183,7 +186,7 @@ def _move(
             name, f"next value {next_value} does not fit the counter width {width} (largest {10**width - 1})"
         )
     if next_value == was or dry_run:
-        return CounterMove(fid, name, key, was, next_value if dry_run else was)
+        return CounterMove(fid, name, key, was, next_value if dry_run else was, stored.shared_counter)
     now = dialect.utc_now(conn)
     moved = conn.execute(
         sa.update(t).where(where, t.c.next_value == was).values(next_value=next_value, last_modified_date=now)
@@ -192,7 +195,7 @@ def _move(
         raise RuleChangeRefused(name, "the counter moved while it was being set; try again")
     conn.execute(
         sa.insert(reservation_journal).values(
-            field_id=fid,
+            field_id=cid,
             scope_key=key,
             first_value=was,
             count=min(next_value - was, MAX_JOURNAL_COUNT),
@@ -202,4 +205,4 @@ def _move(
             detail=f"counter set from {was} to {next_value}",
         )
     )
-    return CounterMove(fid, name, key, was, next_value)
+    return CounterMove(fid, name, key, was, next_value, stored.shared_counter)

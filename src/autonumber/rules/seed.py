@@ -156,12 +156,12 @@ def plan_rows(
         if scope_key in compound:
             extra.append(("compound", compound[scope_key] + 1))
         if not extra or all(value < base for _, value in extra):
-            rows.append(CounterRow(rule.field_id, scope_key, base, base_sources))
+            rows.append(CounterRow(rule.counter_id, scope_key, base, base_sources))
             continue
         parts = floors + extra
         best = max(value for _, value in parts)
         sources = "+".join(name for name, value in parts if value == best)
-        rows.append(CounterRow(rule.field_id, scope_key, best, sources))
+        rows.append(CounterRow(rule.counter_id, scope_key, best, sources))
     return rows, notes
 
 
@@ -183,7 +183,7 @@ def plan_seed(conn: Connection, snapshot: CatalogSnapshot, *, force: bool, repor
     result = SeedResult()
     for rule in sorted(snapshot.rules.values(), key=lambda r: r.field_id):
         marker = state.seed_marker(rule.scope, rule.start, rule.format.source)
-        done = seeded.get(rule.field_id) == marker and (rule.scope != "global" or rule.field_id in have_row)
+        done = seeded.get(rule.field_id) == marker and (rule.scope != "global" or rule.counter_id in have_row)
         if done and not force and not legacy.present:
             result.skipped.append(rule.field_id)
             continue
@@ -191,10 +191,22 @@ def plan_seed(conn: Connection, snapshot: CatalogSnapshot, *, force: bool, repor
         with reporter.task(f"scan {rule.name}", None) as advance:
             scan = scan_rule(conn, rule, table, advance, older=older.get(rule.field_id, ()))
         result.scanned[rule.field_id] = scan.rows
-        rows, notes = plan_rows(rule, scan.buckets, legacy, floor.floors(conn, rule.field_id))
+        rows, notes = plan_rows(rule, scan.buckets, legacy, floor.floors(conn, rule.counter_id))
         result.rows.extend(rows)
         result.notes.extend(notes)
+    result.rows = merged(result.rows)
     return result
+
+
+def merged(rows: Sequence[CounterRow]) -> list[CounterRow]:
+    """One row per counter key, the greatest: members of a shared counter each plan its rows, and
+    one upsert may not name a key twice (PostgreSQL refuses it; the recorded floor would be lowered)."""
+    best: dict[tuple[str, str], CounterRow] = {}
+    for row in rows:
+        key = (row.field_id, row.scope_key)
+        if key not in best or row.next_value > best[key].next_value:
+            best[key] = row
+    return list(best.values())
 
 
 @contextmanager

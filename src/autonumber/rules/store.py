@@ -29,6 +29,7 @@ from autonumber.format.dates import check_fiscal_year_start
 from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
 from autonumber.format.validate import date_source_of, describe_date_source, validate_date_source
 from autonumber.format.zones import UnknownTimeZone, zone_of
+from autonumber.shared import check_name
 from autonumber.stored import EDITABLE, POLICY, StoredRule
 
 
@@ -52,6 +53,8 @@ class RuleSpec:
     """The month (1-12) a fiscal year starts on, for {FYYYY}/{FYY} (1: the calendar year)."""
     date_field: str | None = None
     """With date_src `custom_field`: the record's own date/datetime field the dates come from."""
+    shared_counter: str | None = None
+    """The shared counter the field draws from (None: its own; autonumber/shared.py)."""
 
     @property
     def date_source(self) -> str:
@@ -94,6 +97,7 @@ def spec_of(stored: StoredRule) -> RuleSpec:
         allocation=stored.allocation,
         fiscal_year_start=stored.fiscal_year_start,
         date_field=stored.date_field,
+        shared_counter=stored.shared_counter,
     )
 
 
@@ -115,6 +119,8 @@ class RuleEdit:
     fiscal_year_start: int | None = None
     date_source: str | None = None
     """`clock`, `CreatedDate` or one of the record's date/datetime fields (see date_source_of)."""
+    shared_counter: str | None = None
+    """The shared counter to draw from; `""` leaves it for a counter of the field's own."""
 
     @property
     def name(self) -> str:
@@ -128,6 +134,8 @@ class RuleEdit:
         if self.date_source is not None:
             date_src, date_field = date_source_of(self.date_source)
             spec = replace(spec, date_src=date_src, date_field=date_field)
+        if self.shared_counter == "":
+            spec = replace(spec, shared_counter=None)
         return replace(spec, overrides=carried_overrides(stored.token_refs, spec.format))
 
 
@@ -183,6 +191,8 @@ def check_enums(spec: RuleSpec) -> None:
     if spec.start < 0:
         raise FormatError(2, f"{spec.name}: start {spec.start} must be ≥ 0", format=spec.format)
     check_fiscal_year_start(spec.fiscal_year_start, spec.name)
+    if spec.shared_counter is not None:
+        check_name(spec.shared_counter)
     try:
         zone_of(spec.time_zone)
     except UnknownTimeZone as exc:
@@ -256,6 +266,7 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
         "auto_number_allocation": spec.allocation,
         "auto_number_fiscal_year_start": spec.fiscal_year_start,
         "auto_number_date_field": spec.date_field,
+        "auto_number_shared_counter": spec.shared_counter,
     }
 
 
@@ -291,6 +302,7 @@ def _describe(spec: RuleSpec) -> str:
     extra += [spec.allocation] if spec.allocation != SINGLE else []
     extra += [f"fiscal year from month {spec.fiscal_year_start}"] if spec.fiscal_year_start != 1 else []
     extra += [f"dated by {spec.date_source}"] if spec.date_src != "assigned_at" else []
+    extra += [f"shared counter {spec.shared_counter}"] if spec.shared_counter else []
     return ", ".join([spec.scope, *extra])
 
 

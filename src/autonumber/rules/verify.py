@@ -22,6 +22,7 @@ from autonumber.errors import AutonumberError, FormatError, SeedLimitError, Seed
 from autonumber.format import parse_format
 from autonumber.format.tokens import TAXONOMY_OBJECT
 from autonumber.format.value_patterns import ScanPattern
+from autonumber.shared import members, mismatch
 from autonumber.stored import StoredRule
 
 from .history import older_by_field
@@ -78,8 +79,9 @@ def check(
         if row.format is not None and (field_ids is None or row.field_id in field_ids)
     ]
     stmt = sa.select(counter_table)
-    if field_ids is not None:
-        stmt = stmt.where(counter_table.c.field_id.in_(sorted(field_ids)))
+    if field_ids is not None:  # the fields' counters: their own, or the shared counter they draw from
+        ids = {*field_ids, *(row.counter_id for row in configured)}
+        stmt = stmt.where(counter_table.c.field_id.in_(sorted(ids)))
     counters = {(r.field_id, r.scope_key): int(r.next_value) for r in conn.execute(stmt)}
     out: list[Finding] = []
     rules: list[Rule] = []
@@ -89,6 +91,7 @@ def check(
             rules.append(rule)
     out += _v3(configured, counters)
     out += _v5(configured, counters)
+    out += _shared_members(configured, snapshot)
     older = older_by_field(conn, {r.field_id: r.format.source for r in rules})
     for rule in rules:
         out += _v1(conn, snapshot, rule, counters, older.get(rule.field_id, ()))
@@ -118,8 +121,9 @@ def _rule_or_violation(row: StoredRule, snapshot: CatalogSnapshot, out: list[Fin
 
 
 def _v3(configured: Iterable[StoredRule], counters: dict[tuple[str, str], int]) -> list[Finding]:
-    """V3: no counter row whose field is gone or no longer has a format."""
-    known = {row.field_id for row in configured}
+    """V3: no counter row whose field is gone or no longer has a format (or, for a shared
+    counter's row, that no configured field draws from)."""
+    known = {row.counter_id for row in configured}
     return [
         _finding(
             f"V3 orphan counter row field_id={fid} scope_key={key!r} next_value={n}: no "
@@ -132,8 +136,9 @@ def _v3(configured: Iterable[StoredRule], counters: dict[tuple[str, str], int]) 
 
 
 def _v5(configured: Iterable[StoredRule], counters: dict[tuple[str, str], int]) -> list[Finding]:
-    """V5: as many scope_key='' rows as global fields (a missing row here is CounterMissing later)."""
-    scopes = {row.field_id: row.scope for row in configured}
+    """V5: as many scope_key='' rows as global counters (a missing row here is CounterMissing
+    later); the members of a shared counter have one between them."""
+    scopes = {row.counter_id: row.scope for row in configured}
     global_ids = {fid for fid, scope in scopes.items() if scope == "global"}
     blank = {fid for fid, key in counters if key == ""}
     if len(blank) == len(global_ids) and blank == global_ids:
@@ -164,10 +169,10 @@ def _v1(
 ) -> list[Finding]:
     """V1: a global field has its row; every value reads under a format of the field's history; no
     row's next_value is at or below the live maximum of the current format."""
-    fid = rule.field_id
+    fid, cid = rule.field_id, rule.counter_id
     out = []
-    if rule.scope == "global" and (fid, "") not in counters:
-        out.append(_finding(f"V1 field_id={fid} scope=global has no counter row (field_id, '')", fid))
+    if rule.scope == "global" and (cid, "") not in counters:
+        out.append(_finding(f"V1 field_id={fid} scope=global has no counter row ({cid}, '')", fid))
     try:
         scan = scan_rule(conn, rule, snapshot.table(rule.object_name), older=older)
     except SeedParseError as exc:
@@ -175,17 +180,40 @@ def _v1(
     except SeedLimitError as exc:
         return [*out, _finding(f"V1 field_id={fid}: {exc}", fid)]
     for key, best in sorted(scan.buckets.items()):
-        nxt = counters.get((fid, key))
+        nxt = counters.get((cid, key))
         if nxt is not None and nxt <= best:
+            shared = f" (shared counter {rule.shared_counter})" if rule.shared_counter else ""
             out.append(
                 _finding(
-                    f"V1 field_id={fid} scope_key={key!r} next_value={nxt} is not above "
+                    f"V1 field_id={fid} scope_key={key!r} next_value={nxt}{shared} is not above "
                     f"the largest live value {best} (write hole: the next number already "
                     "exists)",
                     fid,
                 )
             )
     return out
+
+
+def _shared_members(configured: Sequence[StoredRule], snapshot: CatalogSnapshot) -> list[Finding]:
+    """V4: the members of a shared counter still fit each other (a raw UPDATE can break that; a
+    rule change refuses it: autonumber/shared.py)."""
+    everyone = [row for rows in snapshot.fields.values() for row in rows if row.format is not None]
+    out = []
+    for row in configured:
+        if row.shared_counter is None:
+            continue
+        others = [(o, _width(o)) for o in members(everyone, row.shared_counter, but=row.field_id)]
+        why = mismatch(row, _width(row), others)
+        if why is not None:
+            out.append(_finding(f"V4 field_id={row.field_id}: {why}", row.field_id))
+    return out
+
+
+def _width(row: StoredRule) -> int:
+    try:
+        return parse_format(row.format or "").counter_width
+    except FormatError:
+        return 0  # a broken format is reported as V4 on its own
 
 
 def _v6(conn: Connection, rules: Iterable[Rule]) -> list[Finding]:

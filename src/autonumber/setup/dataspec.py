@@ -168,7 +168,16 @@ _COLUMNS = {
     "Objects": (("object", "table", "fields"), ()),
     "Autonumber Fields": (
         ("object", "field", "format", "start", "scope", "token refs", "length"),
-        ("notes", "date source", "on change", "numbering", "time zone", "allocation", "fiscal year start"),
+        (
+            "notes",
+            "date source",
+            "on change",
+            "numbering",
+            "time zone",
+            "allocation",
+            "fiscal year start",
+            "shared counter",
+        ),
     ),
     "RecordType Codes": (("object", "DeveloperName", "RecordTypeCode"), ()),
 }
@@ -310,6 +319,7 @@ def _rule(row: _Row, where: _Where) -> RuleSpec:
         time_zone=c.get("time zone") or "UTC",
         allocation=c.get("allocation") or "single",
         fiscal_year_start=_int(c.get("fiscal year start") or "1", "fiscal year start", sec, row.line, where),
+        shared_counter=c.get("shared counter") or None,
     )
     try:
         check_enums(spec)

@@ -111,6 +111,11 @@ MIGRATIONS: tuple[Migration, ...] = (
         "rule columns: fiscal year start, date field",
         (_rule_columns(*RULE_CALENDAR_COLUMNS),),
     ),
+    Migration(
+        6,
+        "shared counters: _System_Field.auto_number_shared_counter",
+        (_rule_columns("auto_number_shared_counter"),),
+    ),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 

@@ -207,7 +207,7 @@ def compute_correction(conn: Connection) -> Correction | None:
     for rule in snapshot.rules.values():
         table = snapshot.table(rule.object_name)
         scan = scan_rule(conn, rule, table, older=older.get(rule.field_id, ()))
-        best = max([*scan.buckets.values(), floors.get(rule.field_id, 0)])
+        best = max([*scan.buckets.values(), floors.get(rule.counter_id, 0)])  # a shared counter: all of it
         numbers[(rule.object_name, rule.field_name)] = best
         if rule.scope != "per_prefix" or not _counter_is_last(rule):
             continue
@@ -371,6 +371,7 @@ RULE_KEYS = frozenset(
         "allocation",
         "fiscal_year_start",
         "date_source",
+        "shared_counter",
     }
 )
 RULE_OPERATIONS = {"add_autonumber_field": "add", "set_rule": "set"}
@@ -383,7 +384,7 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     if unknown or missing:
         raise SpecError(
             f"{op}: arguments are object, field, format, scope, start, length, numbering, "
-            "time_zone, allocation, fiscal_year_start, date_source; "
+            "time_zone, allocation, fiscal_year_start, date_source, shared_counter; "
             f"unknown {unknown or '-'}, missing {missing or '-'}"
         )
     for key in ("start", "length", "fiscal_year_start"):
@@ -401,6 +402,7 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
     fiscal = args.get("fiscal_year_start")
     date_source = None if args.get("date_source") is None else str(args["date_source"])
     date_src, date_field = date_source_of(date_source or "clock")
+    shared = None if args.get("shared_counter") is None else str(args["shared_counter"])  # "": own
     if RULE_OPERATIONS[op] == "set":  # resolved against the rule as the earlier operations leave it
         edit = RuleEdit(
             obj,
@@ -414,6 +416,7 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
             allocation=allocation,
             fiscal_year_start=fiscal,
             date_source=date_source,
+            shared_counter=shared,
         )
         return RuleRequest("set", edit)
     return RuleRequest(
@@ -431,6 +434,7 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
             fiscal_year_start=1 if fiscal is None else fiscal,
             date_src=date_src,
             date_field=date_field,
+            shared_counter=shared or None,
         ),
     )
 

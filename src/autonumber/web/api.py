@@ -216,6 +216,7 @@ def change_field(field_id: str, body: RuleChangeIn, request: Request, c: Console
         base=body.base,
         fiscal_year_start=body.fiscal_year_start,
         date_source=body.date_source,
+        shared_counter=body.shared_counter,
     )
 
 

@@ -146,6 +146,13 @@ class RuleChangeIn(BaseModel):
         description="clock, CreatedDate or a date/datetime field of the record, e.g. InvoiceDate; "
         "default: unchanged",
     )
+    shared_counter: str | None = Field(
+        None,
+        max_length=48,
+        description="draw from this shared counter with its other members (they must match: scope "
+        "global or per_day, counter width, start, allocation; per_day also time zone and date "
+        'source); "" leaves it for a counter of the field\'s own; default: unchanged',
+    )
 
 
 class CounterSetIn(BaseModel):

@@ -291,6 +291,8 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
         base = str(form.get("base", "")) or None  # the rule as the page showed it
         fiscal = str(form.get("fiscal_year_start", "")).strip()
         date_source = str(form.get("date_source", "")).strip() or None
+        # the form shows the stored name: sent empty, the field leaves it for a counter of its own
+        shared = str(form["shared_counter"]).strip() if "shared_counter" in form else None
         if fiscal and not fiscal.isdigit():
             raise RecordError(f"{field_id}: fiscal year start {fiscal!r} is not a month 1-12")
         out = await run_in_threadpool(
@@ -305,6 +307,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
                 base=base,
                 fiscal_year_start=int(fiscal) if fiscal else None,
                 date_source=date_source,
+                shared_counter=shared,
             )
         )
     except AutonumberError as exc:

@@ -302,6 +302,7 @@ class Console:
         base: str | None = None,
         fiscal_year_start: int | None = None,
         date_source: str | None = None,
+        shared_counter: str | None = None,
     ) -> FieldOut:
         """Change a rule through `autonumber.rules` (what is not given stays); refusals raise.
         `base`: the token of the rule as the admin saw it (FieldOut.token), compared on write."""
@@ -317,6 +318,7 @@ class Console:
             allocation=allocation,
             fiscal_year_start=fiscal_year_start,
             date_source=date_source,
+            shared_counter=shared_counter,
         )
         done = change_field(self.platform, edit, base)
         return self.field(done.field_id)

@@ -1,0 +1,86 @@
+"""Shared counters (docs/changing-rules.md, "Shared counters"): several fields draw from one counter.
+
+A field's counter rows and journal lines are keyed by its counter id: the field id for a field with
+its own counter, `shared:NAME` for a member of the shared counter NAME. Members of one counter must
+be numbered alike, or one member's numbers would not mean the same as another's; `mismatch` says
+why a field cannot join, checked whenever a member's rule is added or changed.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from autonumber.allocation import SINGLE
+from autonumber.errors import InvalidIdentifier
+
+if TYPE_CHECKING:  # stored.py reads counter_id from here
+    from autonumber.stored import StoredRule
+
+PREFIX = "shared:"
+NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+MAX_NAME = 48
+"""`shared:` + 48 characters fits the counter table's field_id (255) and the setup state's keys."""
+SCOPES = ("global", "per_day")
+"""per_prefix keys are the text around the counter, which differs between members: refused."""
+
+
+def counter_id(field_id: str, shared_counter: str | None) -> str:
+    """The id a field's counter rows and journal lines carry."""
+    return field_id if shared_counter is None else PREFIX + shared_counter
+
+
+def check_name(name: str) -> str:
+    """A shared counter name: a letter, then letters, digits or `_` (≤ 48); InvalidIdentifier else."""
+    if len(name) > MAX_NAME or not NAME.fullmatch(name):
+        raise InvalidIdentifier(name, f"shared counter name (letters, digits, _; at most {MAX_NAME})")
+    return name
+
+
+def members(rules: Iterable[StoredRule], name: str, but: str | None = None) -> list[StoredRule]:
+    """The configured members of shared counter `name` (except field `but`), by field name."""
+    found = [r for r in rules if r.format and r.shared_counter == name and r.field_id != but]
+    return sorted(found, key=lambda r: r.name)
+
+
+def mismatch(rule: StoredRule, width: int, others: Iterable[tuple[StoredRule, int]]) -> str | None:
+    """Why `rule` (counter width `width`) cannot draw from the counter its `others` (each with its
+    width) draw from; None when it can. Refused: a per_prefix scope, gapless numbering; and any
+    difference from a member in scope, counter width, start, allocation, and for `per_day` the time
+    zone and the date source (they choose the day's counter row)."""
+    name = rule.shared_counter
+    if rule.scope not in SCOPES:
+        return f"shared counter {name}: scope {rule.scope} cannot share a counter (use {' or '.join(SCOPES)})"
+    if rule.numbering != "standard":
+        return f"shared counter {name}: {rule.numbering} numbering cannot share a counter"
+    for other, other_width in others:
+        for what, mine, theirs in _compared(rule, width, other, other_width):
+            if mine != theirs:
+                return (
+                    f"shared counter {name}: {what} {mine} differs from member {other.name}'s {theirs}"
+                    f" (members share scope, counter width, start, allocation"
+                    f"{', time zone and date source' if rule.scope == 'per_day' else ''})"
+                )
+    return None
+
+
+def _compared(
+    rule: StoredRule, width: int, other: StoredRule, other_width: int
+) -> list[tuple[str, object, object]]:
+    out: list[tuple[str, object, object]] = [
+        ("scope", rule.scope, other.scope),
+        ("counter width", width, other_width),
+        ("start", rule.start, other.start),
+        ("allocation", rule.allocation or SINGLE, other.allocation or SINGLE),
+    ]
+    if rule.scope == "per_day":
+        out += [
+            ("time zone", rule.time_zone, other.time_zone),
+            ("date source", _date_source(rule), _date_source(other)),
+        ]
+    return out
+
+
+def _date_source(rule: StoredRule) -> str:
+    return rule.date_field if rule.date_src == "custom_field" and rule.date_field else rule.date_src

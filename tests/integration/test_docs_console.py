@@ -24,7 +24,7 @@ def marked(text: str) -> list[Block]:
     return [b for b in blocks(text) if b.line >= 2 and lines[b.line - 2].strip() == MARK]
 
 
-@pytest.mark.slow  # a document's commands, each a CLI subprocess (changing-rules.md about 30): a whole-product run
+@pytest.mark.slow  # a CLI subprocess per command (changing-rules.md: about 30): a whole-product run
 @pytest.mark.parametrize("name", DOCUMENTS)
 def test_marked_console_blocks_run_as_written(name: str, tmp_path: Path) -> None:
     text = (DOCS / name).read_text(encoding="utf-8")

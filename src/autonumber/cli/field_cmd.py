@@ -186,25 +186,22 @@ def add_cmd(
     Example: autonumber field add Account Member_No__c --format 'MB-{000000}' --start 100 --backfill
     """
     from autonumber.commands import fields
-    from autonumber.format.validate import date_source_of
-    from autonumber.rules import RuleSpec
+    from autonumber.rules import RuleEdit
 
-    date_src, date_field = date_source_of(date_source or "clock")
-    rule = RuleSpec(
+    rule = RuleEdit(
         object_name,
         field,
-        fmt,
+        format=fmt,
         scope=scope,
         start=start,
         length=length,
-        numbering=numbering or "standard",
-        time_zone=time_zone or "UTC",
-        allocation=allocation or "single",
-        fiscal_year_start=1 if fiscal_year_start is None else fiscal_year_start,
-        date_src=date_src,
-        date_field=date_field,
+        numbering=numbering,
+        time_zone=time_zone,
+        allocation=allocation,
+        fiscal_year_start=fiscal_year_start,
+        date_source=date_source,
         shared_counter=shared_counter,
-    )
+    ).added()
     done = fields.create_field(db, rule)
     _report(rule, done)
     if with_backfill:

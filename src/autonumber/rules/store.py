@@ -129,14 +129,24 @@ class RuleEdit:
 
     def applied(self, stored: StoredRule) -> RuleSpec:
         """The stored rule with what this edit gives; the cross tokens' stored chains are kept."""
+        spec = self._onto(spec_of(stored))
+        return replace(spec, overrides=carried_overrides(stored.token_refs, spec.format))
+
+    def added(self) -> RuleSpec:
+        """The rule of a field added with what this edit gives (its length too); the rest takes the
+        defaults. `field add` and a spec's add build their rule this way, as a set builds on the
+        stored one, so every door names the attributes once."""
+        return replace(self._onto(RuleSpec(self.object, self.field, "")), length=self.length)
+
+    def _onto(self, spec: RuleSpec) -> RuleSpec:
         given = {a: getattr(self, a) for a in EDITABLE if getattr(self, a) is not None}
-        spec = replace(spec_of(stored), **given)
+        spec = replace(spec, **given)
         if self.date_source is not None:
             date_src, date_field = date_source_of(self.date_source)
             spec = replace(spec, date_src=date_src, date_field=date_field)
         if self.shared_counter == "":
             spec = replace(spec, shared_counter=None)
-        return replace(spec, overrides=carried_overrides(stored.token_refs, spec.format))
+        return spec
 
 
 def carried_overrides(token_refs: str | None, new_format: str) -> tuple[Mapping[str, Any], ...]:

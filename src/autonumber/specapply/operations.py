@@ -49,13 +49,11 @@ from autonumber.db.tables import (
 )
 from autonumber.errors import AutonumberError, SeedParseError, SpecError, VerifyError
 from autonumber.format import TokenKind
-from autonumber.format.validate import date_source_of
 from autonumber.identifiers import check_api_name
 from autonumber.objects import add_object, adopt_table
 from autonumber.rules import (
     RuleEdit,
     RuleRequest,
-    RuleSpec,
     already_moved,
     check,
     move_counter,
@@ -394,49 +392,29 @@ def rule_request(conn: Connection, op: str, args: Mapping[str, Any]) -> RuleRequ
             raise SpecError(f"{op}: {key} {args[key]} is out of range (0 to {2**63 - 1})")
     obj = check_api_name(args["object"], "object name")
     fld = check_api_name(args["field"], "field name")
-    scope = None if args.get("scope") is None else str(args["scope"])
-    start = args.get("start")
-    numbering = None if args.get("numbering") is None else str(args["numbering"])
-    time_zone = None if args.get("time_zone") is None else str(args["time_zone"])
-    allocation = None if args.get("allocation") is None else str(args["allocation"])
-    fiscal = args.get("fiscal_year_start")
-    date_source = None if args.get("date_source") is None else str(args["date_source"])
-    date_src, date_field = date_source_of(date_source or "clock")
-    shared = None if args.get("shared_counter") is None else str(args["shared_counter"])  # "": own
-    if RULE_OPERATIONS[op] == "set":  # resolved against the rule as the earlier operations leave it
-        edit = RuleEdit(
-            obj,
-            fld,
-            format=str(args["format"]),
-            scope=scope,
-            start=start,
-            numbering=numbering,
-            time_zone=time_zone,
-            length=args.get("length"),
-            allocation=allocation,
-            fiscal_year_start=fiscal,
-            date_source=date_source,
-            shared_counter=shared,
-        )
-        return RuleRequest("set", edit)
-    return RuleRequest(
-        "add",
-        RuleSpec(
-            obj,
-            fld,
-            str(args["format"]),
-            scope=scope or "global",
-            start=1 if start is None else start,
-            length=args.get("length"),
-            numbering=numbering or "standard",
-            time_zone=time_zone or "UTC",
-            allocation=allocation or "single",
-            fiscal_year_start=1 if fiscal is None else fiscal,
-            date_src=date_src,
-            date_field=date_field,
-            shared_counter=shared or None,
-        ),
+    edit = RuleEdit(
+        obj,
+        fld,
+        format=str(args["format"]),
+        scope=_text(args, "scope"),
+        start=args.get("start"),
+        numbering=_text(args, "numbering"),
+        time_zone=_text(args, "time_zone"),
+        length=args.get("length"),
+        allocation=_text(args, "allocation"),
+        fiscal_year_start=args.get("fiscal_year_start"),
+        date_source=_text(args, "date_source"),
+        shared_counter=_text(args, "shared_counter"),  # "": a counter of the field's own
     )
+    if RULE_OPERATIONS[op] == "set":  # resolved against the rule as the earlier operations leave it
+        return RuleRequest("set", edit)
+    return RuleRequest("add", edit.added())
+
+
+def _text(args: Mapping[str, Any], key: str) -> str | None:
+    """An optional text argument: None when absent or null (the rule keeps or defaults it)."""
+    value = args.get(key)
+    return None if value is None else str(value)
 
 
 COUNTER_KEYS = frozenset({"object", "field", "next", "scope_key"})

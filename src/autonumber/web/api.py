@@ -205,19 +205,7 @@ def preview_format(req: PreviewIn, c: ConsoleDep) -> PreviewOut:
 def change_field(field_id: str, body: RuleChangeIn, request: Request, c: ConsoleDep) -> FieldOut:
     """Admin: change a rule as `autonumber field set` does; 409 with one line when it is refused."""
     c.admin.require(request)
-    return c.change_format(
-        field_id,
-        body.format,
-        body.scope,
-        body.start,
-        numbering=body.numbering,
-        time_zone=body.time_zone,
-        allocation=body.allocation,
-        base=body.base,
-        fiscal_year_start=body.fiscal_year_start,
-        date_source=body.date_source,
-        shared_counter=body.shared_counter,
-    )
+    return c.edit_rule(field_id, body.model_dump(exclude={"base"}), body.base)
 
 
 @api.get("/autonumber/fields/{field_id}/counters", tags=["autonumber"])

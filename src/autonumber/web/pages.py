@@ -296,18 +296,20 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
         if fiscal and not fiscal.isdigit():
             raise RecordError(f"{field_id}: fiscal year start {fiscal!r} is not a month 1-12")
         out = await run_in_threadpool(
-            lambda: c.change_format(
+            lambda: c.edit_rule(
                 field_id,
-                str(form.get("format", "")),
-                scope,
-                int(start) if start else None,
-                numbering=numbering,
-                time_zone=time_zone,
-                allocation=allocation,
-                base=base,
-                fiscal_year_start=int(fiscal) if fiscal else None,
-                date_source=date_source,
-                shared_counter=shared,
+                {
+                    "format": str(form.get("format", "")),
+                    "scope": scope,
+                    "start": int(start) if start else None,
+                    "numbering": numbering,
+                    "time_zone": time_zone,
+                    "allocation": allocation,
+                    "fiscal_year_start": int(fiscal) if fiscal else None,
+                    "date_source": date_source,
+                    "shared_counter": shared,
+                },
+                base,
             )
         )
     except AutonumberError as exc:

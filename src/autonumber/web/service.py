@@ -289,37 +289,12 @@ class Console:
         """Render a sample value; never reads or consumes a counter."""
         return preview(self.snapshot, req)
 
-    def change_format(
-        self,
-        field_id: str,
-        new_format: str | None,
-        scope: str | None = None,
-        start: int | None = None,
-        *,
-        numbering: str | None = None,
-        time_zone: str | None = None,
-        allocation: str | None = None,
-        base: str | None = None,
-        fiscal_year_start: int | None = None,
-        date_source: str | None = None,
-        shared_counter: str | None = None,
-    ) -> FieldOut:
-        """Change a rule through `autonumber.rules` (what is not given stays); refusals raise.
-        `base`: the token of the rule as the admin saw it (FieldOut.token), compared on write."""
+    def edit_rule(self, field_id: str, changes: Mapping[str, Any], base: str | None = None) -> FieldOut:
+        """Change a rule through `autonumber.rules`: `changes` are RuleEdit's attributes by name (None:
+        what is stored stays); refusals raise. `base`: the token of the rule as the admin saw it
+        (FieldOut.token), compared on write."""
         row = self.platform.catalog.current().stored(field_id)
-        edit = RuleEdit(
-            row.info.object,
-            row.info.name,
-            format=new_format,
-            scope=scope,
-            start=start,
-            numbering=numbering,
-            time_zone=time_zone,
-            allocation=allocation,
-            fiscal_year_start=fiscal_year_start,
-            date_source=date_source,
-            shared_counter=shared_counter,
-        )
+        edit = RuleEdit(row.info.object, row.info.name, **changes)
         done = change_field(self.platform, edit, base)
         return self.field(done.field_id)
 

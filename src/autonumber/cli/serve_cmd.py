@@ -64,6 +64,11 @@ AllowedHostOption = Annotated[
 ]
 MULTIPROC_ENV = "PROMETHEUS_MULTIPROC_DIR"
 GRACEFUL_SECONDS = 30
+WORKER_HEALTHCHECK_SECONDS = 60
+"""How long Uvicorn's supervisor waits for a worker to answer its ping before it SIGKILLs and replaces
+it. Uvicorn's default, 5 s, is shorter than a worker's start-up (it imports the app before it can
+answer) and than a busy worker's answer on a loaded machine: under load the supervisor then killed
+workers in a loop, dropping their in-flight requests (docs/deploying.md)."""
 
 
 def serve(
@@ -154,6 +159,7 @@ def start_server(
                 http=NoDelayHTTP,
                 log_level="warning",
                 timeout_graceful_shutdown=GRACEFUL_SECONDS,
+                timeout_worker_healthcheck=WORKER_HEALTHCHECK_SECONDS,
                 **proxies,
             )
     finally:

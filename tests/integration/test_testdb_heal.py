@@ -4,14 +4,26 @@ every later test of the worker at setup (CI saw 80 setups fail on `…_spare.Acc
 
 from __future__ import annotations
 
+import os
+
 import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 import testdb
-from conftest import server_url
 
 pytestmark = pytest.mark.mysql
+BASE = os.environ.get("AUTONUMBER_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/autonumber_test")
+
+
+def _heal_url() -> str:
+    """A MariaDB test database of this worker's own for this test (`…_heal`), managed like the rest."""
+    worker = make_url(testdb.worker_url(BASE))
+    url = worker.set(database=f"{worker.database}_heal").render_as_string(hide_password=False)
+    testdb.ensure_database(url)
+    testdb.manage(url)
+    testdb.make_empty(url)
+    return url
 
 
 def _tables(engine: sa.Engine, database: str) -> set[str]:
@@ -24,7 +36,7 @@ def _tables(engine: sa.Engine, database: str) -> set[str]:
 
 
 def test_a_spare_that_lost_a_table_is_replaced_by_a_fresh_copy() -> None:
-    url = server_url("mysql")
+    url = _heal_url()
     database = str(make_url(url).database)
     assert testdb.restore_platform(url)
     testdb.make_empty(url)  # the unchanged platform moves to <name>_spare

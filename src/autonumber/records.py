@@ -41,6 +41,8 @@ MAX_OFFSET = 1_000_000_000
 """Paging bounds every backend accepts (a larger offset is refused, not sent to the database)."""
 BATCH_SIZE = 5_000
 """Rows per batch of a streamed insert: one reservation per batch and counter, one bulk write."""
+INSIDE_UP_TO = 16
+"""Largest group-commit group that reserves its numbers in the transaction writing its rows."""
 Rejected = Callable[[Any, RecordError], None]
 """Hears a row refused by the checks (its label and why) when the caller imports the rest."""
 
@@ -453,11 +455,12 @@ class Records:
     def _reserve_inside(self, records: list[dict[str, Any]]) -> bool:
         """Whether a group reserves its numbers in its own transaction.
 
-        A group of one does: one COMMIT instead of two, and nobody waits behind it. A larger group
-        reserves first, in a reservation transaction of its own, so the counter row is not locked
-        while its rows are written: the group writers of other processes overlap instead of
-        queueing on that lock. SQLite has one writer at a time, so it always reserves inside."""
-        return len(records) == 1 or self.engine.dialect.reserve_on_caller_when_written
+        A small group does: one COMMIT instead of two, and its multi-row INSERT adds little to the
+        time the counter row stays locked. A larger group reserves first, in a reservation
+        transaction of its own, so the counter row is not locked while its many rows are written:
+        the group writers of other processes overlap instead of queueing on that lock. SQLite has
+        one writer at a time, so it always reserves inside."""
+        return len(records) <= INSIDE_UP_TO or self.engine.dialect.reserve_on_caller_when_written
 
     def _write(
         self,

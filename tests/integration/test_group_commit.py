@@ -18,6 +18,7 @@ from autonumber.db.tables import counter_table
 from autonumber.errors import RecordError
 from autonumber.events import RecordBeforeCreate
 from autonumber.group_commit import GroupCommit
+from autonumber.records import INSIDE_UP_TO
 from autonumber.runtime import Platform
 
 pytestmark = pytest.mark.timeout(180)
@@ -188,10 +189,10 @@ def _committed_counter(p: Platform) -> int:
         return int(conn.execute(sa.select(sa.func.max(counter_table.c.next_value))).scalar_one())
 
 
-def test_a_group_reserves_before_it_writes_so_the_counter_row_is_not_held(platform: Platform) -> None:
-    """A group of several rows commits its numbers first (other processes' writers overlap with its
-    INSERT); a group of one reserves in its own transaction (one COMMIT). SQLite has one writer at
-    a time: there every group reserves inside."""
+def test_a_large_group_reserves_before_it_writes_so_the_counter_row_is_not_held(platform: Platform) -> None:
+    """A group of more than INSIDE_UP_TO rows commits its numbers first (other processes' writers
+    overlap with its INSERT); a smaller group, one included, reserves in its own transaction (one
+    COMMIT). SQLite has one writer at a time: there every group reserves inside."""
     p = platform
     seen: dict[int, int] = {}
 
@@ -201,10 +202,15 @@ def test_a_group_reserves_before_it_writes_so_the_counter_row_is_not_held(platfo
 
     p.events.subscribe(RecordBeforeCreate, look)
     p.records.insert("Case", {"Subject": "alone"})  # 1, the counter's next value becomes 2
-    held, results = _queue_behind_hold(p, [f"q{i}" for i in range(QUEUED)])
-    assert all(isinstance(r, dict) for r in results)
+    small, large = INSIDE_UP_TO, INSIDE_UP_TO + 4
+    held, results = _queue_behind_hold(p, [f"s{i}" for i in range(small)])  # hold 2, then 3..small+2
+    held2, results2 = _queue_behind_hold(p, [f"l{i}" for i in range(large)])
+    assert all(isinstance(r, dict) for r in results + results2)
     outside = not p.dialect.reserve_on_caller_when_written
     assert seen[1] == 1, "a group of one made its reservation visible before its COMMIT"
-    # hold took 2; the queued group took 3..QUEUED+2
-    assert seen[QUEUED] == (QUEUED + 3 if outside else 3)
-    assert_unique_contiguous([held["CaseNumber"], *[r["CaseNumber"] for r in results]])
+    assert seen[small] == 3, "a small group made its reservation visible before its COMMIT"
+    after_small = small + 3  # the second hold takes small+3, the large group the next `large`
+    assert seen[large] == (after_small + 1 + large if outside else after_small + 1)
+    numbers = [held["CaseNumber"], *[r["CaseNumber"] for r in results]]
+    numbers += [held2["CaseNumber"], *[r["CaseNumber"] for r in results2]]
+    assert_unique_contiguous(numbers)

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.pool import PoolResetState
 
 from autonumber.errors import LockTimeout
 
@@ -26,6 +27,8 @@ RETRYABLE = {1213, 1205, 1020, 1180, 1181, 1305, 9007, 8002, 8022}
 commit/rollback failures (1180/1181), a savepoint the server dropped when a deadlock rolled the whole
 transaction back (1305), and TiDB write conflicts (9007, 8002, 8022)."""
 MAX_LOCK_NAME = 64
+SERVER_STATUS_IN_TRANS = 1
+"""The server-status flag of an OK packet that says a transaction is open (MySQL protocol)."""
 
 
 def database_lock_name(name: str, database: str | None) -> str:
@@ -49,6 +52,7 @@ class MySQLDialect(Dialect):
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         opts = super().engine_options(pool_size)
         opts["isolation_level"] = "READ COMMITTED"
+        opts["pool_reset_on_return"] = None  # _rollback_if_open below does the reset
         return opts
 
     def configure_engine(self, engine: Engine) -> None:
@@ -59,6 +63,16 @@ class MySQLDialect(Dialect):
             cursor = dbapi_connection.cursor()
             cursor.execute("SET time_zone = '+00:00'")
             cursor.close()
+
+        @event.listens_for(engine, "reset")
+        def _rollback_if_open(dbapi_connection: Any, _record: Any, state: PoolResetState) -> None:
+            # The pool's own reset is a ROLLBACK round trip on every return, also after the COMMIT
+            # that ended the transaction: roll back only what the server's last status says is open.
+            if state.transaction_was_reset:
+                return
+            status = getattr(dbapi_connection, "server_status", None)  # PyMySQL's; others: unknown
+            if status is None or status & SERVER_STATUS_IN_TRANS:
+                dbapi_connection.rollback()
 
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         return sa.func.utc_timestamp(sa.literal_column("6"))

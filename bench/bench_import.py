@@ -3,7 +3,8 @@ user would write instead, with each one's wall time and peak RSS, at several row
 
 Run: .venv/bin/python -m bench --only import [--quick] [--backend …] [--import-rows 100000 …]
   or .venv/bin/python -m bench.bench_import --rows 100000 --db URL [--db URL …]
-Every --db is a SCRATCH database: all its tables are dropped.
+Every --db is a SCRATCH database, dropped and recreated before each measurement (a server
+database's name must contain "bench"; one that does not exist yet is created).
 
 The peers (each in a fresh process, so its peak RSS is its own):
 - executemany: read the file line by line, `json.loads`, executemany INSERT of 5,000-row batches into
@@ -48,15 +49,15 @@ def write_file(path: Path, rows: int) -> None:
 
 
 def _prepare(url: str) -> None:
-    """Wipe the scratch database, bootstrap the core pack, create the peers' sequence table."""
+    """Recreate the scratch database (created when missing, as on a fresh machine), bootstrap the
+    core pack, create the peers' sequence table."""
     from autonumber.db import create_engine
-    from autonumber.setup.bootstrap import bootstrap
-    from autonumber.setup.report import wipe
 
+    from .database import recreate
+
+    recreate(url)
     engine = create_engine(url)
     try:
-        wipe(engine)
-        bootstrap(engine)
         with engine.begin() as conn:
             sa.Table(
                 PEER_TABLE,

@@ -7,6 +7,7 @@ then copies a platform bootstrapped once per session (tests/testdb.py) instead o
 
 from __future__ import annotations
 
+import json
 import os
 from collections.abc import Iterator
 from pathlib import Path
@@ -131,3 +132,23 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept within
+
+
+TIMES = os.environ.get("AUTONUMBER_TEST_TIMES")
+"""A file to append every test phase's duration to, one JSON line each (scripts/test_times.py
+sums them per worker, file and backend): written by the xdist controller, or the only process."""
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    if not TIMES or os.environ.get("PYTEST_XDIST_WORKER"):
+        return
+    line = {
+        "test": report.nodeid,
+        "when": report.when,
+        "outcome": report.outcome,
+        "seconds": round(report.duration, 3),
+        "start": round(report.start, 3),
+        "worker": getattr(report, "worker_id", None) or getattr(getattr(report, "node", None), "workerid", "main"),
+    }
+    with open(TIMES, "a", encoding="utf-8") as out:
+        out.write(json.dumps(line) + "\n")

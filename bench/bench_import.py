@@ -13,9 +13,9 @@ The peers (each in a fresh process, so its peak RSS is its own):
 - copy (PostgreSQL only): the same rows by psycopg COPY into that table: the physical reference.
 - floor: the executemany script again, but writing what the import writes: a table shaped like Case
   (a 32-hex-digit `Id` primary key, time-ordered as the import makes them, `CreatedDate`, `Subject`
-  and a `CaseNumber` under a UNIQUE index). What the database itself costs for those rows, with
-  no checks, numbers or reservations: the import cannot beat it, and the peer ÷ floor ratio is the
-  part of a miss the schema explains.
+  and a `CaseNumber` under a UNIQUE index, the timestamp bound as text on SQLite as the import
+  binds it). What those rows cost through the driver, with no checks, numbers or reservations:
+  the peer ÷ floor ratio is the part of a miss the rows themselves explain.
 The import itself runs the real CLI entry point in its own process (all or nothing, batches of 5,000).
 """
 
@@ -123,7 +123,9 @@ def _floor(cursor: Any, prep: Any, placeholder: str, lines: Any) -> int:
     subjects: list[str] = []
 
     def flush() -> None:
-        at = datetime.now(UTC).replace(tzinfo=None)
+        now = datetime.now(UTC).replace(tzinfo=None)
+        # sqlite3 adapts a datetime per value in Python: text there, as the import binds it
+        at: datetime | str = now.isoformat(" ") if placeholder == "?" else now
         ids = ordered_ids(len(subjects))
         cursor.executemany(insert, [(ids[i], at, s, f"{count + i:08d}") for i, s in enumerate(subjects)])
 

@@ -148,7 +148,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         "outcome": report.outcome,
         "seconds": round(report.duration, 3),
         "start": round(report.start, 3),
-        "worker": getattr(report, "worker_id", None) or getattr(getattr(report, "node", None), "workerid", "main"),
+        "worker": getattr(report, "worker_id", None) or "main",
     }
     with open(TIMES, "a", encoding="utf-8") as out:
         out.write(json.dumps(line) + "\n")

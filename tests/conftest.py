@@ -121,14 +121,17 @@ default 120 s when the machine is loaded (load average 20)."""
 
 @pytest.hookimpl(tryfirst=True)  # before xdist reads the marks
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    """Give every test under tests/galera and tests/e2e its `xdist_group`, and start the `slow`
-    tests first: xdist hands out tests in this order, so a long test begun last would leave every
-    other worker idle while it finishes (the groups go first anyway: xdist starts the largest)."""
+    """Give every test under tests/galera and tests/e2e its `xdist_group` and the folder's marker
+    (so `make check`'s `-m "not galera and not e2e"` leaves out every one of them, whatever its
+    module declares), and start the `slow` tests first: xdist hands out tests in this order, so a
+    long test begun last would leave every other worker idle while it finishes (the groups go first
+    anyway: xdist starts the largest)."""
     for item in items:
         parts = item.path.parts
         for folder, group in _GROUPS.items():
             if folder in parts[-3:-1]:
                 item.add_marker(pytest.mark.xdist_group(group))
+                item.add_marker(getattr(pytest.mark, folder))
         if item.get_closest_marker("slow") and not item.get_closest_marker("timeout"):
             item.add_marker(pytest.mark.timeout(SLOW_TIMEOUT))
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)  # stable: order kept within

@@ -134,6 +134,38 @@ def _prepare(url: str, allocation: str = "single") -> None:
         set_field(url, RuleEdit("Case", "CaseNumber", format="{00000000}", allocation=allocation))
 
 
+WSREP = (
+    "wsrep_local_cert_failures",
+    "wsrep_local_bf_aborts",
+    "wsrep_flow_control_paused_ns",
+    "wsrep_flow_control_sent",
+    "wsrep_replicated",
+    "wsrep_received",
+)
+"""The Galera counters whose change over a cell says what held it back: certification failures and
+brute-force aborts (lost races the callers retried), time paused by flow control, writesets."""
+
+
+def wsrep_counters(urls: list[str]) -> dict[str, dict[str, int]]:
+    """WSREP's current values on each of these nodes (none for a server without Galera)."""
+    out: dict[str, dict[str, int]] = {}
+    for url in urls:
+        engine = sa.create_engine(url, poolclass=sa.pool.NullPool)
+        try:
+            with engine.connect() as conn:
+                rows = conn.execute(sa.text("SHOW GLOBAL STATUS LIKE 'wsrep_%'")).all()
+        finally:
+            engine.dispose()
+        values = {str(name).lower(): str(value) for name, value in rows}
+        out[url] = {k: int(values[k]) for k in WSREP if values.get(k, "").isdigit()}
+    return out
+
+
+def _delta(before: dict[str, dict[str, int]], after: dict[str, dict[str, int]]) -> dict[str, int]:
+    """Each counter's change over the cell, summed over the nodes."""
+    return {k: sum(after[u].get(k, 0) - before[u].get(k, 0) for u in before) for k in WSREP}
+
+
 def _p(sorted_values: list[float], q: float) -> float:
     if not sorted_values:
         return float("nan")
@@ -213,7 +245,11 @@ def run(quick: bool, combining_only: bool = False, block: int = 100) -> dict[str
         for strategy, allocation in variants(combining_only, block):
             for target, urls in targets.items():
                 _prepare(urls[0], allocation)
+                watched = nodes if target.startswith("galera") else []
+                before = wsrep_counters(watched)
                 row = measure(urls, strategy, shape["threads"], shape["per_thread"])
+                if watched:
+                    row["wsrep"] = _delta(before, wsrep_counters(watched))
                 row["target"] = target
                 row["allocation"] = allocation
                 rows.append(row)
@@ -246,6 +282,14 @@ def _line(row: dict[str, Any]) -> str:
         f"{row['strategy']:9} {row.get('allocation', 'single'):10} {row['target']:13} "
         f"{row['throughput_per_s']:>8}/s "
         f"p50 {row['p50_ms']:>7} ms  p99 {row['p99_ms']:>8} ms  errors {row['errors']}"
+        + (
+            "  cert failures {wsrep_local_cert_failures}, bf aborts {wsrep_local_bf_aborts}, "
+            "flow control paused {paused:.1f} s, sent {wsrep_flow_control_sent}".format(
+                paused=row["wsrep"]["wsrep_flow_control_paused_ns"] / 1e9, **row["wsrep"]
+            )
+            if "wsrep" in row
+            else ""
+        )
     )
 
 

@@ -15,11 +15,12 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
+from typing import Any
 
 BACKEND = re.compile(r"\[(?:[^\]]*-)?(sqlite|mysql|postgresql)(?:-[^\]]*)?\]")
 
 
-def _lines(path: Path) -> list[dict[str, object]]:
+def _lines(path: Path) -> list[dict[str, Any]]:
     return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
 
 
@@ -37,13 +38,12 @@ def main() -> None:
     lines = _lines(args.times)
     if not lines:
         raise SystemExit(f"{args.times}: no test phases recorded")
-    total = sum(float(str(r["seconds"])) for r in lines)
-    workers: dict[str, list[float]] = defaultdict(list)
+    total = sum(float(r["seconds"]) for r in lines)
+    phases: dict[str, list[tuple[float, float]]] = defaultdict(list)  # per worker: (start, end)
     per: dict[str, dict[str, float]] = {k: defaultdict(float) for k in ("backend", "folder", "file", "test")}
     for r in lines:
-        seconds, test = float(str(r["seconds"])), str(r["test"])
-        start = float(str(r["start"]))
-        workers[str(r["worker"])] += [seconds, start, start + seconds]
+        seconds, test, start = float(r["seconds"]), str(r["test"]), float(r["start"])
+        phases[str(r["worker"])].append((start, start + seconds))
         path = test.split("::", 1)[0]
         match = BACKEND.search(test)
         per["backend"][match.group(1) if match else "(none)"] += seconds
@@ -51,9 +51,9 @@ def main() -> None:
         per["file"][path] += seconds
         per["test"][test] += seconds
     print(f"{len(per['test'])} tests, {total:.0f} s of test phases in all")
-    for worker, values in sorted(workers.items()):
-        busy = sum(values[0::3])
-        span = max(values[2::3]) - min(values[1::3])
+    for worker, spans in sorted(phases.items()):
+        busy = sum(end - start for start, end in spans)
+        span = max(end for _, end in spans) - min(start for start, _ in spans)
         print(f"  worker {worker}: busy {busy:.0f} s over a span of {span:.0f} s")
     _table("per backend", per["backend"].items(), total, args.top)
     _table("per folder", per["folder"].items(), total, args.top)

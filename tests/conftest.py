@@ -65,8 +65,11 @@ _created: set[str] = set()
 
 @pytest.fixture(scope="session", autouse=True)
 def _sqlite_snapshot(tmp_path_factory: pytest.TempPathFactory) -> None:
-    """Where this session keeps its bootstrapped SQLite file (tests/testdb.py copies it)."""
+    """Where this session keeps its bootstrapped SQLite file, and where the whole run (every xdist
+    worker) keeps the dumps of larger states (tests/testdb.py copies them)."""
     testdb.sqlite_snapshot_dir(tmp_path_factory.mktemp("platform"))
+    base = tmp_path_factory.getbasetemp()
+    testdb.shared_dir(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)
 
 
 BACKENDS = [

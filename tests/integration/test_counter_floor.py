@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 import autonumber
+import testdb
 from autonumber.db import create_engine, dialect_for
 from autonumber.db.schema import table_names
 from autonumber.db.tables import counter_table, legacy_autonumber
@@ -32,18 +33,27 @@ LEGACY = 500
 CASE = "Case.CaseNumber"
 
 
+def _cut_over(url: str) -> None:
+    eng = create_engine(url)
+    try:
+        fill_legacy(eng, SPEC, LIVE_MAX)
+        with eng.begin() as conn:
+            t = legacy_autonumber
+            conn.execute(
+                sa.update(t)
+                .where(t.c.ObjectApiName == "Case", t.c.FieldApiName == "CaseNumber")
+                .values(CurrentNumber=LEGACY)
+            )
+        apply(eng, SPEC)
+    finally:
+        eng.dispose()
+
+
 @pytest.fixture
 def engine(db_url: str) -> Iterator[Engine]:
+    """The cut-over above, made once per backend in the run and copied for each test (tests/testdb.py)."""
+    testdb.restore_state(db_url, "floor_cut_over", _cut_over)
     eng = create_engine(db_url)
-    fill_legacy(eng, SPEC, LIVE_MAX)
-    with eng.begin() as conn:
-        t = legacy_autonumber
-        conn.execute(
-            sa.update(t)
-            .where(t.c.ObjectApiName == "Case", t.c.FieldApiName == "CaseNumber")
-            .values(CurrentNumber=LEGACY)
-        )
-    apply(eng, SPEC)
     yield eng
     eng.dispose()
 

@@ -10,6 +10,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
+import testdb
 from autonumber.cli import main
 from autonumber.db import create_engine
 from autonumber.db.guard import TRIGGER
@@ -28,13 +29,19 @@ NEW = "CS-{00000000}"
 
 @pytest.fixture
 def guarded(server_db_url: str, capsys: pytest.CaptureFixture[str]) -> Iterator[Engine]:
-    demo = create_engine(server_db_url)
-    fill_legacy(demo, default_spec(), 10)
-    demo.dispose()
-    with pytest.raises(SystemExit) as info:
-        main(["setup", "apply", "--db", server_db_url, "--quiet", "--with-guard-trigger"])
-    assert info.value.code == 0, capsys.readouterr().err
-    assert f"guard trigger {TRIGGER} installed" in capsys.readouterr().out
+    """A demo database cut over with the guard trigger: made once per backend in the run, copied
+    for each test (tests/testdb.py)."""
+
+    def build(url: str) -> None:
+        demo = create_engine(url)
+        fill_legacy(demo, default_spec(), 10)
+        demo.dispose()
+        with pytest.raises(SystemExit) as info:
+            main(["setup", "apply", "--db", url, "--quiet", "--with-guard-trigger"])
+        assert info.value.code == 0, capsys.readouterr().err
+        assert f"guard trigger {TRIGGER} installed" in capsys.readouterr().out
+
+    testdb.restore_state(server_db_url, "guarded_cut_over", build)
     engine = create_engine(server_db_url)
     yield engine
     engine.dispose()

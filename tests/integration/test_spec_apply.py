@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import re
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -13,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 import autonumber
+import testdb
 from autonumber.cli import main
 from autonumber.db import create_engine, dialect_for
 from autonumber.db.schema import table_names
@@ -40,12 +42,23 @@ LOG = "_System_DataSpecApplyLog"
 SA_RT = "rt_Contract_Services_Agreement"
 
 
+def _cut_over(url: str) -> None:
+    engine = create_engine(url)
+    try:
+        fill_legacy(engine, SPEC, 40)
+        apply(engine, SPEC)
+    finally:
+        engine.dispose()
+
+
 @pytest.fixture
-def cut_over(engine: Engine) -> Engine:
-    """A demo legacy database after `setup apply` (backups made, legacy tables dropped)."""
-    fill_legacy(engine, SPEC, 40)
-    apply(engine, SPEC)
-    return engine
+def cut_over(db_url: str) -> Iterator[Engine]:
+    """A demo legacy database after `setup apply` (backups made, legacy tables dropped): cut over
+    once per backend in the run, copied for each test (tests/testdb.py)."""
+    testdb.restore_state(db_url, "spec_cut_over_40", _cut_over)
+    engine = create_engine(db_url)
+    yield engine
+    engine.dispose()
 
 
 def flip(

@@ -92,6 +92,12 @@ def table_names(bind: Engine | Connection) -> set[str]:
     return set(sa.inspect(bind).get_table_names())
 
 
+def has_table(bind: Engine | Connection, name: str) -> bool:
+    """Whether table `name` exists now: one small look-up, where listing every table of a cut-over
+    database (hundreds) on each check made a full-spec `setup apply` spend a sixth of its time there."""
+    return sa.inspect(bind).has_table(name)
+
+
 _ensured: set[tuple[str, str]] = set()
 _ensure_lock = threading.Lock()
 

@@ -31,7 +31,7 @@ from autonumber import shared
 from autonumber.catalog import Rule
 from autonumber.db import dialect_for
 from autonumber.db.objects import object_table
-from autonumber.db.schema import reconcile_tables, table_names
+from autonumber.db.schema import has_table, reconcile_tables, table_names
 from autonumber.db.tables import (
     counter_table,
     field_format_history,
@@ -205,7 +205,7 @@ class _Batch:
 
     def columns_of(self, table: str) -> set[str]:
         if table not in self.physical:
-            present = table in table_names(self.conn)
+            present = has_table(self.conn, table)
             cols = sa.inspect(self.conn).get_columns(table) if present else []
             self.physical[table] = {c["name"] for c in cols}
         return self.physical[table]

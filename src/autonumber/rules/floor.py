@@ -21,7 +21,7 @@ from collections.abc import Mapping
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.db.schema import table_names
+from autonumber.db.schema import has_table
 from autonumber.db.tables import reservation_journal
 
 from . import state
@@ -62,8 +62,8 @@ def remember_retired(conn: Connection, field_id: str, rows: Mapping[str, int]) -
 
 def floors(conn: Connection, field_id: str) -> dict[str, int]:
     """The lowest safe next value per scope key from the journal and the retired rows."""
-    out = retired(conn, field_id) if state.setup_state.name in table_names(conn) else {}
-    if reservation_journal.name in table_names(conn):
+    out = retired(conn, field_id) if has_table(conn, state.setup_state.name) else {}
+    if has_table(conn, reservation_journal.name):
         for key, end in journal_ends(conn, field_id).items():
             out[key] = max(out.get(key, 0), end)
     return out
@@ -79,7 +79,7 @@ def field_floor(conn: Connection, field_id: str) -> int:
 def scope_floor(conn: Connection, field_id: str, scope_key: str) -> int:
     """floors() for one key (the engine's lazy row): 0 when nothing is known."""
     best = max(journal_ends(conn, field_id, scope_key).values(), default=0)
-    if state.setup_state.name in table_names(conn):
+    if has_table(conn, state.setup_state.name):
         name = f"{RETIRED}{field_id}{_SEP}{scope_key}"
         value = state.read(conn, name).get("", "")
         best = max(best, int(value) if value.isdigit() else 0)

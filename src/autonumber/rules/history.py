@@ -13,7 +13,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.db.schema import table_names
+from autonumber.db.schema import has_table
 from autonumber.db.tables import field_format_history
 from autonumber.errors import AutonumberError
 from autonumber.format import parse_format
@@ -23,7 +23,7 @@ from autonumber.format.value_patterns import ScanPattern
 def formats_of(conn: Connection, field_ids: Collection[str] | None = None) -> dict[str, list[str]]:
     """The recorded formats per field id, oldest first ({} before the table exists)."""
     t = field_format_history
-    if t.name not in table_names(conn):
+    if not has_table(conn, t.name):
         return {}
     stmt = sa.select(t.c.field_id, t.c.format).order_by(t.c.field_id, t.c.effective_from, t.c.format)
     if field_ids is not None:

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from autonumber.db import dialect_for
+from autonumber.db.schema import has_table
 from autonumber.db.tables import Timestamp6
 
 state_metadata = sa.MetaData()
@@ -46,7 +47,7 @@ def put(conn: Connection, name: str, value: str) -> None:
 
 def read(conn: Connection, prefix: str) -> dict[str, str]:
     """Every entry whose name starts with `prefix`, keyed by the rest of the name."""
-    if setup_state.name not in sa.inspect(conn).get_table_names():
+    if not has_table(conn, setup_state.name):
         return {}
     t = setup_state
     rows = conn.execute(sa.select(t.c.name, t.c.value).where(t.c.name.startswith(prefix)))

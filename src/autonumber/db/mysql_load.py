@@ -113,7 +113,7 @@ def _text(value: Any) -> str:
 def _column(values: Sequence[Any]) -> Sequence[str]:
     """A column's fields: plain text without any of the four escaped characters as it is (checked
     on the joined column at C speed), anything else value by value, a repeated value once."""
-    if all(type(v) is str for v in values):
+    if set(map(type, values)) == {str}:
         joined = "".join(values)
         if "\\" not in joined and "\t" not in joined and "\n" not in joined and "\x00" not in joined:
             return values

@@ -320,10 +320,16 @@ def forget_server_flag(engine: Engine, key: str, value: bool) -> None:
     _SERVER_FLAGS[(engine.url.render_as_string(hide_password=False), key)] = value
 
 
-def server_flag(engine: Engine, key: str, probe: Callable[[Connection], bool]) -> bool:
-    """A fact about the server behind `engine` (e.g. "is Galera"), probed once per URL."""
+def server_flag(
+    engine: Engine, key: str, probe: Callable[[Connection], bool], conn: Connection | None = None
+) -> bool:
+    """A fact about the server behind `engine` (e.g. "is Galera"), probed once per URL; on `conn`
+    when given (a caller inside a transaction need not wait for a second pooled connection)."""
     cache_key = (engine.url.render_as_string(hide_password=False), key)
     if cache_key not in _SERVER_FLAGS:
-        with engine.connect() as conn:
+        if conn is not None:
             _SERVER_FLAGS[cache_key] = probe(conn)
+        else:
+            with engine.connect() as own:
+                _SERVER_FLAGS[cache_key] = probe(own)
     return _SERVER_FLAGS[cache_key]

@@ -268,9 +268,11 @@ class MySQLDialect(Dialect):
             return False
         from pymysql.constants import CLIENT
 
-        if not getattr(raw, "client_flag", 0) & CLIENT.LOCAL_FILES or is_galera(conn.engine):
+        if not getattr(raw, "client_flag", 0) & CLIENT.LOCAL_FILES:
             return False
-        return server_flag(conn.engine, "local_infile", local_infile_on)
+        if server_flag(conn.engine, "galera", galera_on, conn):
+            return False
+        return server_flag(conn.engine, "local_infile", local_infile_on, conn)
 
     def is_retryable(self, exc: BaseException) -> bool:
         return mysql_errno(exc) in RETRYABLE
@@ -295,11 +297,12 @@ def local_infile_on(conn: Connection) -> bool:
     return bool(conn.execute(sa.text("SELECT @@GLOBAL.local_infile")).scalar())
 
 
+def galera_on(conn: Connection) -> bool:
+    """Whether the server is a Galera node (wsrep_on)."""
+    row = conn.execute(sa.text("SHOW VARIABLES LIKE 'wsrep_on'")).first()
+    return bool(row and str(row[1]).upper() == "ON")
+
+
 def is_galera(engine: Engine) -> bool:
     """Whether the server is a Galera node (wsrep_on): GET_LOCK is node-local there."""
-
-    def probe(conn: Connection) -> bool:
-        row = conn.execute(sa.text("SHOW VARIABLES LIKE 'wsrep_on'")).first()
-        return bool(row and str(row[1]).upper() == "ON")
-
-    return server_flag(engine, "galera", probe)
+    return server_flag(engine, "galera", galera_on)

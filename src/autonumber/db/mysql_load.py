@@ -73,13 +73,14 @@ def _send_guarded(filename: Any, conn: Any) -> None:
             raise RuntimeError("LOAD DATA LOCAL request refused: no file sender")
         _original_sender(filename, conn)
         return
-    from pymysql.err import OperationalError
+    from pymysql.err import InternalError
 
     name, payload = armed
     asked = filename if isinstance(filename, bytes) else str(filename).encode("utf-8", "replace")
     if asked != name:
-        # the empty packet PyMySQL sends next ends the transfer: the server loads nothing
-        raise OperationalError(2000, f"LOAD DATA LOCAL refused: the server asked for {asked!r}")
+        # the empty packet PyMySQL sends next ends the transfer: the server loads nothing. Not an
+        # OperationalError, which the importer would report as a lost connection worth retrying.
+        raise InternalError(2000, f"LOAD DATA LOCAL refused: the server asked for {asked!r}")
     view = memoryview(payload)
     for start in range(0, len(view), CHUNK):
         conn.write_packet(bytes(view[start : start + CHUNK]))

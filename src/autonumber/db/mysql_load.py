@@ -1,6 +1,6 @@
 """MariaDB's bulk path: `LOAD DATA LOCAL INFILE` fed from memory, checked row for row.
 
-Why it is safe to turn on (docs/import.md, "How a batch is written"):
+Why it is safe to turn on (docs/import.md, "MariaDB: LOAD DATA LOCAL, fed from memory and checked"):
 
 - PyMySQL's own `local_infile=True` sends whatever file the server names, in answer to any query.
   Here the connection only advertises the capability (`CLIENT.LOCAL_FILES`, so the server accepts
@@ -10,11 +10,11 @@ Why it is safe to turn on (docs/import.md, "How a batch is written"):
 - With LOCAL the server cannot stop the client mid-transfer, so it turns duplicate-key and
   conversion errors into warnings and skips or truncates the row. Every LOAD DATA is therefore
   followed by SHOW WARNINGS: any warning, or fewer rows stored than sent, raises the error the
-  INSERT would have raised (1062 as IntegrityError, 1406 as DataError, …), and the caller's
+  INSERT would have raised (1062 as IntegrityError, 1265 as DataError, …), and the caller's
   transaction rolls back. Nothing is skipped silently.
 
 It uses two private names of PyMySQL (`_send_local_file`, `Connection._local_infile`); when either
-is missing, `available()` is False and the multi-row INSERT is used.
+is missing the multi-row INSERT is used (`available()`, `MySQLDialect.loads_local`).
 """
 
 from __future__ import annotations

@@ -256,11 +256,17 @@ class Dialect:
         statement made once, with the values as tuples, which PyMySQL rewrites as multi-row INSERTs
         and SQLite runs as one prepared statement."""
         for fields, group in by_fields(rows).items():
-            text = insert_text(conn, table, fields)
-            if text is None:
-                conn.execute(sa.insert(table), group)
-            else:
-                conn.exec_driver_sql(text, bound_tuples(conn.dialect, table, fields, group))
+            self.bulk_insert_group(conn, table, fields, group)
+
+    def bulk_insert_group(
+        self, conn: Connection, table: sa.Table, fields: tuple[str, ...], group: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """`bulk_insert` of rows that all set `fields`: the INSERT made once, the values as tuples."""
+        text = insert_text(conn, table, fields)
+        if text is None:
+            conn.execute(sa.insert(table), group)
+        else:
+            conn.exec_driver_sql(text, bound_tuples(conn.dialect, table, fields, group))
 
     def retype_column(self, conn: Connection, column: sa.Column[Any]) -> list[str]:
         """Give an existing system column its declared type where the backend stores a different
@@ -309,10 +315,21 @@ def driver_code(exc: BaseException) -> Any:
 _SERVER_FLAGS: dict[tuple[str, str], bool] = {}
 
 
-def server_flag(engine: Engine, key: str, probe: Callable[[Connection], bool]) -> bool:
-    """A fact about the server behind `engine` (e.g. "is Galera"), probed once per URL."""
+def forget_server_flag(engine: Engine, key: str, value: bool) -> None:
+    """Correct a probed fact the server has since contradicted (a variable turned off)."""
+    _SERVER_FLAGS[(engine.url.render_as_string(hide_password=False), key)] = value
+
+
+def server_flag(
+    engine: Engine, key: str, probe: Callable[[Connection], bool], conn: Connection | None = None
+) -> bool:
+    """A fact about the server behind `engine` (e.g. "is Galera"), probed once per URL; on `conn`
+    when given (a caller inside a transaction need not wait for a second pooled connection)."""
     cache_key = (engine.url.render_as_string(hide_password=False), key)
     if cache_key not in _SERVER_FLAGS:
-        with engine.connect() as conn:
+        if conn is not None:
             _SERVER_FLAGS[cache_key] = probe(conn)
+        else:
+            with engine.connect() as own:
+                _SERVER_FLAGS[cache_key] = probe(own)
     return _SERVER_FLAGS[cache_key]

@@ -17,7 +17,9 @@ from sqlalchemy.pool import PoolResetState
 
 from autonumber.errors import LockTimeout
 
-from .base import Dialect, server_flag, to_utc
+from . import mysql_load
+from .base import Dialect, forget_server_flag, server_flag, to_utc
+from .bulk import bound_tuples, insert_text
 from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS
@@ -56,6 +58,15 @@ class MySQLDialect(Dialect):
         return opts
 
     def configure_engine(self, engine: Engine) -> None:
+        if engine.dialect.driver == "pymysql" and mysql_load.available():
+
+            @event.listens_for(engine, "do_connect")
+            def _local_files(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+                # the capability only: PyMySQL still refuses every file request (mysql_load)
+                from pymysql.constants import CLIENT
+
+                cparams["client_flag"] = cparams.get("client_flag", 0) | CLIENT.LOCAL_FILES
+
         @event.listens_for(engine, "connect")
         def _utc_session(dbapi_connection: Any, _record: Any) -> None:
             # CURRENT_TIMESTAMP(6) column defaults use the session time zone: pin it to UTC so a
@@ -223,6 +234,46 @@ class MySQLDialect(Dialect):
         conn.execute(sa.text(f"ALTER TABLE {quoted_table} MODIFY {quoted_column} {declared} {null}"))
         return [f"column {table}.{column.name}: {stored} -> {declared}"]
 
+    def bulk_insert_group(
+        self, conn: Connection, table: sa.Table, fields: tuple[str, ...], group: Sequence[Mapping[str, Any]]
+    ) -> None:
+        """LOAD DATA LOCAL from memory where `loads_local` says it may run (db/mysql_load.py: it
+        fails on any skipped or changed row), else the multi-row INSERT; also when the server has
+        refused LOCAL since it was probed, which it does before reading a row."""
+        text = insert_text(conn, table, fields)
+        if text is None or not self.loads_local(conn):
+            super().bulk_insert_group(conn, table, fields, group)
+            return
+        rows = bound_tuples(conn.dialect, table, fields, group)
+        try:
+            mysql_load.load_local(conn, table, fields, rows)
+            return
+        except mysql_load.NotLoadable:
+            pass
+        except sa.exc.DBAPIError as exc:
+            if mysql_errno(exc) not in mysql_load.NOT_ALLOWED:
+                raise
+            forget_server_flag(conn.engine, "local_infile", False)
+        conn.exec_driver_sql(text, rows)
+
+    def loads_local(self, conn: Connection) -> bool:
+        """Whether `conn` takes the LOAD DATA path: PyMySQL with the guarded sender and the
+        capability on this connection, a MariaDB server (its LOCAL semantics are the ones tested)
+        that is not a Galera node (whose `wsrep_load_data_splitting` would commit mid-import),
+        and the server's `local_infile` ON."""
+        raw = conn.connection.dbapi_connection
+        if conn.dialect.driver != "pymysql" or not getattr(conn.dialect, "is_mariadb", False):
+            return False
+        if not hasattr(raw, "_local_infile") or not mysql_load.available():
+            return False
+        from pymysql.constants import CLIENT
+
+        if not getattr(raw, "client_flag", 0) & CLIENT.LOCAL_FILES:
+            return False
+        if server_flag(conn.engine, "galera", galera_on, conn):
+            return False
+        return server_flag(conn.engine, "local_infile", local_infile_on, conn)
+
     def is_retryable(self, exc: BaseException) -> bool:
         return mysql_errno(exc) in RETRYABLE
 
@@ -241,11 +292,17 @@ def mysql_errno(exc: BaseException) -> int | None:
     return args[0] if args and isinstance(args[0], int) else None
 
 
+def local_infile_on(conn: Connection) -> bool:
+    """The server's `local_infile`: whether it accepts LOAD DATA LOCAL at all."""
+    return bool(conn.execute(sa.text("SELECT @@GLOBAL.local_infile")).scalar())
+
+
+def galera_on(conn: Connection) -> bool:
+    """Whether the server is a Galera node (wsrep_on)."""
+    row = conn.execute(sa.text("SHOW VARIABLES LIKE 'wsrep_on'")).first()
+    return bool(row and str(row[1]).upper() == "ON")
+
+
 def is_galera(engine: Engine) -> bool:
     """Whether the server is a Galera node (wsrep_on): GET_LOCK is node-local there."""
-
-    def probe(conn: Connection) -> bool:
-        row = conn.execute(sa.text("SHOW VARIABLES LIKE 'wsrep_on'")).first()
-        return bool(row and str(row[1]).upper() == "ON")
-
-    return server_flag(engine, "galera", probe)
+    return server_flag(engine, "galera", galera_on)

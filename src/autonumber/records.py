@@ -102,11 +102,26 @@ def insert_rows(
     which RETURNING turns on for every backend, with the statement compiled once and cached), or as
     one executemany where the driver pipelines it (`Dialect.executemany_pipelined`)."""
     many_values = conn.dialect.insert_executemany_returning  # MySQL proper has no RETURNING
+    if len(records) == 1:  # one row (a caller alone): no shape grouping, the table's own INSERT
+        conn.execute(plain_insert(table), records[0])
+        return
     for rows in by_fields(records).values():  # callers of one group may set different fields
         if len(rows) == 1 or not many_values or dialect.executemany_pipelined:
-            conn.execute(sa.insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
+            conn.execute(plain_insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
         else:
             conn.execute(sa.insert(table).returning(table.c.Id), rows).all()
+
+
+def plain_insert(table: sa.Table) -> sa.Insert:
+    """`INSERT INTO table`, built once per table (kept in `table.info`, so it goes with the table
+    when a catalog change replaces it): no clause construction or cache-key generation per row."""
+    stmt = table.info.get(_PLAIN_INSERT)
+    if stmt is None:
+        stmt = table.info.setdefault(_PLAIN_INSERT, sa.insert(table))
+    return stmt  # type: ignore[no-any-return]
+
+
+_PLAIN_INSERT = "autonumber.plain_insert"
 
 
 class Records:
@@ -253,7 +268,7 @@ class Records:
             stored = landed
         else:
             stored = [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
-        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
+        metrics.records_created(object_name).inc(len(records))
         return stored
 
     def insert_stream(
@@ -366,7 +381,7 @@ class Records:
         self._refuse_quarantined(snapshot, object_name)
         table = snapshot.table(object_name)
         self._write(snapshot, object_name, table, records, c, inside=inside, bulk=True)
-        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
+        metrics.records_created(object_name).inc(len(records))
         return Batch(labels, records, table)
 
     def _write_own(
@@ -449,7 +464,7 @@ class Records:
         table = snapshot.table(object_name)
         with self._writing(object_name, table, records, None, self._group_db) as c:
             self._write(snapshot, object_name, table, records, c, inside=self._reserve_inside(records))
-        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
+        metrics.records_created(object_name).inc(len(records))
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
 
     def _reserve_inside(self, records: list[dict[str, Any]]) -> bool:

@@ -432,9 +432,10 @@ class Reserver:
 
     def _done(self, strategy: str, attempts: int, started: float, res: Reservation) -> Reservation:
         """Record a committed reservation in the metrics (and the test hook)."""
-        metrics.ATTEMPTS.labels(strategy).observe(attempts)
-        metrics.LATENCY.labels(strategy).observe(time.perf_counter() - started)
-        metrics.RESERVATIONS.labels(strategy).inc()
+        attempts_of, latency_of, reservations_of = metrics.reservation_metrics(strategy)
+        attempts_of.observe(attempts)
+        latency_of.observe(time.perf_counter() - started)
+        reservations_of.inc()
         if self.hooks.reserved is not None:
             self.hooks.reserved(res)
         return res

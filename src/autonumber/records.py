@@ -21,9 +21,11 @@ from .db.base import Dialect, by_fields, to_utc
 from .db.objects import key_column
 from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
+from .engine.reservation import STAMPED_AT, stamp_params
 from .errors import (
     AutonumberError,
     CommitOutcomeUnknown,
+    CounterMissing,
     DatabaseUnavailable,
     RecordError,
     RecordNotFound,
@@ -495,6 +497,9 @@ class Records:
         check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
         rules = _lock_order(snapshot.rules_of(object_name), inside)
+        if inside and len(records) == 1 and not (adopted or bulk) and self._stamps_later(rules, c):
+            self._write_stamped(c, table, rules[0], records[0])
+            return
         # Every token resolves before any reservation: one that fails closed consumes no number.
         crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
         for rule in rules:  # so are the records' own dates of the rules dated by one
@@ -522,6 +527,30 @@ class Records:
             for pending in held:  # the gap's reason, once the transaction rolls back
                 pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
             raise
+
+    def _stamps_later(self, rules: Sequence[Rule], c: Connection) -> bool:
+        """Whether a record alone in the group writer's transaction may leave its CreatedDate (the
+        reservation's clock sample) for its INSERT to read (`_write_stamped`): one rule that needs
+        no clock before the INSERT (Engine.stamps_later), and no RecordBeforeCreate subscriber
+        (it is shown the record, CreatedDate included, before the INSERT)."""
+        return (
+            len(rules) == 1
+            and self.engine.stamps_later(rules[0], c)
+            and not self.events.has_subscribers(RecordBeforeCreate)
+        )
+
+    def _write_stamped(self, c: Connection, table: sa.Table, rule: Rule, record: dict[str, Any]) -> None:
+        """The number reserved without reading the clock back, then the row INSERTed with its
+        CreatedDate read from the counter row this transaction stamped and holds locked, returned
+        by the INSERT itself: UPDATE, INSERT … RETURNING, COMMIT on MariaDB instead of UPDATE,
+        SELECT, INSERT, COMMIT. CreatedDate is the reservation's one clock sample, as elsewhere."""
+        record[rule.field_name] = self.engine.assign_stamped(rule, c)
+        created = self.engine.dialect.insert_stamped(
+            c, table, record, "CreatedDate", STAMPED_AT, stamp_params(rule)
+        )
+        if created is None:  # the stamped counter row is gone: never store a record without its date
+            raise CounterMissing(rule.field_id, "")
+        record["CreatedDate"] = created
 
     def _by_ids(
         self, c: Connection, object_name: str, table: sa.Table, ids: Sequence[str]

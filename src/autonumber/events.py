@@ -35,6 +35,10 @@ class EventBus:
         with self._lock:
             self._handlers.setdefault(event_type, []).append(handler)
 
+    def has_subscribers(self, event_type: type) -> bool:
+        """Whether publishing an event of `event_type` would call anyone."""
+        return bool(self._handlers.get(event_type))
+
     def publish(self, event: object) -> None:
         """Deliver to every subscriber, in subscription order."""
         for handler in list(self._handlers.get(type(event), ())):

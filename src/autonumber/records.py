@@ -21,9 +21,11 @@ from .db.base import Dialect, by_fields, to_utc
 from .db.objects import key_column
 from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
+from .engine.reservation import STAMPED_AT, stamp_params
 from .errors import (
     AutonumberError,
     CommitOutcomeUnknown,
+    CounterMissing,
     DatabaseUnavailable,
     RecordError,
     RecordNotFound,
@@ -102,11 +104,26 @@ def insert_rows(
     which RETURNING turns on for every backend, with the statement compiled once and cached), or as
     one executemany where the driver pipelines it (`Dialect.executemany_pipelined`)."""
     many_values = conn.dialect.insert_executemany_returning  # MySQL proper has no RETURNING
+    if len(records) == 1:  # one row (a caller alone): no shape grouping, the table's own INSERT
+        conn.execute(plain_insert(table), records[0])
+        return
     for rows in by_fields(records).values():  # callers of one group may set different fields
         if len(rows) == 1 or not many_values or dialect.executemany_pipelined:
-            conn.execute(sa.insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
+            conn.execute(plain_insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
         else:
             conn.execute(sa.insert(table).returning(table.c.Id), rows).all()
+
+
+def plain_insert(table: sa.Table) -> sa.Insert:
+    """`INSERT INTO table`, built once per table (kept in `table.info`, so it goes with the table
+    when a catalog change replaces it): no clause construction or cache-key generation per row."""
+    stmt = table.info.get(_PLAIN_INSERT)
+    if stmt is None:
+        stmt = table.info.setdefault(_PLAIN_INSERT, sa.insert(table))
+    return stmt  # type: ignore[no-any-return]
+
+
+_PLAIN_INSERT = "autonumber.plain_insert"
 
 
 class Records:
@@ -253,7 +270,7 @@ class Records:
             stored = landed
         else:
             stored = [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
-        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
+        metrics.records_created(object_name).inc(len(records))
         return stored
 
     def insert_stream(
@@ -366,7 +383,7 @@ class Records:
         self._refuse_quarantined(snapshot, object_name)
         table = snapshot.table(object_name)
         self._write(snapshot, object_name, table, records, c, inside=inside, bulk=True)
-        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
+        metrics.records_created(object_name).inc(len(records))
         return Batch(labels, records, table)
 
     def _write_own(
@@ -449,7 +466,7 @@ class Records:
         table = snapshot.table(object_name)
         with self._writing(object_name, table, records, None, self._group_db) as c:
             self._write(snapshot, object_name, table, records, c, inside=self._reserve_inside(records))
-        metrics.RECORDS_CREATED.labels(object_name).inc(len(records))
+        metrics.records_created(object_name).inc(len(records))
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
 
     def _reserve_inside(self, records: list[dict[str, Any]]) -> bool:
@@ -480,6 +497,9 @@ class Records:
         check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
         rules = _lock_order(snapshot.rules_of(object_name), inside)
+        if inside and len(records) == 1 and not (adopted or bulk) and self._stamps_later(rules, c):
+            self._write_stamped(c, table, rules[0], records[0])
+            return
         # Every token resolves before any reservation: one that fails closed consumes no number.
         crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
         for rule in rules:  # so are the records' own dates of the rules dated by one
@@ -507,6 +527,30 @@ class Records:
             for pending in held:  # the gap's reason, once the transaction rolls back
                 pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
             raise
+
+    def _stamps_later(self, rules: Sequence[Rule], c: Connection) -> bool:
+        """Whether a record alone in the group writer's transaction may leave its CreatedDate (the
+        reservation's clock sample) for its INSERT to read (`_write_stamped`): one rule that needs
+        no clock before the INSERT (Engine.stamps_later), and no RecordBeforeCreate subscriber
+        (it is shown the record, CreatedDate included, before the INSERT)."""
+        return (
+            len(rules) == 1
+            and self.engine.stamps_later(rules[0], c)
+            and not self.events.has_subscribers(RecordBeforeCreate)
+        )
+
+    def _write_stamped(self, c: Connection, table: sa.Table, rule: Rule, record: dict[str, Any]) -> None:
+        """The number reserved without reading the clock back, then the row INSERTed with its
+        CreatedDate read from the counter row this transaction stamped and holds locked, returned
+        by the INSERT itself: UPDATE, INSERT … RETURNING, COMMIT on MariaDB instead of UPDATE,
+        SELECT, INSERT, COMMIT. CreatedDate is the reservation's one clock sample, as elsewhere."""
+        record[rule.field_name] = self.engine.assign_stamped(rule, c)
+        created = self.engine.dialect.insert_stamped(
+            c, table, record, "CreatedDate", STAMPED_AT, stamp_params(rule)
+        )
+        if created is None:  # the stamped counter row is gone: never store a record without its date
+            raise CounterMissing(rule.field_id, "")
+        record["CreatedDate"] = created
 
     def _by_ids(
         self, c: Connection, object_name: str, table: sa.Table, ids: Sequence[str]

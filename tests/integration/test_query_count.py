@@ -7,15 +7,20 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 from contextlib import contextmanager
+from datetime import datetime
+from typing import Any
 
 import pytest
 import sqlalchemy as sa
 
 import autonumber
 from autonumber.db import create_engine
+from autonumber.db.base import to_utc
+from autonumber.db.tables import counter_table
+from autonumber.events import RecordBeforeCreate
 from autonumber.rules.store import RuleSpec, store_rule
 from autonumber.runtime import Platform
-from support import bootstrap_url
+from support import bootstrap_url, make_platform
 
 FIELD = "Quote.Quote_No__c"
 COUNTRY = "{Account.BillingCountryCode}"
@@ -146,3 +151,119 @@ def test_tokens_without_a_caller_connection_share_one_fresh_connection(platform:
     assert values == [{"Account.BillingCountryCode": "SG", "RecordType.RecordTypeCode": "CSA"}]
     assert len(checkouts) == 1
     assert len(reads(seen, "Account")) == 1 and len(reads(seen, "_System_RecordType")) == 1, seen
+
+
+# ---- one record, one caller: the statements `records.insert` sends (issue 27) ------------------
+#
+# Counted through SQLAlchemy (`before_cursor_execute`, and the `commit` event for each COMMIT) over
+# every pool of the platform. A transaction's start is not counted: SQLite sends BEGIN IMMEDIATE on
+# the driver's connection, psycopg a BEGIN of its own, MariaDB none (the first statement opens it).
+# The native INSERT a user could write instead makes INSERT, COMMIT.
+
+GROUPED = ["UPDATE", "INSERT", "COMMIT"]
+"""A grouped insert alone (a group of one): reservation, row and COMMIT in one transaction. On
+MariaDB the reservation's clock sample is read by the row's INSERT … RETURNING, not by a SELECT."""
+IN_CALLER_TXN = {
+    "sqlite": ["SAVEPOINT", "UPDATE", "RELEASE", "INSERT", "COMMIT"],
+    "mysql": ["UPDATE", "SELECT", "INSERT", "COMMIT", "INSERT", "COMMIT"],
+    "postgresql": ["WITH", "COMMIT", "INSERT", "COMMIT"],
+}
+"""In a caller's transaction: the reservation's own transaction (increment, clock read-back on
+MariaDB, journal line — folded into the increment on PostgreSQL — and COMMIT), then the caller's
+INSERT and COMMIT. SQLite reserves in a savepoint of the caller's transaction instead."""
+
+
+@contextmanager
+def sent(p: Platform) -> Iterator[list[str]]:
+    """Every statement the platform's pools send, whole, with a "COMMIT" for each commit."""
+    seen: list[str] = []
+
+    def on_execute(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append(" ".join(statement.split()))
+
+    def on_commit(conn: object) -> None:
+        seen.append("COMMIT")
+
+    for engine in p.engines:
+        sa.event.listen(engine, "before_cursor_execute", on_execute)
+        sa.event.listen(engine, "commit", on_commit)
+    try:
+        yield seen
+    finally:
+        for engine in p.engines:
+            sa.event.remove(engine, "before_cursor_execute", on_execute)
+            sa.event.remove(engine, "commit", on_commit)
+
+
+def kinds(seen: list[str]) -> list[str]:
+    return [s.split()[0].upper() for s in seen]
+
+
+def backend(p: Platform) -> str:
+    return p.db.dialect.name
+
+
+def counter_stamp(p: Platform, field_id: str) -> Any:
+    with p.db.connect() as conn:
+        return conn.execute(
+            sa.select(counter_table.c.last_modified_date).where(counter_table.c.field_id == field_id)
+        ).scalar_one()
+
+
+@pytest.fixture
+def alone(db_url: str) -> Iterator[Platform]:
+    """The core pack, connected with every default (group commit on), nothing polling."""
+    p = make_platform(db_url, poll_interval=3600.0)
+    p.records.insert("Case", {"Subject": "warm"})  # pools connected, statements compiled
+    with p.begin() as conn:
+        p.records.insert("Case", {"Subject": "warm"}, conn)
+    yield p
+    p.close()
+
+
+def test_a_grouped_insert_alone_sends_update_insert_commit(alone: Platform) -> None:
+    with sent(alone) as seen:
+        record = alone.records.insert("Case", {"Subject": "one"})
+    assert kinds(seen) == GROUPED, seen
+    if backend(alone) == "mysql" and alone.db.dialect.insert_returning:
+        # the clock sample rides on the INSERT: CreatedDate read from the counter row it stamped
+        assert " RETURNING " in seen[1] and "_System_AutoNumberCounter" in seen[1], seen
+    stored = alone.records.get("Case", record["Id"])
+    assert stored == record
+    # one clock sample: the record's CreatedDate is the one the reservation stamped on its counter
+    stamp = to_utc(counter_stamp(alone, alone.engine.rule("Case.CaseNumber").counter_id))
+    assert datetime.fromisoformat(record["CreatedDate"]) == stamp
+
+
+def test_an_insert_in_a_callers_transaction_sends_its_reservation_then_the_row(alone: Platform) -> None:
+    with sent(alone) as seen, alone.begin() as conn:
+        alone.records.insert("Case", {"Subject": "one"}, conn)
+    expected = IN_CALLER_TXN[backend(alone)]
+    assert kinds(seen) == expected, seen
+
+
+def test_a_value_showing_a_date_reads_the_clock_before_its_insert(alone: Platform) -> None:
+    """Account's number shows the reservation's date, so the sample is needed before the INSERT:
+    MariaDB reads it back with a SELECT there (UPDATE … RETURNING elsewhere carries it)."""
+    alone.records.insert("Account", {"Name": "warm"})
+    with sent(alone) as seen:
+        record = alone.records.insert("Account", {"Name": "a"})
+    extra = ["SELECT"] if backend(alone) == "mysql" else []
+    assert kinds(seen) == ["UPDATE", *extra, "INSERT", "COMMIT"], seen
+    day = datetime.fromisoformat(record["CreatedDate"]).strftime("%Y%m%d")
+    assert record["Account_ID__c"].startswith(f"IBG-B-{day}-"), record
+
+
+def test_a_record_before_create_subscriber_sees_the_created_date_it_is_stored_with(alone: Platform) -> None:
+    """A subscriber is shown the record before its INSERT, CreatedDate included, so the clock is read
+    before it on every backend; what it saw is what is stored."""
+    shown: list[dict[str, Any]] = []
+    alone.events.subscribe(RecordBeforeCreate, lambda event: shown.extend(map(dict, event.records)))
+    with sent(alone) as seen:
+        record = alone.records.insert("Case", {"Subject": "seen"})
+    extra = ["SELECT"] if backend(alone) == "mysql" else []
+    assert kinds(seen) == ["UPDATE", *extra, "INSERT", "COMMIT"], seen
+    (before,) = shown
+    assert before["CreatedDate"] is not None
+    assert to_utc(before["CreatedDate"]).isoformat() == record["CreatedDate"]
+    assert before["CaseNumber"] == record["CaseNumber"]

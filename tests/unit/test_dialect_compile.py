@@ -268,3 +268,31 @@ def test_idempotency_keys_get_a_binary_no_pad_collation_on_the_mysql_family() ->
     for name in ("sqlite", "postgresql"):
         ddl = str(CreateTable(idempotency_table).compile(dialect=SA_DIALECTS[name]))
         assert "idempotency_key VARCHAR(255) NOT NULL" in ddl and "COLLATE" not in ddl
+
+
+def test_the_stamped_increment_on_mysql_is_its_update_alone() -> None:
+    """No SELECT reads the clock back: the value comes in the OK packet, the stamp stays on the row
+    for the record's INSERT … RETURNING to read (issue 27)."""
+    from autonumber.engine.reservation import _FITS, _KEY, _N, STAMPED_AT, _params
+
+    rule = type("R", (), {"counter_id": "Case.CaseNumber", "format": type("F", (), {"counter_width": 8})})()
+    dialect, rec, conn = record("mysql")
+    params = _params(rule, "", 1)  # type: ignore[arg-type]
+    after = dialect.atomic_increment_stamped(
+        conn, T, _KEY, "next_value", _N, "last_modified_date", _FITS, params
+    )
+    assert after == 42
+    (update,) = rec.sql
+    assert update.startswith(f"UPDATE {table('mysql')} SET next_value=last_insert_id(")
+    assert "last_modified_date=utc_timestamp(6)" in update
+    stamp = " ".join(str(STAMPED_AT.compile(dialect=SA_DIALECTS["mysql"])).split())
+    assert stamp == (
+        f"(SELECT {table('mysql')}.last_modified_date FROM {table('mysql')} "
+        f"WHERE {table('mysql')}.field_id = %s AND {table('mysql')}.scope_key = %s)"
+    )
+
+
+@pytest.mark.parametrize("backend", ["sqlite", "postgresql"])
+def test_only_the_mysql_family_leaves_the_stamp_for_the_insert(backend: str) -> None:
+    _, _, conn = record(backend)
+    assert not OURS[backend].stamp_rides_on_insert(conn)

@@ -211,6 +211,53 @@ class Dialect:
         row = conn.execute(stmt, params).first()
         return None if row is None else (int(row[0]), to_utc(row[1]))
 
+    def stamp_rides_on_insert(self, conn: Connection) -> bool:
+        """Whether the clock sample an increment stamped on its counter row is better read by the
+        record's INSERT (`insert_stamped`) than by the increment itself: where the increment cannot
+        return it (the MySQL family: no UPDATE … RETURNING) but the INSERT can (MariaDB ≥ 10.5's
+        INSERT … RETURNING). Elsewhere the increment returns it at no cost."""
+        return False
+
+    def atomic_increment_stamped(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        column: str,
+        n: sa.BindParameter[int],
+        clock_column: str,
+        guard: sa.ColumnElement[bool],
+        params: Mapping[str, Any],
+    ) -> int | None:
+        """atomic_increment_clocked that stamps `clock_column` with the database clock but does not
+        read it back (its reader is the INSERT of `insert_stamped`, in the same transaction); the
+        value after the increment, None when no row. Here: the clocked increment, its sample
+        dropped."""
+        clocked = self.atomic_increment_clocked(conn, table, where, column, n, clock_column, guard, params)
+        return None if clocked is None else clocked[0]
+
+    def insert_stamped(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        row: Mapping[str, Any],
+        column: str,
+        stamp: sa.ScalarSelect[Any],
+        params: Mapping[str, Any],
+    ) -> datetime | None:
+        """INSERT `row` with `column` set to `stamp` (a read of the clock sample its transaction
+        stamped and still holds locked) and return that value: `INSERT … VALUES (…, (SELECT …))
+        RETURNING column`, one round trip; None if the stamp read nothing. Built once per table
+        (kept in `table.info`, so it goes with the table when a catalog change replaces it)."""
+        key = f"autonumber.insert_stamped:{column}"
+        stmt = table.info.get(key)
+        if stmt is None:
+            built = sa.insert(table).values({column: stamp}).returning(table.c[column])
+            stmt = table.info.setdefault(key, built)
+        bound = {k: v for k, v in row.items() if k != column}  # the stamp, never a value given
+        value = conn.execute(stmt, {**bound, **params}).scalar_one()
+        return None if value is None else to_utc(value)
+
     def built(self, key: tuple[Any, ...], build: Callable[[], sa.Executable]) -> sa.Executable:
         """The statement `build` makes for `key` (constant expressions), made once per dialect:
         no clause construction or cache-key generation on each call."""

@@ -187,6 +187,42 @@ class MySQLDialect(Dialect):
         row = conn.execute(select, params).one()
         return int(row[0]), to_utc(row[1])
 
+    def stamp_rides_on_insert(self, conn: Connection) -> bool:
+        """MariaDB ≥ 10.5 has INSERT … RETURNING (SQLAlchemy says so per server version); MySQL
+        and TiDB have not, and read the sample back with a SELECT of its own."""
+        return bool(conn.dialect.insert_returning)
+
+    def atomic_increment_stamped(
+        self,
+        conn: Connection,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        column: str,
+        n: sa.BindParameter[int],
+        clock_column: str,
+        guard: sa.ColumnElement[bool],
+        params: Mapping[str, Any],
+    ) -> int | None:
+        """The clocked increment's UPDATE alone: the value comes back in the OK packet
+        (LAST_INSERT_ID(expr)), and no SELECT reads the stamped clock."""
+
+        def bump() -> sa.Executable:
+            return (
+                sa.update(table)
+                .where(sa.and_(where, guard))
+                .values(
+                    {
+                        column: sa.func.last_insert_id(table.c[column] + n),
+                        clock_column: self.utc_now_expr(),
+                    }
+                )
+            )
+
+        # the same statement (and cache entry) as atomic_increment_clocked's UPDATE
+        update = self.built(("bump", table, where, column, n, clock_column, guard), bump)
+        result = conn.execute(update, params)
+        return None if result.rowcount == 0 else int(result.lastrowid)
+
     def guard_install_sql(self) -> list[str]:
         changed = " OR ".join(f"NOT (OLD.{c} <=> NEW.{c})" for c in AUTONUMBER_COLUMNS)
         return [

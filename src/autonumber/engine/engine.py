@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime
+from datetime import UTC, datetime
 from typing import Any, Literal
 
 import sqlalchemy as sa
@@ -30,6 +30,9 @@ DEFAULT_STRATEGY: Strategy = "combining"
 (docs/performance.md): one atomic reservation serves every caller waiting on the same counter, so
 throughput does not pay one durable commit per number."""
 Record = Mapping[str, Any]
+SHOWS_NO_DATE = datetime(1970, 1, 1, tzinfo=UTC)
+"""The instant given to the renderer of a value that shows no date (`assign_stamped`): it cannot
+appear in the value, and the record's own date is the clock sample its INSERT reads."""
 
 
 @dataclass(frozen=True)
@@ -164,6 +167,32 @@ class Engine:
                     out[idx] = rule.render(first + j, when, values, res.scope_key)
         assert at is not None
         return Assigned(out, at, detached)
+
+    def stamps_later(self, rule: Rule, conn: Connection) -> bool:
+        """Whether the group writer's one record may take its number from `assign_stamped`, leaving
+        the clock sample on the counter row for its INSERT to read: the backend's increment cannot
+        return it (Dialect.stamp_rides_on_insert), and nothing needs it before the INSERT — a
+        `global` rule (its scope key is not a date), a value that shows no date, no record date,
+        standard numbering from one counter statement (not cas, not blocks), no clock test seam."""
+        return (
+            rule.scope == "global"
+            and not rule.format.has_date
+            and not rule.token_refs
+            and rule.date_field is None
+            and not rule.gapless
+            and rule.block_size == 1
+            and self.strategy != "cas"
+            and self.hooks.clock is None
+            and self.hooks.reserved is None
+            and self.dialect.stamp_rides_on_insert(conn)
+        )
+
+    def assign_stamped(self, rule: Rule, conn: Connection) -> str:
+        """One number for a rule `stamps_later` accepted (the caller asks it first), reserved in
+        `conn`'s own transaction; the INSERT of its record then reads the clock sample
+        (reservation.STAMPED_AT)."""
+        value = self.reserver.reserve_stamped(rule, conn)
+        return rule.render(value, SHOWS_NO_DATE, {}, "")
 
     def check_dates(self, field: str, records: Sequence[Record]) -> None:
         """RecordError when a rule dated by a record field finds a record without that date."""

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from functools import cache
+from typing import Any
+
 from prometheus_client import Counter, Gauge, Histogram
 
 ATTEMPTS = Histogram(
@@ -44,3 +47,16 @@ RECORDS_CREATED = Counter(
     "Records inserted (committed or handed to the caller's transaction), by object.",
     ["object"],
 )
+
+
+@cache
+def reservation_metrics(strategy: str) -> tuple[Any, Any, Any]:
+    """ATTEMPTS, LATENCY and RESERVATIONS for one strategy (three strategies: the children are
+    looked up once, not on every reservation)."""
+    return ATTEMPTS.labels(strategy), LATENCY.labels(strategy), RESERVATIONS.labels(strategy)
+
+
+@cache
+def records_created(object_name: str) -> Any:
+    """RECORDS_CREATED for one object (one child per object of the catalog, looked up once)."""
+    return RECORDS_CREATED.labels(object_name)

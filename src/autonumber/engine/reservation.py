@@ -68,6 +68,14 @@ _KEY = sa.and_(T.c.field_id == sa.bindparam("b_field_id"), T.c.scope_key == sa.b
 _N = sa.bindparam("b_n", type_=sa.BigInteger)
 _FITS = T.c.next_value <= sa.bindparam("b_limit", type_=sa.BigInteger)
 _STAMP = {"last_modified_date": sa.bindparam("b_now", type_=T.c.last_modified_date.type)}
+STAMPED_AT = sa.select(T.c.last_modified_date).where(_KEY).scalar_subquery()
+"""The clock sample a reservation stamped on its counter row, read where `stamp_params` point:
+the record's INSERT reads it when the increment did not (Reserver.reserve_stamped)."""
+
+
+def stamp_params(rule: Rule) -> dict[str, Any]:
+    """The bind parameters of STAMPED_AT for a `global` rule's counter row."""
+    return {"b_field_id": rule.counter_id, "b_scope_key": ""}
 
 
 def _params(rule: Rule, scope_key: str, n: int) -> dict[str, Any]:
@@ -385,6 +393,36 @@ class Reserver:
                 return _Missing(now, key)
             return self._journaled(c, rule, Reservation(now, key, after - n, n), conn)
 
+    def reserve_stamped(self, rule: Rule, conn: Connection) -> int:
+        """One number of a `global` rule in `conn`'s own transaction (the group writer's), by the
+        single-statement increment, with the clock stamped on the counter row but not read back:
+        the caller's INSERT reads it (STAMPED_AT) in the same transaction, which holds the row
+        locked until its COMMIT. For a rule whose value shows no date, on a backend whose increment
+        cannot return the sample (Dialect.stamp_rides_on_insert): one round trip fewer. Not
+        journaled: the number commits or rolls back with its row. Lost races are raised for the
+        group writer to retry as a whole, as in reserve_atomic."""
+        started = time.perf_counter()
+        tries = self.policy.tries(self.policy.atomic_attempts, self.sleep)
+        while True:
+            try:
+                with self._attempt(conn, savepoint=False) as c:
+                    after = self.dialect.atomic_increment_stamped(
+                        c, T, _KEY, "next_value", _N, "last_modified_date", _FITS, _params(rule, "", 1)
+                    )
+                    if after is None:
+                        _overflow_or_missing(c, rule, "", 1)
+                        raise CounterMissing(rule.field_id, "")  # a global row: never reseeded
+            except _Lost:
+                if tries.again():
+                    continue
+                refused = "the database kept refusing"
+                raise ReservationFailed(rule.field_id, "", tries.losses, refused) from None
+            attempts_of, latency_of, reservations_of = metrics.reservation_metrics("atomic")
+            attempts_of.observe(tries.losses + 1)
+            latency_of.observe(time.perf_counter() - started)
+            reservations_of.inc()
+            return after - 1
+
     def _journaled(self, c: Connection, rule: Rule, res: Reservation, conn: Connection | None) -> Reservation:
         """Append the reservation's journal line in its own transaction (it commits with it). A
         reservation made in a transaction that also writes its rows (`conn`: the caller's savepoint
@@ -432,9 +470,10 @@ class Reserver:
 
     def _done(self, strategy: str, attempts: int, started: float, res: Reservation) -> Reservation:
         """Record a committed reservation in the metrics (and the test hook)."""
-        metrics.ATTEMPTS.labels(strategy).observe(attempts)
-        metrics.LATENCY.labels(strategy).observe(time.perf_counter() - started)
-        metrics.RESERVATIONS.labels(strategy).inc()
+        attempts_of, latency_of, reservations_of = metrics.reservation_metrics(strategy)
+        attempts_of.observe(attempts)
+        latency_of.observe(time.perf_counter() - started)
+        reservations_of.inc()
         if self.hooks.reserved is not None:
             self.hooks.reserved(res)
         return res

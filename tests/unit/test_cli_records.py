@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 import typer.main
 
-from autonumber.cli import app, main
+from autonumber.cli import main
+from autonumber.cli.app import app
 from support import bootstrap_url
 
 

@@ -6,13 +6,11 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-import typer
-
 from autonumber.errors import AutonumberError, CommitOutcomeUnknown
 
-from .app import app
+from . import direct
 
-__all__ = ["app", "main"]
+__all__ = ["main"]
 
 
 def main(argv: Sequence[str] | None = None) -> None:
@@ -21,13 +19,15 @@ def main(argv: Sequence[str] | None = None) -> None:
     Click's standalone mode handles usage errors (exit 2) and ^C itself; our own errors pass
     through it and are turned into one line here, never a traceback.
     """
-    command = typer.main.get_command(app)
+    args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        command.main(
-            args=list(argv) if argv is not None else None,
-            prog_name="autonumber",
-            standalone_mode=True,
-        )
+        if direct.run(args):
+            sys.exit(0)
+        import typer  # loaded here: a plain `format check` (cli/direct.py) never needs it
+
+        from .app import app
+
+        typer.main.get_command(app).main(args=args, prog_name="autonumber", standalone_mode=True)
     except Exception as exc:  # ours, or a bug: still one line and a non-zero exit, never a traceback
         # ^C also when the cut-off driver call was reported as ours (DatabaseUnavailable); an unknown
         # COMMIT outcome is said as such, ^C or not

@@ -4,13 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from .catalog_view import CatalogView
 from .model import Format
 from .parser import parse_format
-from .token_refs import TokenRef, describe_chain
-from .validate import cross_max_lengths, validate_format, validate_scope
+from .scope import validate_scope
+
+if TYPE_CHECKING:  # the metadata rules need pydantic, a plain check does not (CLI start-up)
+    from .token_refs import TokenRef
 
 
 @dataclass(frozen=True)
@@ -39,6 +41,8 @@ class FormatReport:
             f"  cross tokens:  {cross}",
             f"  max length:    {length}",
         ]
+        if self.token_refs:
+            from .token_refs import describe_chain
         for ref in self.token_refs:
             chains = " | ".join(describe_chain(c, arrow="->") for c in ref.fkChains)
             out.append(f"  {ref.tokenLiteral} via {chains} ({ref.readStrategy})")
@@ -60,6 +64,8 @@ def check_format(
     if catalog is None or source_object is None:
         length = parsed.fixed_length if not parsed.cross_refs else None
         return FormatReport(parsed, scope, length)
+    from .validate import cross_max_lengths, validate_format
+
     refs = validate_format(
         parsed,
         source_object=source_object,

@@ -7,11 +7,15 @@ import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
+from typing import TYPE_CHECKING
 
 from autonumber.errors import FormatError
 
 from .tokens import SCOPES, Token, TokenKind, quote_format
 from .zones import local_time
+
+if TYPE_CHECKING:
+    from .model import Format
 
 DATE_PART = "<date>"
 """Placeholder in a key plan for the one date component of a `per_prefix` key."""
@@ -102,3 +106,31 @@ def check_scope_name(scope: str, fmt: str) -> None:
             f"format {quote_format(fmt)}: unknown scope {scope!r}; use one of {', '.join(SCOPES)}",
             format=fmt,
         )
+
+
+def validate_scope(fmt: Format, scope: str) -> None:
+    """Rule 9: the scope exists, and per_day needs a format that shows year, month and day.
+
+    Stricter than "at least one date token": per_day restarts the counter every day, so a
+    format without the full date (e.g. only {YYYY}) would render the same value on two days.
+    """
+    check_scope_name(scope, fmt.source)
+    if fmt.counter_position_varies:
+        raise _rule_9(
+            fmt,
+            "cross-record tokens on both sides of the counter make the counter's place in "
+            "a value depend on the data ({A}-{00}-{B} renders 'X-12-3-45-6' for X/12/3-45-6 and "
+            "X-12-3/45/6), so two records could get the same text; keep every cross-record token "
+            "on one side of the counter",
+        )
+    if scope == "per_day" and not fmt.key_plan.full_date:
+        shown = " ".join("{" + k + "}" for k in fmt.date_kinds) or "no date token"
+        raise _rule_9(
+            fmt,
+            f"scope per_day needs the full date in the value ({{YYYY}} or {{YY}}, {{MM}} "
+            f"and {{DD}}) but the format shows {shown}; add them or use scope global/per_prefix",
+        )
+
+
+def _rule_9(fmt: Format, what: str) -> FormatError:
+    return FormatError(9, f"format {quote_format(fmt.source)}: {what}", format=fmt.source)

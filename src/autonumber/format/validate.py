@@ -12,7 +12,7 @@ from autonumber.errors import FormatError
 from .catalog_view import CatalogView, FieldInfo
 from .model import Format
 from .parser import parse_format
-from .scope import check_scope_name
+from .scope import validate_scope
 from .token_refs import ChainStep, TokenRef, describe_chain
 from .tokens import DATE_FIELD_TYPES, RECORD_TYPE_FK, TAXONOMY_OBJECT, CrossRef, quote_format
 
@@ -26,32 +26,6 @@ _OVERRIDE_KEYS = {"tokenLiteral", "targetObject", "targetField", "fkChains", "re
 
 def _err(rule: int, fmt: Format, what: str) -> FormatError:
     return FormatError(rule, f"format {quote_format(fmt.source)}: {what}", format=fmt.source)
-
-
-def validate_scope(fmt: Format, scope: str) -> None:
-    """Rule 9: the scope exists, and per_day needs a format that shows year, month and day.
-
-    Stricter than "at least one date token": per_day restarts the counter every day, so a
-    format without the full date (e.g. only {YYYY}) would render the same value on two days.
-    """
-    check_scope_name(scope, fmt.source)
-    if fmt.counter_position_varies:
-        raise _err(
-            9,
-            fmt,
-            "cross-record tokens on both sides of the counter make the counter's place in "
-            "a value depend on the data ({A}-{00}-{B} renders 'X-12-3-45-6' for X/12/3-45-6 and "
-            "X-12-3/45/6), so two records could get the same text; keep every cross-record token "
-            "on one side of the counter",
-        )
-    if scope == "per_day" and not fmt.key_plan.full_date:
-        shown = " ".join("{" + k + "}" for k in fmt.date_kinds) or "no date token"
-        raise _err(
-            9,
-            fmt,
-            f"scope per_day needs the full date in the value ({{YYYY}} or {{YY}}, {{MM}} "
-            f"and {{DD}}) but the format shows {shown}; add them or use scope global/per_prefix",
-        )
 
 
 SEEDED_TAXONOMY_FIELD = "RecordTypeCode"

@@ -17,6 +17,8 @@ import sqlalchemy as sa
 from hypothesis import settings
 
 import testdb
+from autonumber import Platform
+from support import make_platform
 
 MYSQL_URL = os.environ.get("AUTONUMBER_TEST_MYSQL_URL", "mysql+pymysql://root@127.0.0.1:3306/autonumber_test")
 PG_URL = os.environ.get(
@@ -106,6 +108,14 @@ def engine(db_url: str) -> Iterator[sa.Engine]:
     eng = create_engine(db_url)
     yield eng
     eng.dispose()
+
+
+@pytest.fixture
+def platform(db_url: str) -> Iterator[Platform]:
+    """The core pack on `db_url`, closed after the test (files that need options override it)."""
+    p = make_platform(db_url)
+    yield p
+    p.close()
 
 
 @pytest.fixture

@@ -10,7 +10,6 @@ import subprocess
 import sys
 import textwrap
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,17 +18,10 @@ import sqlalchemy as sa
 from autonumber.backfill import backfill
 from autonumber.rules import verify
 from autonumber.runtime import Platform
-from support import make_platform, number, run_cli
+from support import number, run_cli
 
 FIELD = ["Account", "Member_No__c"]
 ADD = ["field", "add", *FIELD, "--format", "MB-{000000}", "--start", "100"]
-
-
-@pytest.fixture
-def platform(db_url: str) -> Iterator[Platform]:
-    p = make_platform(db_url)
-    yield p
-    p.close()
 
 
 def accounts(platform: Platform, n: int, batch: int = 50) -> None:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from engine_support import ReservationLog, assert_unique_contiguous, make_platform
+from engine_support import ReservationLog, assert_unique_contiguous
 
 from autonumber.bulk_import import Checkpoint, ImportOptions, run_import
 from autonumber.errors import RecordError
@@ -24,13 +24,6 @@ from autonumber.jsonl import Line, read_lines
 from autonumber.records import Batch
 from autonumber.runtime import Platform
 from support import run_cli
-
-
-@pytest.fixture
-def platform(db_url: str) -> Iterator[Platform]:
-    p = make_platform(db_url)
-    yield p
-    p.close()
 
 
 def _subjects(p: Platform) -> list[str]:

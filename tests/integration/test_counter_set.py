@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import json
 import threading
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -20,16 +19,9 @@ from autonumber.errors import RuleChangeRefused
 from autonumber.rules import ensure_history_table, floor, verify
 from autonumber.rules.counters import set_next
 from autonumber.runtime import Platform
-from support import make_platform, number, run_cli, run_together
+from support import number, run_cli, run_together
 
 FIELD_SET = ["field", "set", "Case", "CaseNumber", "--format"]
-
-
-@pytest.fixture
-def platform(db_url: str) -> Iterator[Platform]:
-    p = make_platform(db_url)
-    yield p
-    p.close()
 
 
 def counter(engine: Engine, field_id: str, key: str = "") -> int:

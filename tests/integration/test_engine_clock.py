@@ -5,23 +5,15 @@ from __future__ import annotations
 
 import sys
 import time
-from collections.abc import Iterator
 from datetime import UTC, datetime, timedelta, tzinfo
 
 import pytest
-from engine_support import ReservationLog, make_platform, store_rules
+from engine_support import ReservationLog, store_rules
 
 from autonumber.rules.store import RuleSpec
 from autonumber.runtime import Platform
 
 SKEW = timedelta(minutes=5)
-
-
-@pytest.fixture
-def platform(db_url: str) -> Iterator[Platform]:
-    p = make_platform(db_url)
-    yield p
-    p.close()
 
 
 class _AnyDatetime(type):

@@ -8,7 +8,6 @@ import os
 import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 
@@ -25,13 +24,6 @@ from autonumber.runtime import Platform
 
 class Boom(Exception):
     """The caller's own failure after its insert."""
-
-
-@pytest.fixture
-def platform(db_url: str) -> Iterator[Platform]:
-    p = make_platform(db_url)
-    yield p
-    p.close()
 
 
 def gaps_cli(capsys: pytest.CaptureFixture[str], url: str, *extra: str) -> tuple[int, str]:

@@ -13,7 +13,6 @@ from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from engine_support import make_platform
 
 from autonumber.db import create_engine, dialect_for, mysql_load
 from autonumber.db.base import forget_server_flag
@@ -35,13 +34,6 @@ AWKWARD = [
     "four-byte 🦄 and é",
     "trailing backslash\\",
 ]
-
-
-@pytest.fixture
-def platform(db_url: str) -> Iterator[Platform]:
-    p = make_platform(db_url)
-    yield p
-    p.close()
 
 
 @pytest.fixture

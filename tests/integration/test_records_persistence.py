@@ -4,23 +4,15 @@ clear error and writes nothing."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
-from engine_support import CASE, ReservationLog, counter_rows, make_platform
+from engine_support import CASE, ReservationLog, counter_rows
 
 from autonumber.errors import RecordError, RecordNotFound, UnknownObject
 from autonumber.events import RecordBeforeCreate
 from autonumber.runtime import Platform
-
-
-@pytest.fixture
-def platform(db_url: str) -> Iterator[Platform]:
-    p = make_platform(db_url)
-    yield p
-    p.close()
 
 
 def test_supplied_autonumber_value_is_refused_and_nothing_is_written(platform: Platform) -> None:

@@ -4,7 +4,7 @@ engine's clock hook (the database-clock seam); the field's zone does the rest.""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import UTC, datetime
 
 import pytest
@@ -15,13 +15,6 @@ from autonumber.cli import main
 from autonumber.format.zones import UnknownTimeZone
 from autonumber.rules.store import RuleSpec
 from autonumber.runtime import Platform
-
-
-@pytest.fixture
-def platform(db_url: str) -> Iterator[Platform]:
-    p = make_platform(db_url)
-    yield p
-    p.close()
 
 
 def at(text: str) -> Callable[[object], datetime]:

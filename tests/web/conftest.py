@@ -8,18 +8,11 @@ import pytest
 from fastapi.testclient import TestClient
 from web_support import FormClient
 
-import autonumber
 from autonumber.runtime import Platform
 from autonumber.web import create_app
-from support import bootstrap_url
+from support import make_platform
 
 TOKEN = "test-admin-token"
-
-
-def open_platform(url: str) -> Platform:
-    """Bootstrap the core pack on `url` and connect."""
-    bootstrap_url(url)
-    return autonumber.connect(url)
 
 
 @pytest.fixture
@@ -29,17 +22,9 @@ def admin_token() -> str:
 
 
 @pytest.fixture
-def platform(db_url: str) -> Iterator[Platform]:
-    """The core pack on each backend."""
-    p = open_platform(db_url)
-    yield p
-    p.close()
-
-
-@pytest.fixture
 def sqlite_platform(sqlite_url: str) -> Iterator[Platform]:
     """The core pack on SQLite only (page tests)."""
-    p = open_platform(sqlite_url)
+    p = make_platform(sqlite_url)
     yield p
     p.close()
 

@@ -164,6 +164,30 @@ class MySQLDialect(Dialect):
         """No UPDATE … RETURNING here: LAST_INSERT_ID(expr) carries the value, and the stamped clock
         is read back from the row this transaction holds locked."""
 
+        def read() -> sa.Executable:
+            return sa.select(sa.func.last_insert_id(), table.c[clock_column]).where(where)
+
+        key = (table, where, column, n, clock_column, guard)
+        bump = self._clocked_bump(*key)
+        update = bump() if params is None else self.built(("bump", *key), bump)
+        if conn.execute(update, params).rowcount == 0:
+            return None
+        select = read() if params is None else self.built(("read", *key), read)
+        row = conn.execute(select, params).one()
+        return int(row[0]), to_utc(row[1])
+
+    def _clocked_bump(
+        self,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        column: str,
+        n: int | sa.BindParameter[int],
+        clock_column: str,
+        guard: sa.ColumnElement[bool] | None,
+    ) -> Callable[[], sa.Executable]:
+        """The builder of the clocked increment's UPDATE: the value goes to LAST_INSERT_ID(expr),
+        the database clock to `clock_column`."""
+
         def bump() -> sa.Executable:
             return (
                 sa.update(table)
@@ -176,16 +200,7 @@ class MySQLDialect(Dialect):
                 )
             )
 
-        def read() -> sa.Executable:
-            return sa.select(sa.func.last_insert_id(), table.c[clock_column]).where(where)
-
-        key = (table, where, column, n, clock_column, guard)
-        update = bump() if params is None else self.built(("bump", *key), bump)
-        if conn.execute(update, params).rowcount == 0:
-            return None
-        select = read() if params is None else self.built(("read", *key), read)
-        row = conn.execute(select, params).one()
-        return int(row[0]), to_utc(row[1])
+        return bump
 
     def stamp_rides_on_insert(self, conn: Connection) -> bool:
         """MariaDB ≥ 10.5 has INSERT … RETURNING (SQLAlchemy says so per server version); MySQL
@@ -205,21 +220,9 @@ class MySQLDialect(Dialect):
     ) -> int | None:
         """The clocked increment's UPDATE alone: the value comes back in the OK packet
         (LAST_INSERT_ID(expr)), and no SELECT reads the stamped clock."""
-
-        def bump() -> sa.Executable:
-            return (
-                sa.update(table)
-                .where(sa.and_(where, guard))
-                .values(
-                    {
-                        column: sa.func.last_insert_id(table.c[column] + n),
-                        clock_column: self.utc_now_expr(),
-                    }
-                )
-            )
-
         # the same statement (and cache entry) as atomic_increment_clocked's UPDATE
-        update = self.built(("bump", table, where, column, n, clock_column, guard), bump)
+        key = (table, where, column, n, clock_column, guard)
+        update = self.built(("bump", *key), self._clocked_bump(*key))
         result = conn.execute(update, params)
         return None if result.rowcount == 0 else int(result.lastrowid)
 

@@ -16,6 +16,19 @@ class AutonumberError(Exception):
 
     exit_code: int = 1
 
+    def __reduce__(self) -> tuple[object, ...]:
+        """Pickled as its message and attributes: most subclasses take other arguments than the
+        message, so the default (calling the class with `args`) fails in the process that unpickles
+        it, and a worker's error would arrive as a broken process pool instead of itself."""
+        return _restore, (type(self), str(self), self.__dict__)
+
+
+def _restore(cls: type[AutonumberError], message: str, state: dict[str, object]) -> AutonumberError:
+    error = cls.__new__(cls)
+    Exception.__init__(error, message)
+    error.__dict__.update(state)
+    return error
+
 
 class ConfigError(AutonumberError):
     """A bad database URL, an unreachable database or a bad option: the user's input is wrong."""

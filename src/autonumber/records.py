@@ -497,9 +497,16 @@ class Records:
         check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
         rules = _lock_order(snapshot.rules_of(object_name), inside)
-        if inside and len(records) == 1 and not (adopted or bulk) and self._stamps_later(rules, c):
-            self._write_stamped(c, table, rules[0], records[0])
-            return
+        if inside and len(records) == 1 and not (adopted or bulk) and self._alone(rules):
+            if (number := self.engine.numbered_by_insert(rules[0], c)) is not None:
+                record = records[0]
+                record[number.column], record[number.created] = self.engine.insert_numbered(
+                    rules[0], c, table, record, number
+                )
+                return
+            if self.engine.stamps_later(rules[0], c):
+                self._write_stamped(c, table, rules[0], records[0])
+                return
         # Every token resolves before any reservation: one that fails closed consumes no number.
         crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
         for rule in rules:  # so are the records' own dates of the rules dated by one
@@ -528,16 +535,12 @@ class Records:
                 pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
             raise
 
-    def _stamps_later(self, rules: Sequence[Rule], c: Connection) -> bool:
-        """Whether a record alone in the group writer's transaction may leave its CreatedDate (the
-        reservation's clock sample) for its INSERT to read (`_write_stamped`): one rule that needs
-        no clock before the INSERT (Engine.stamps_later), and no RecordBeforeCreate subscriber
-        (it is shown the record, CreatedDate included, before the INSERT)."""
-        return (
-            len(rules) == 1
-            and self.engine.stamps_later(rules[0], c)
-            and not self.events.has_subscribers(RecordBeforeCreate)
-        )
+    def _alone(self, rules: Sequence[Rule]) -> bool:
+        """Whether a record alone in the group writer's transaction may be numbered without its
+        clock sample read first (`_write_stamped`, Engine.insert_numbered): one rule, and no
+        RecordBeforeCreate subscriber (it is shown the record, CreatedDate included, before the
+        INSERT)."""
+        return len(rules) == 1 and not self.events.has_subscribers(RecordBeforeCreate)
 
     def _write_stamped(self, c: Connection, table: sa.Table, rule: Rule, record: dict[str, Any]) -> None:
         """The number reserved without reading the clock back, then the row INSERTed with its

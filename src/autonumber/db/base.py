@@ -5,6 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar
 
@@ -35,6 +36,32 @@ _BUILT: dict[tuple[Any, ...], sa.Executable] = {}
 def lock_key(name: str) -> int:
     """A stable signed 64-bit key for a lock name (PostgreSQL advisory locks take integers)."""
     return int.from_bytes(hashlib.blake2b(name.encode(), digest_size=8).digest(), "big", signed=True)
+
+
+@dataclass(frozen=True)
+class Counter:
+    """The counter row an increment acts on: constant expressions (their bind parameters come with
+    each call), so a statement built from them is built once. `column` grows by `n` while `guard`
+    holds; `clock_column` is stamped with the database clock."""
+
+    table: sa.Table
+    where: sa.ColumnElement[bool]
+    column: str
+    n: sa.BindParameter[int]
+    clock_column: str
+    guard: sa.ColumnElement[bool]
+
+
+@dataclass(frozen=True)
+class Numbered:
+    """The number a numbered insert writes into `column`: `before` + the value zero-padded to
+    `width` digits + `after`; `created` is the column that gets the counter row's clock sample."""
+
+    column: str
+    width: int
+    before: str
+    after: str
+    created: str
 
 
 class Dialect:
@@ -235,6 +262,27 @@ class Dialect:
         dropped."""
         clocked = self.atomic_increment_clocked(conn, table, where, column, n, clock_column, guard, params)
         return None if clocked is None else clocked[0]
+
+    def numbers_on_insert(self, conn: Connection) -> bool:
+        """Whether `insert_numbered` can reserve a number, build its value and insert its row in
+        one statement (PostgreSQL's data-modifying CTE). Elsewhere the steps are separate."""
+        return False
+
+    def insert_numbered(
+        self,
+        conn: Connection,
+        counter: Counter,
+        table: sa.Table,
+        row: Mapping[str, Any],
+        number: Numbered,
+        params: Mapping[str, Any],
+    ) -> tuple[str, datetime] | None:
+        """INSERT `row` with `number.column` set to the value of the number reserved on `counter`
+        by the same statement (`number.before` + the zero-padded value + `number.after`) and
+        `number.created` to the clock sample stamped on the counter row; return both. None when
+        the increment changed no row (the counter is missing or full): then nothing is inserted.
+        Only where `numbers_on_insert` says so."""
+        raise NotImplementedError(f"{self.name}: no single-statement numbered insert")
 
     def insert_stamped(
         self,

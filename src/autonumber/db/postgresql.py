@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import LockTimeout
 
-from .base import Dialect, by_fields, driver_code, lock_key, server_flag, to_utc
+from .base import Counter, Dialect, Numbered, by_fields, driver_code, lock_key, server_flag, to_utc
 from .bulk import row_tuples
 from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
@@ -68,6 +68,32 @@ class PostgreSQLDialect(Dialect):
         row = conn.execute(self.built(key, build), params).first()
         return None if row is None else (int(row[0]), to_utc(row[1]))
 
+    def numbers_on_insert(self, conn: Connection) -> bool:
+        return not is_cockroach(conn.engine, conn)
+
+    def insert_numbered(
+        self,
+        conn: Connection,
+        counter: Counter,
+        table: sa.Table,
+        row: Mapping[str, Any],
+        number: Numbered,
+        params: Mapping[str, Any],
+    ) -> tuple[str, datetime] | None:
+        """`WITH reserved AS (UPDATE counter … RETURNING value, stamp) INSERT INTO t (…, number,
+        created) SELECT …, before || lpad(value - 1, width, '0') || after, stamp FROM reserved
+        RETURNING number, created`: one round trip for what takes three otherwise. The counter's
+        guard keeps the value inside `width` digits, so lpad never cuts it."""
+        fields = tuple(k for k in row if k not in (number.column, number.created))
+        key = ("autonumber.insert_numbered", counter, number.column, number.created, fields)
+        stmt = table.info.get(key)
+        if stmt is None:
+            stmt = table.info.setdefault(key, _numbered_insert(self, counter, table, fields, number))
+        values = {f"v{i}": row[k] for i, k in enumerate(fields)}
+        shown = {"n_before": number.before, "n_width": number.width, "n_after": number.after}
+        got = conn.execute(stmt, {**params, **values, **shown}).first()
+        return None if got is None else (str(got[0]), to_utc(got[1]))
+
     def insert(self, table: sa.Table) -> Any:
         return pg_insert(table)
 
@@ -78,7 +104,7 @@ class PostgreSQLDialect(Dialect):
         from psycopg import sql
 
         raw = conn.connection.dbapi_connection
-        if not isinstance(raw, psycopg.Connection) or is_cockroach(conn.engine):
+        if not isinstance(raw, psycopg.Connection) or is_cockroach(conn.engine, conn):
             super().bulk_insert(conn, table, rows)
             return
         name = sql.Identifier(table.schema, table.name) if table.schema else sql.Identifier(table.name)
@@ -161,10 +187,42 @@ class PostgreSQLDialect(Dialect):
         return bool(driver_code(exc) == "23505")
 
 
-def is_cockroach(engine: Engine) -> bool:
-    """Whether the server is CockroachDB (no advisory locks there: a lease row instead)."""
+def is_cockroach(engine: Engine, conn: Connection | None = None) -> bool:
+    """Whether the server is CockroachDB (no advisory locks there: a lease row instead); probed on
+    `conn` when given, so a caller holding a connection never waits for a second one."""
 
     def probe(conn: Connection) -> bool:
         return "cockroachdb" in str(conn.execute(sa.select(sa.func.version())).scalar()).lower()
 
-    return server_flag(engine, "cockroach", probe)
+    return server_flag(engine, "cockroach", probe, conn)
+
+
+def _numbered_insert(
+    dialect: Dialect, counter: Counter, table: sa.Table, fields: Sequence[str], number: Numbered
+) -> sa.Insert:
+    """The statement of `insert_numbered` for a row holding `fields` (bound as v0, v1, …)."""
+    c = counter.table
+    reserved = (
+        sa.update(c)
+        .where(sa.and_(counter.where, counter.guard))
+        .values(
+            {counter.column: c.c[counter.column] + counter.n, counter.clock_column: dialect.utc_now_expr()}
+        )
+        .returning(c.c[counter.column], c.c[counter.clock_column])
+        .cte("reserved")
+    )
+    digits = sa.func.lpad(
+        sa.cast(reserved.c[counter.column] - counter.n, sa.Text),
+        sa.bindparam("n_width", type_=sa.Integer),
+        "0",
+    )
+    value = sa.func.concat(
+        sa.bindparam("n_before", type_=sa.Text), digits, sa.bindparam("n_after", type_=sa.Text)
+    )
+    given = [sa.bindparam(f"v{i}", type_=table.c[k].type) for i, k in enumerate(fields)]
+    source = sa.select(*given, value, reserved.c[counter.clock_column])
+    return (
+        sa.insert(table)
+        .from_select([*fields, number.column, number.created], source)
+        .returning(table.c[number.column], table.c[number.created])
+    )

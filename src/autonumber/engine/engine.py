@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 
 from autonumber.catalog import Catalog, Rule
 from autonumber.db import Dialect
+from autonumber.db.base import Numbered
 
 from .blocks import Blocks, Piece
 from .combining import Combiner
@@ -171,9 +172,46 @@ class Engine:
     def stamps_later(self, rule: Rule, conn: Connection) -> bool:
         """Whether the group writer's one record may take its number from `assign_stamped`, leaving
         the clock sample on the counter row for its INSERT to read: the backend's increment cannot
-        return it (Dialect.stamp_rides_on_insert), and nothing needs it before the INSERT — a
-        `global` rule (its scope key is not a date), a value that shows no date, no record date,
-        standard numbering from one counter statement (not cas, not blocks), no clock test seam."""
+        return it (Dialect.stamp_rides_on_insert), and nothing needs it before the INSERT."""
+        return self._no_clock_before_insert(rule) and self.dialect.stamp_rides_on_insert(conn)
+
+    def assign_stamped(self, rule: Rule, conn: Connection) -> str:
+        """One number for a rule `stamps_later` accepted (the caller asks it first), reserved in
+        `conn`'s own transaction; the INSERT of its record then reads the clock sample
+        (reservation.STAMPED_AT)."""
+        value = self.reserver.reserve_stamped(rule, conn)
+        return rule.render(value, SHOWS_NO_DATE, {}, "")
+
+    def numbered_by_insert(self, rule: Rule, conn: Connection) -> Numbered | None:
+        """How the group writer's one record may be numbered by its own INSERT (`insert_numbered`):
+        the backend builds the value in the statement that reserves it (Dialect.numbers_on_insert),
+        and the value is fixed text around the counter, nothing read before the INSERT. Else None."""
+        sides = rule.format.literal_sides
+        if (
+            sides is None
+            or not self._no_clock_before_insert(rule)
+            or not self.dialect.numbers_on_insert(conn)
+        ):
+            return None
+        return Numbered(rule.field_name, rule.format.counter_width, *sides, created="CreatedDate")
+
+    def insert_numbered(
+        self, rule: Rule, conn: Connection, table: sa.Table, record: Record, number: Numbered
+    ) -> tuple[str, datetime]:
+        """Reserve one number and insert `record` with it in one statement (`numbered_by_insert`
+        said how); the value and the CreatedDate stored. The value the database built is checked
+        against the renderer's, so the two can never disagree unnoticed."""
+        value, created = self.reserver.insert_numbered(rule, conn, table, record, number)
+        digits = value[len(number.before) : len(value) - len(number.after)]
+        if not digits.isdigit() or rule.render(int(digits), SHOWS_NO_DATE, {}, "") != value:
+            raise RuntimeError(f"{rule.field_id}: the database built {value!r}, not the format's value")
+        return value, created
+
+    def _no_clock_before_insert(self, rule: Rule) -> bool:
+        """Nothing needs the reservation's clock sample before the record's INSERT, and the
+        number comes from one counter statement: a `global` rule (its scope key is not a date), a
+        value that shows no date, no record date, standard numbering (not cas, not blocks), no
+        clock test seam."""
         return (
             rule.scope == "global"
             and not rule.format.has_date
@@ -184,15 +222,7 @@ class Engine:
             and self.strategy != "cas"
             and self.hooks.clock is None
             and self.hooks.reserved is None
-            and self.dialect.stamp_rides_on_insert(conn)
         )
-
-    def assign_stamped(self, rule: Rule, conn: Connection) -> str:
-        """One number for a rule `stamps_later` accepted (the caller asks it first), reserved in
-        `conn`'s own transaction; the INSERT of its record then reads the clock sample
-        (reservation.STAMPED_AT)."""
-        value = self.reserver.reserve_stamped(rule, conn)
-        return rule.render(value, SHOWS_NO_DATE, {}, "")
 
     def check_dates(self, field: str, records: Sequence[Record]) -> None:
         """RecordError when a rule dated by a record field finds a record without that date."""

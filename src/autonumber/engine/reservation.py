@@ -15,7 +15,7 @@ from collections.abc import Callable, Iterator, Mapping
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from cachetools import TTLCache
@@ -23,6 +23,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.catalog import Rule
 from autonumber.db import Dialect
+from autonumber.db.base import Counter, Numbered
 from autonumber.db.tables import counter_table
 from autonumber.errors import CounterMissing, CounterOverflow, ReservationFailed
 
@@ -31,6 +32,7 @@ from .journal import Journal, Range, reserved_line
 from .retry import RetryPolicy
 
 SEMAPHORE_TTL = 48 * 3600.0
+_Got = TypeVar("_Got")
 MAX_LAZY_CREATES = 3
 T = counter_table
 
@@ -68,6 +70,8 @@ _KEY = sa.and_(T.c.field_id == sa.bindparam("b_field_id"), T.c.scope_key == sa.b
 _N = sa.bindparam("b_n", type_=sa.BigInteger)
 _FITS = T.c.next_value <= sa.bindparam("b_limit", type_=sa.BigInteger)
 _STAMP = {"last_modified_date": sa.bindparam("b_now", type_=T.c.last_modified_date.type)}
+_COUNTER = Counter(T, _KEY, "next_value", _N, "last_modified_date", _FITS)
+"""A counter row as Dialect.insert_numbered takes it."""
 STAMPED_AT = sa.select(T.c.last_modified_date).where(_KEY).scalar_subquery()
 """The clock sample a reservation stamped on its counter row, read where `stamp_params` point:
 the record's INSERT reads it when the increment did not (Reserver.reserve_stamped)."""
@@ -399,17 +403,39 @@ class Reserver:
         the caller's INSERT reads it (STAMPED_AT) in the same transaction, which holds the row
         locked until its COMMIT. For a rule whose value shows no date, on a backend whose increment
         cannot return the sample (Dialect.stamp_rides_on_insert): one round trip fewer. Not
-        journaled: the number commits or rolls back with its row. Lost races are raised for the
-        group writer to retry as a whole, as in reserve_atomic."""
+        journaled: the number commits or rolls back with its row."""
+
+        def increment(c: Connection) -> int | None:
+            after = self.dialect.atomic_increment_stamped(
+                c, T, _KEY, "next_value", _N, "last_modified_date", _FITS, _params(rule, "", 1)
+            )
+            return None if after is None else after - 1
+
+        return self._in_writer(rule, conn, increment)
+
+    def insert_numbered(
+        self, rule: Rule, conn: Connection, table: sa.Table, row: Mapping[str, Any], number: Numbered
+    ) -> tuple[str, datetime]:
+        """Reserve one number of a `global` rule and insert `row` with it, in one statement in
+        `conn`'s own transaction (Dialect.insert_numbered): the value and its CreatedDate. Not
+        journaled: the number commits or rolls back with its row."""
+
+        def insert(c: Connection) -> tuple[str, datetime] | None:
+            return self.dialect.insert_numbered(c, _COUNTER, table, row, number, _params(rule, "", 1))
+
+        return self._in_writer(rule, conn, insert)
+
+    def _in_writer(self, rule: Rule, conn: Connection, step: Callable[[Connection], _Got | None]) -> _Got:
+        """Run a one-number `step` straight in the group writer's transaction, as reserve_atomic
+        does: a full or missing counter raised (nothing was written), lost races raised for the
+        group writer to retry as a whole; the reservation metrics observed."""
         started = time.perf_counter()
         tries = self.policy.tries(self.policy.atomic_attempts, self.sleep)
         while True:
             try:
                 with self._attempt(conn, savepoint=False) as c:
-                    after = self.dialect.atomic_increment_stamped(
-                        c, T, _KEY, "next_value", _N, "last_modified_date", _FITS, _params(rule, "", 1)
-                    )
-                    if after is None:
+                    got = step(c)
+                    if got is None:
                         _overflow_or_missing(c, rule, "", 1)
                         raise CounterMissing(rule.field_id, "")  # a global row: never reseeded
             except _Lost:
@@ -421,7 +447,7 @@ class Reserver:
             attempts_of.observe(tries.losses + 1)
             latency_of.observe(time.perf_counter() - started)
             reservations_of.inc()
-            return after - 1
+            return got
 
     def _journaled(self, c: Connection, rule: Rule, res: Reservation, conn: Connection | None) -> Reservation:
         """Append the reservation's journal line in its own transaction (it commits with it). A

@@ -109,6 +109,16 @@ class Format:
         """Position of the counter token in `tokens`."""
         return next(i for i, t in enumerate(self.tokens) if t.kind is TokenKind.COUNTER)
 
+    @property
+    def literal_sides(self) -> tuple[str, str] | None:
+        """The fixed text before and after the counter when nothing else varies (no date, time or
+        cross-record token): the value is then before + the zero-padded counter + after, which a
+        database can build itself (docs/engine.md, "One statement on PostgreSQL"). Else None."""
+        if any(t.kind not in (TokenKind.LITERAL, TokenKind.COUNTER) for t in self.tokens):
+            return None
+        at = self.counter_index
+        return "".join(t.text for t in self.tokens[:at]), "".join(t.text for t in self.tokens[at + 1 :])
+
     def around_counter(
         self,
         assigned_at: datetime,

@@ -1,0 +1,122 @@
+"""A record alone in its group, under a rule whose value is fixed text around the counter, is numbered
+by its own INSERT on PostgreSQL (Engine.insert_numbered: one statement reserves the number, builds
+the value and inserts the row). On every backend the value is the one the format renders, the
+record is stored as returned, a full counter stores nothing, and on PostgreSQL a value the database
+built differently from the renderer is refused with nothing stored."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+from engine_support import counter_rows, make_platform, set_next_value, store_rules
+
+import autonumber
+from autonumber.db.base import Numbered
+from autonumber.engine import Engine
+from autonumber.errors import CounterOverflow
+from autonumber.rules.store import RuleSpec
+from autonumber.runtime import Platform
+
+FORMATS = ["CS-{0000}-X", "{00000000}", "%'\\_{000}é", 'q"{0}', "Nº {000000000000000000}"]
+
+
+@pytest.fixture
+def alone(db_url: str) -> Iterator[Platform]:
+    """The core pack with every default (group commit on), nothing polling."""
+    p = make_platform(db_url, poll_interval=3600.0)
+    yield p
+    p.close()
+
+
+def statements(p: Platform) -> Any:
+    seen: list[str] = []
+
+    def on_execute(conn: object, cursor: object, statement: str, *args: object) -> None:
+        seen.append(statement.split()[0].upper())
+
+    for engine in p.engines:
+        sa.event.listen(engine, "before_cursor_execute", on_execute)
+    return seen
+
+
+def single_statement(p: Platform) -> bool:
+    return p.db.dialect.name == "postgresql"
+
+
+def test_the_formats_literal_sides() -> None:
+    from autonumber.format import parse_format
+
+    assert parse_format("CS-{0000}-X").literal_sides == ("CS-", "-X")
+    assert parse_format("{00000000}").literal_sides == ("", "")
+    assert parse_format("{YYYY}-{0000}").literal_sides is None
+    assert parse_format("{Account.Name}-{0000}").literal_sides is None
+
+
+@pytest.mark.parametrize("fmt", FORMATS)
+def test_each_value_is_the_formats_value_and_stored_as_returned(alone: Platform, fmt: str) -> None:
+    store_rules(alone, RuleSpec("Case", "CaseNumber", fmt))
+    rule = alone.engine.rule("Case.CaseNumber")
+    first = counter_rows(alone, "Case.CaseNumber")[""]
+    seen = statements(alone)
+    records = [alone.records.insert("Case", {"Subject": f"s{i}"}) for i in range(3)]
+    sent = list(seen)
+    assert [r["CaseNumber"] for r in records] == [
+        rule.render(first + i, rule_date(), {}, "") for i in range(3)
+    ]
+    for record in records:
+        assert alone.records.get("Case", record["Id"]) == record
+    if single_statement(alone):
+        assert sent == ["WITH", "WITH", "WITH"], sent
+
+
+def rule_date() -> Any:
+    from autonumber.engine.engine import SHOWS_NO_DATE
+
+    return SHOWS_NO_DATE
+
+
+def test_a_full_counter_stores_nothing(alone: Platform) -> None:
+    store_rules(alone, RuleSpec("Case", "CaseNumber", "F-{00}"))
+    set_next_value(alone, "Case.CaseNumber", 99)
+    assert alone.records.insert("Case", {"Subject": "last"})["CaseNumber"] == "F-99"
+    with pytest.raises(CounterOverflow):
+        alone.records.insert("Case", {"Subject": "one too many"})
+    assert alone.records.count("Case") == 1
+    assert counter_rows(alone, "Case.CaseNumber") == {"": 100}
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_a_value_built_otherwise_than_the_renderer_is_refused(
+    alone: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    store_rules(alone, RuleSpec("Case", "CaseNumber", "R-{0000}"))
+    built = Engine.numbered_by_insert
+
+    def wrong(self: Engine, rule: Any, conn: Any) -> Numbered | None:
+        number = built(self, rule, conn)
+        assert number is not None
+        return Numbered(number.column, number.width, "X-", number.after, number.created)
+
+    monkeypatch.setattr(Engine, "numbered_by_insert", wrong)
+    before = counter_rows(alone, "Case.CaseNumber")
+    with pytest.raises(Exception, match="the database built 'X-0001'"):
+        alone.records.insert("Case", {"Subject": "wrong"})
+    assert alone.records.count("Case") == 0
+    assert counter_rows(alone, "Case.CaseNumber") == before
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_the_first_insert_of_a_new_server_url_probes_on_the_writers_own_connection(db_url: str) -> None:
+    """The group writer holds the one connection of its pool; asking the server what it is (not
+    CockroachDB) must not wait for a second one (it once did, until the budget ran out)."""
+    make_platform(db_url).close()
+    fresh = f"{db_url}?application_name=an_probe_{uuid.uuid4().hex[:12]}"  # a URL never probed
+    p = autonumber.connect(fresh, poll_interval=3600.0)
+    try:
+        assert p.records.insert("Case", {"Subject": "first"})["CaseNumber"]
+    finally:
+        p.close()

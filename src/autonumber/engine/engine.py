@@ -186,12 +186,10 @@ class Engine:
         """How the group writer's one record may be numbered by its own INSERT (`insert_numbered`):
         the backend builds the value in the statement that reserves it (Dialect.numbers_on_insert),
         and the value is fixed text around the counter, nothing read before the INSERT. Else None."""
+        if not self.dialect.numbers_on_insert(conn):
+            return None
         sides = rule.format.literal_sides
-        if (
-            sides is None
-            or not self._no_clock_before_insert(rule)
-            or not self.dialect.numbers_on_insert(conn)
-        ):
+        if sides is None or not self._no_clock_before_insert(rule):
             return None
         return Numbered(rule.field_name, rule.format.counter_width, *sides, created="CreatedDate")
 

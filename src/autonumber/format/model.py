@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import UTC, datetime, tzinfo
+from functools import cached_property
 from typing import Any
 
 from autonumber.errors import TokenResolveError
@@ -109,7 +110,7 @@ class Format:
         """Position of the counter token in `tokens`."""
         return next(i for i, t in enumerate(self.tokens) if t.kind is TokenKind.COUNTER)
 
-    @property
+    @cached_property
     def literal_sides(self) -> tuple[str, str] | None:
         """The fixed text before and after the counter when nothing else varies (no date, time or
         cross-record token): the value is then before + the zero-padded counter + after, which a

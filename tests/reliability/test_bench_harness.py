@@ -138,3 +138,17 @@ def test_wrk_output_is_parsed_with_units_and_failures() -> None:
     assert row["throughput"] == 1117.76 and row["requests"] == 5600
     assert row["p50_ms"] == 85.1 and row["p99_ms"] == 1200.0
     assert row["errors"] == 4 + 3  # non-2xx plus socket errors: a failed request is never a result
+
+
+def test_pairs_alternate_both_sides_and_take_the_median_ratio(tmp_path: Path) -> None:
+    from bench.pairs import SIDES, run_pairs
+
+    out = run_pairs(
+        f"sqlite:///{tmp_path / 'pairs.db'}", "sqlite", [1, 2], rounds=3, seconds=0.15, warmup=0.02
+    )
+    assert list(out["cells"]) == ["1", "2"]
+    for cell in out["cells"].values():
+        ours, peer = cell[SIDES[0]], cell[SIDES[1]]
+        assert len(ours) == len(peer) == 3 and min(ours) > 0 and min(peer) > 0
+        assert cell["ratios"] == [round(a / b, 3) for a, b in zip(ours, peer, strict=True)]
+        assert cell["median_ratio"] == sorted(cell["ratios"])[1]

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Iterator
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -15,6 +16,7 @@ import sqlalchemy as sa
 from engine_support import counter_rows, make_platform, set_next_value, store_rules
 
 import autonumber
+from autonumber.cli import main
 from autonumber.db.base import Numbered
 from autonumber.engine import Engine
 from autonumber.errors import CounterOverflow
@@ -118,5 +120,51 @@ def test_the_first_insert_of_a_new_server_url_probes_on_the_writers_own_connecti
     p = autonumber.connect(fresh, poll_interval=3600.0)
     try:
         assert p.records.insert("Case", {"Subject": "first"})["CaseNumber"]
+    finally:
+        p.close()
+
+
+TYPED = ["Name:text(80)", "Qty:integer", "Weight:number", "Paid:boolean", "ShipDate:date", "LeftAt:datetime"]
+
+
+def test_every_column_type_goes_through_the_numbered_insert(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A custom object with a column of each type the platform creates: the row is stored with
+    each value as given (PostgreSQL binds them into the INSERT … SELECT of the one statement)."""
+    make_platform(db_url).close()
+    fields = [arg for spec in TYPED for arg in ("--field", spec)]
+    for argv in (
+        ["object", "add", "Parcel__c", *fields],
+        ["field", "add", "Parcel__c", "Parcel_No__c", "--format", "P-{0000}"],
+    ):
+        with pytest.raises(SystemExit) as done:
+            main([*argv, "--db", db_url])
+        assert done.value.code == 0, capsys.readouterr()
+    p = make_platform(db_url, poll_interval=3600.0)
+    try:
+        seen = statements(p)
+        given = {
+            "Name": "crate",
+            "Qty": 12,
+            "Weight": Decimal("3.2500"),
+            "Paid": True,
+            "ShipDate": "2026-12-03",
+            "LeftAt": "2026-12-03T10:20:30.123456+00:00",
+        }
+        record = p.records.insert("Parcel__c", given)
+        sent = list(seen)
+        assert record["Parcel_No__c"] == "P-0001"
+        stored = p.records.get("Parcel__c", record["Id"])
+        assert stored == record
+        assert (stored["Name"], stored["Qty"], stored["Paid"]) == ("crate", 12, True)
+        assert Decimal(str(stored["Weight"])) == Decimal("3.25")
+        assert str(stored["ShipDate"]).startswith("2026-12-03")
+        assert str(stored["LeftAt"]).startswith("2026-12-03T10:20:30.123456")
+        if single_statement(p):
+            assert sent == ["WITH"], sent
+        empty = p.records.insert("Parcel__c", {name.split(":")[0]: None for name in TYPED})
+        assert empty["Parcel_No__c"] == "P-0002"
+        assert p.records.get("Parcel__c", empty["Id"]) == empty
     finally:
         p.close()

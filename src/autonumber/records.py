@@ -80,6 +80,12 @@ def new_id() -> str:
     return raw.hex()
 
 
+def _one_shape(records: Sequence[Mapping[str, Any]]) -> bool:
+    """Every record holds the same fields (one INSERT … SELECT can write them all)."""
+    keys = records[0].keys()
+    return all(r.keys() == keys for r in records)
+
+
 def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in row.items():
@@ -497,14 +503,14 @@ class Records:
         check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
         rules = _lock_order(snapshot.rules_of(object_name), inside)
-        if inside and len(records) == 1 and not (adopted or bulk) and self._alone(rules):
-            if (number := self.engine.numbered_by_insert(rules[0], c)) is not None:
-                record = records[0]
-                record[number.column], record[number.created] = self.engine.insert_numbered(
-                    rules[0], c, table, record, number
-                )
+        if inside and not (adopted or bulk) and self._alone(rules):
+            number = self.engine.numbered_by_insert(rules[0], c)
+            if number is not None and _one_shape(records):
+                stored = self.engine.insert_numbered(rules[0], c, table, records, number)
+                for record, (value, created) in zip(records, stored, strict=True):
+                    record[number.column], record[number.created] = value, created
                 return
-            if self.engine.stamps_later(rules[0], c):
+            if len(records) == 1 and self.engine.stamps_later(rules[0], c):
                 self._write_stamped(c, table, rules[0], records[0])
                 return
         # Every token resolves before any reservation: one that fails closed consumes no number.
@@ -536,10 +542,9 @@ class Records:
             raise
 
     def _alone(self, rules: Sequence[Rule]) -> bool:
-        """Whether a record alone in the group writer's transaction may be numbered without its
-        clock sample read first (`_write_stamped`, Engine.insert_numbered): one rule, and no
-        RecordBeforeCreate subscriber (it is shown the record, CreatedDate included, before the
-        INSERT)."""
+        """Whether the group writer's records may be numbered without the clock sample read first
+        (`_write_stamped`, Engine.insert_numbered): one rule, and no RecordBeforeCreate subscriber
+        (it is shown the records, CreatedDate included, before the INSERT)."""
         return len(rules) == 1 and not self.events.has_subscribers(RecordBeforeCreate)
 
     def _write_stamped(self, c: Connection, table: sa.Table, rule: Rule, record: dict[str, Any]) -> None:

@@ -6,8 +6,11 @@ built differently from the renderer is refused with nothing stored."""
 
 from __future__ import annotations
 
+import threading
+import time
 import uuid
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from decimal import Decimal
 from typing import Any
 
@@ -168,3 +171,39 @@ def test_every_column_type_goes_through_the_numbered_insert(
         assert p.records.get("Parcel__c", empty["Id"]) == empty
     finally:
         p.close()
+
+
+def test_a_group_is_numbered_by_one_statement_contiguous_and_stored_as_returned(
+    alone: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Callers queue behind a flight held open until five have joined the next group; that group
+    is one INSERT on PostgreSQL (elsewhere the usual steps): every value unique, contiguous in
+    the group's order, and every record stored as returned."""
+    store_rules(alone, RuleSpec("Case", "CaseNumber", "G-{000000}"))
+    gc = alone.records.group_commit
+    assert gc is not None
+    sizes: list[int] = []
+    write = alone.records._write_own
+    held = threading.Event()
+
+    def spied(object_name: str, rows: list[dict[str, Any]], *args: Any) -> list[dict[str, Any]]:
+        if not held.is_set():
+            held.set()
+            deadline = time.monotonic() + 60
+            while gc.queued("Case") < 5:  # the next group forms behind this flight
+                assert time.monotonic() < deadline, "no group formed"
+                time.sleep(0.01)
+        sizes.append(len(rows))
+        return write(object_name, rows, *args)
+
+    monkeypatch.setattr(gc, "_write", spied)
+    seen = statements(alone)
+    with ThreadPoolExecutor(6) as pool:
+        records = list(pool.map(lambda i: alone.records.insert("Case", {"Subject": f"g{i}"}), range(6)))
+    numbers = sorted(int(r["CaseNumber"].removeprefix("G-")) for r in records)
+    assert numbers == list(range(numbers[0], numbers[0] + 6))
+    assert sorted(sizes) == [1, 5], sizes
+    for record in records:
+        assert alone.records.get("Case", record["Id"]) == record
+    if single_statement(alone):
+        assert seen[:2] == ["WITH", "WITH"], seen  # the flight of one, then the group of five

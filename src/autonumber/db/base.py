@@ -62,6 +62,8 @@ class Numbered:
     before: str
     after: str
     created: str
+    key: str = "Id"
+    """The column that tells the rows apart (what RETURNING gives back is matched on it)."""
 
 
 class Dialect:
@@ -273,15 +275,16 @@ class Dialect:
         conn: Connection,
         counter: Counter,
         table: sa.Table,
-        row: Mapping[str, Any],
+        rows: Sequence[Mapping[str, Any]],
         number: Numbered,
         params: Mapping[str, Any],
-    ) -> tuple[str, datetime] | None:
-        """INSERT `row` with `number.column` set to the value of the number reserved on `counter`
-        by the same statement (`number.before` + the zero-padded value + `number.after`) and
-        `number.created` to the clock sample stamped on the counter row; return both. None when
-        the increment changed no row (the counter is missing or full): then nothing is inserted.
-        Only where `numbers_on_insert` says so."""
+    ) -> list[tuple[str, datetime]] | None:
+        """INSERT `rows` (one set of fields) with `number.column` set to consecutive values of the
+        len(rows) numbers reserved on `counter` by the same statement, in row order (`number.before`
+        + the zero-padded value + `number.after`), and `number.created` to the clock sample stamped
+        on the counter row; return each row's (value, created). None when the increment changed no
+        row (the counter is missing or full): then nothing is inserted. Only where
+        `numbers_on_insert` says so."""
         raise NotImplementedError(f"{self.name}: no single-statement numbered insert")
 
     def insert_stamped(

@@ -76,23 +76,36 @@ class PostgreSQLDialect(Dialect):
         conn: Connection,
         counter: Counter,
         table: sa.Table,
-        row: Mapping[str, Any],
+        rows: Sequence[Mapping[str, Any]],
         number: Numbered,
         params: Mapping[str, Any],
-    ) -> tuple[str, datetime] | None:
+    ) -> list[tuple[str, datetime]] | None:
         """`WITH reserved AS (UPDATE counter … RETURNING value, stamp) INSERT INTO t (…, number,
-        created) SELECT …, before || lpad(value - 1, width, '0') || after, stamp FROM reserved
-        RETURNING number, created`: one round trip for what takes three otherwise. The counter's
-        guard keeps the value inside `width` digits, so lpad never cuts it."""
-        fields = tuple(k for k in row if k not in (number.column, number.created))
-        key = ("autonumber.insert_numbered", counter, number.column, number.created, fields)
+        created) SELECT v.…, before || lpad(value - n + v.ord, width, '0') || after, stamp FROM
+        reserved, (SELECT … 0 AS ord UNION ALL SELECT … 1 …) v RETURNING key, number, created`:
+        one round trip for what takes three otherwise. Each given value is CAST to its column's
+        type (text for text: a cast to VARCHAR(n) would cut a value the INSERT must refuse). The
+        counter's guard keeps the values inside `width` digits, so lpad never cuts one."""
+        fields = tuple(k for k in rows[0] if k not in (number.column, number.created))
+        key = (
+            "autonumber.insert_numbered",
+            counter,
+            number.column,
+            number.created,
+            number.key,
+            fields,
+            len(rows),
+        )
         stmt = table.info.get(key)
         if stmt is None:
-            stmt = table.info.setdefault(key, _numbered_insert(self, counter, table, fields, number))
-        values = {f"v{i}": row[k] for i, k in enumerate(fields)}
+            built = _numbered_insert(self, counter, table, fields, number, len(rows))
+            stmt = table.info.setdefault(key, built)
+        values = {f"r{i}_{j}": row[k] for i, row in enumerate(rows) for j, k in enumerate(fields)}
         shown = {"n_before": number.before, "n_width": number.width, "n_after": number.after}
-        got = conn.execute(stmt, {**params, **values, **shown}).first()
-        return None if got is None else (str(got[0]), to_utc(got[1]))
+        got = {r[0]: (str(r[1]), to_utc(r[2])) for r in conn.execute(stmt, {**params, **values, **shown})}
+        if not got:
+            return None
+        return [got[row[number.key]] for row in rows]
 
     def insert(self, table: sa.Table) -> Any:
         return pg_insert(table)
@@ -198,9 +211,9 @@ def is_cockroach(engine: Engine, conn: Connection | None = None) -> bool:
 
 
 def _numbered_insert(
-    dialect: Dialect, counter: Counter, table: sa.Table, fields: Sequence[str], number: Numbered
+    dialect: Dialect, counter: Counter, table: sa.Table, fields: Sequence[str], number: Numbered, rows: int
 ) -> sa.Insert:
-    """The statement of `insert_numbered` for a row holding `fields` (bound as v0, v1, …)."""
+    """The statement of `insert_numbered` for `rows` rows holding `fields` (bound as r<row>_<field>)."""
     c = counter.table
     reserved = (
         sa.update(c)
@@ -211,18 +224,35 @@ def _numbered_insert(
         .returning(c.c[counter.column], c.c[counter.clock_column])
         .cte("reserved")
     )
+
+    def given(i: int) -> sa.Select[Any]:
+        cast = [_unbounded(table.c[k].type) for k in fields]
+        values = [
+            sa.cast(sa.bindparam(f"r{i}_{j}", type_=table.c[k].type), cast[j]) for j, k in enumerate(fields)
+        ]
+        return sa.select(
+            *(v.label(f"f{j}") for j, v in enumerate(values)), sa.literal_column(str(i)).label("ord")
+        )
+
+    v = (given(0) if rows == 1 else sa.union_all(*(given(i) for i in range(rows)))).subquery("v")
     digits = sa.func.lpad(
-        sa.cast(reserved.c[counter.column] - counter.n, sa.Text),
+        sa.cast(reserved.c[counter.column] - counter.n + v.c.ord, sa.Text),
         sa.bindparam("n_width", type_=sa.Integer),
         "0",
     )
     value = sa.func.concat(
         sa.bindparam("n_before", type_=sa.Text), digits, sa.bindparam("n_after", type_=sa.Text)
     )
-    given = [sa.bindparam(f"v{i}", type_=table.c[k].type) for i, k in enumerate(fields)]
-    source = sa.select(*given, value, reserved.c[counter.clock_column])
+    source = sa.select(
+        *(v.c[f"f{j}"] for j in range(len(fields))), value, reserved.c[counter.clock_column]
+    ).select_from(reserved.join(v, sa.true()))
     return (
         sa.insert(table)
         .from_select([*fields, number.column, number.created], source)
-        .returning(table.c[number.column], table.c[number.created])
+        .returning(table.c[number.key], table.c[number.column], table.c[number.created])
     )
+
+
+def _unbounded(kind: sa.types.TypeEngine[Any]) -> sa.types.TypeEngine[Any]:
+    """The type a given value is cast to: the column's, but text for a text column of any length."""
+    return sa.Text() if isinstance(kind, sa.String) else kind

@@ -183,9 +183,10 @@ class Engine:
         return rule.render(value, SHOWS_NO_DATE, {}, "")
 
     def numbered_by_insert(self, rule: Rule, conn: Connection) -> Numbered | None:
-        """How the group writer's one record may be numbered by its own INSERT (`insert_numbered`):
-        the backend builds the value in the statement that reserves it (Dialect.numbers_on_insert),
-        and the value is fixed text around the counter, nothing read before the INSERT. Else None."""
+        """How the group writer's records may be numbered by their own INSERT (`insert_numbered`):
+        the backend builds the values in the statement that reserves them
+        (Dialect.numbers_on_insert), and a value is fixed text around the counter, nothing read
+        before the INSERT. Else None."""
         if not self.dialect.numbers_on_insert(conn):
             return None
         sides = rule.format.literal_sides
@@ -194,16 +195,19 @@ class Engine:
         return Numbered(rule.field_name, rule.format.counter_width, *sides, created="CreatedDate")
 
     def insert_numbered(
-        self, rule: Rule, conn: Connection, table: sa.Table, record: Record, number: Numbered
-    ) -> tuple[str, datetime]:
-        """Reserve one number and insert `record` with it in one statement (`numbered_by_insert`
-        said how); the value and the CreatedDate stored. The value the database built is checked
-        against the renderer's, so the two can never disagree unnoticed."""
-        value, created = self.reserver.insert_numbered(rule, conn, table, record, number)
-        digits = value[len(number.before) : len(value) - len(number.after)]
-        if not digits.isdigit() or rule.render(int(digits), SHOWS_NO_DATE, {}, "") != value:
-            raise RuntimeError(f"{rule.field_id}: the database built {value!r}, not the format's value")
-        return value, created
+        self, rule: Rule, conn: Connection, table: sa.Table, records: Sequence[Record], number: Numbered
+    ) -> list[tuple[str, datetime]]:
+        """Reserve len(records) numbers and insert `records` with them, in order, in one statement
+        (`numbered_by_insert` said how); each record's value and CreatedDate as stored. The values
+        the database built are checked against the renderer's, consecutive from the first, so the
+        two can never disagree unnoticed (the transaction then rolls back)."""
+        stored = self.reserver.insert_numbered(rule, conn, table, records, number)
+        first = stored[0][0][len(number.before) : len(stored[0][0]) - len(number.after)]
+        start = int(first) if first.isdigit() else -1
+        for i, (value, _) in enumerate(stored):
+            if start < 0 or rule.render(start + i, SHOWS_NO_DATE, {}, "") != value:
+                raise RuntimeError(f"{rule.field_id}: the database built {value!r}, not the format's value")
+        return stored
 
     def _no_clock_before_insert(self, rule: Rule) -> bool:
         """Nothing needs the reservation's clock sample before the record's INSERT, and the

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -414,18 +414,26 @@ class Reserver:
         return self._in_writer(rule, conn, increment)
 
     def insert_numbered(
-        self, rule: Rule, conn: Connection, table: sa.Table, row: Mapping[str, Any], number: Numbered
-    ) -> tuple[str, datetime]:
-        """Reserve one number of a `global` rule and insert `row` with it, in one statement in
-        `conn`'s own transaction (Dialect.insert_numbered): the value and its CreatedDate. Not
-        journaled: the number commits or rolls back with its row."""
+        self,
+        rule: Rule,
+        conn: Connection,
+        table: sa.Table,
+        rows: Sequence[Mapping[str, Any]],
+        number: Numbered,
+    ) -> list[tuple[str, datetime]]:
+        """Reserve len(rows) numbers of a `global` rule and insert `rows` with them, in one statement
+        in `conn`'s own transaction (Dialect.insert_numbered): each row's value and CreatedDate.
+        Not journaled: the numbers commit or roll back with their rows."""
+        params = _params(rule, "", len(rows))
 
-        def insert(c: Connection) -> tuple[str, datetime] | None:
-            return self.dialect.insert_numbered(c, _COUNTER, table, row, number, _params(rule, "", 1))
+        def insert(c: Connection) -> list[tuple[str, datetime]] | None:
+            return self.dialect.insert_numbered(c, _COUNTER, table, rows, number, params)
 
-        return self._in_writer(rule, conn, insert)
+        return self._in_writer(rule, conn, insert, len(rows))
 
-    def _in_writer(self, rule: Rule, conn: Connection, step: Callable[[Connection], _Got | None]) -> _Got:
+    def _in_writer(
+        self, rule: Rule, conn: Connection, step: Callable[[Connection], _Got | None], n: int = 1
+    ) -> _Got:
         """Run a one-number `step` straight in the group writer's transaction, as reserve_atomic
         does: a full or missing counter raised (nothing was written), lost races raised for the
         group writer to retry as a whole; the reservation metrics observed."""
@@ -436,7 +444,7 @@ class Reserver:
                 with self._attempt(conn, savepoint=False) as c:
                     got = step(c)
                     if got is None:
-                        _overflow_or_missing(c, rule, "", 1)
+                        _overflow_or_missing(c, rule, "", n)
                         raise CounterMissing(rule.field_id, "")  # a global row: never reseeded
             except _Lost:
                 if tries.again():

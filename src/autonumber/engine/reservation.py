@@ -32,9 +32,9 @@ from .journal import Journal, Range, reserved_line
 from .retry import RetryPolicy
 
 SEMAPHORE_TTL = 48 * 3600.0
-_Got = TypeVar("_Got")
 MAX_LAZY_CREATES = 3
 T = counter_table
+_Got = TypeVar("_Got")
 
 
 @dataclass(frozen=True)
@@ -434,9 +434,10 @@ class Reserver:
     def _in_writer(
         self, rule: Rule, conn: Connection, step: Callable[[Connection], _Got | None], n: int = 1
     ) -> _Got:
-        """Run a one-number `step` straight in the group writer's transaction, as reserve_atomic
-        does: a full or missing counter raised (nothing was written), lost races raised for the
-        group writer to retry as a whole; the reservation metrics observed."""
+        """Run `step`, which reserves `n` numbers of a `global` rule by one statement, straight in
+        the group writer's transaction, as reserve_atomic does: a full or missing counter raised
+        (nothing was written), lost races raised for the group writer to retry as a whole; the
+        reservation metrics observed."""
         started = time.perf_counter()
         tries = self.policy.tries(self.policy.atomic_attempts, self.sleep)
         while True:

@@ -11,7 +11,6 @@ command -v stress-ng >/dev/null 2>&1 || {
   echo "stress-suite: installing stress-ng with apt-get"
   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq stress-ng >/dev/null
 }
-commit="$(git rev-parse --short HEAD)"
 stress-ng --cpu 1 --timeout 0 --quiet &
 STRESS=$!
 trap 'kill "$STRESS" 2>/dev/null' EXIT
@@ -20,6 +19,7 @@ results=()
 for run in $(seq 1 "$RUNS"); do
   clone="$(mktemp -d "${TMPDIR:-/tmp}/stress-clone.XXXXXX")"
   git clone -q . "$clone"
+  commit="$(git -C "$clone" rev-parse --short HEAD)"  # each run tests HEAD as it is when the run starts
   log="$OUT/run-$run.log"
   start=$(date +%s)
   (cd "$clone" && CI=true bash .ci/run) >"$log" 2>&1
@@ -28,11 +28,11 @@ for run in $(seq 1 "$RUNS"); do
   summary="$(grep -E '^[0-9]+ (passed|failed)|^=+ .*(passed|failed).* =+$|^[0-9]+ failed' "$log" | tail -1)"
   load="$(cut -d' ' -f1-3 /proc/loadavg)"
   echo "stress-suite run $run of $RUNS ($commit): exit $rc in ${seconds} s, load $load: ${summary:-no pytest summary}"
-  results+=("{\"run\": $run, \"exit\": $rc, \"seconds\": $seconds, \"load\": \"$load\", \"summary\": \"${summary//\"/\'}\"}")
+  results+=("{\"run\": $run, \"commit\": \"$commit\", \"exit\": $rc, \"seconds\": $seconds, \"load\": \"$load\", \"summary\": \"${summary//\"/\'}\"}")
   [ "$rc" -eq 0 ] || failed=1
   rm -rf "$clone"
 done
 json="$OUT/stress-suite-$(date -u +%Y%m%dT%H%M%SZ).json"
-(IFS=,; echo "{\"commit\": \"$commit\", \"stress\": \"stress-ng --cpu 1\", \"runs\": [${results[*]}]}") >"$json"
+(IFS=,; echo "{\"stress\": \"stress-ng --cpu 1\", \"runs\": [${results[*]}]}") >"$json"
 echo "stress-suite: logs and $json in $OUT"
 exit "$failed"

@@ -40,13 +40,14 @@ def run_pairs(
             for k in range(rounds):
                 for name, contestant in contestants.items():
                     result = measure(contestant, n, seconds, warmup)
-                    if result.errors or result.duplicates:
+                    if result.errors or result.duplicates or not result.ops:
                         raise RuntimeError(
-                            f"{name} at {n} callers: {result.errors} errors, {result.duplicates} duplicates"
+                            f"{name} at {n} callers: {result.errors} errors, {result.duplicates} "
+                            f"duplicates, {result.ops} calls in {seconds:g} s (lengthen --seconds)"
                         )
                     cell[name].append(round(result.throughput, 1))
-                ratio = cell[SIDES[0]][-1] / cell[SIDES[1]][-1]
                 ours, peer = cell[SIDES[0]][-1], cell[SIDES[1]][-1]
+                ratio = ours / peer
                 load = os.getloadavg()[0]
                 head = f"{backend} 1×{n} round {k + 1}"
                 print(f"{head}: {ours:,.0f}/s ÷ {peer:,.0f}/s = {ratio:.2f}×, load {load:.1f}")

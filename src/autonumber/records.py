@@ -80,12 +80,6 @@ def new_id() -> str:
     return raw.hex()
 
 
-def _one_shape(records: Sequence[Mapping[str, Any]]) -> bool:
-    """Every record holds the same fields (one INSERT … SELECT can write them all)."""
-    keys = records[0].keys()
-    return all(r.keys() == keys for r in records)
-
-
 def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for key, value in row.items():
@@ -503,9 +497,9 @@ class Records:
         check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
         rules = _lock_order(snapshot.rules_of(object_name), inside)
-        if inside and not (adopted or bulk) and self._alone(rules):
+        if inside and not (adopted or bulk) and self._skips_clock_read(rules):
             number = self.engine.numbered_by_insert(rules[0], c)
-            if number is not None and _one_shape(records):
+            if number is not None and len(by_fields(records)) == 1:  # one INSERT … SELECT writes all
                 stored = self.engine.insert_numbered(rules[0], c, table, records, number)
                 for record, (value, created) in zip(records, stored, strict=True):
                     record[number.column], record[number.created] = value, created
@@ -541,7 +535,7 @@ class Records:
                 pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
             raise
 
-    def _alone(self, rules: Sequence[Rule]) -> bool:
+    def _skips_clock_read(self, rules: Sequence[Rule]) -> bool:
         """Whether the group writer's records may be numbered without the clock sample read first
         (`_write_stamped`, Engine.insert_numbered): one rule, and no RecordBeforeCreate subscriber
         (it is shown the records, CreatedDate included, before the INSERT)."""

@@ -1,8 +1,9 @@
 """A record alone in its group, under a rule whose value is fixed text around the counter, is numbered
 by its own INSERT on PostgreSQL (Engine.insert_numbered: one statement reserves the number, builds
-the value and inserts the row). On every backend the value is the one the format renders, the
-record is stored as returned, a full counter stores nothing, and on PostgreSQL a value the database
-built differently from the renderer is refused with nothing stored."""
+the value and inserts the row), and on SQLite by two statements on the driver's cursor. On every
+backend the value is the one the format renders, the record is stored as returned, a full counter
+stores nothing, and on PostgreSQL and SQLite a value built differently from the renderer is
+refused with nothing stored."""
 
 from __future__ import annotations
 
@@ -94,7 +95,7 @@ def test_a_full_counter_stores_nothing(alone: Platform) -> None:
     assert counter_rows(alone, "Case.CaseNumber") == {"": 100}
 
 
-@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+@pytest.mark.parametrize("db_url", ["postgresql", "sqlite"], indirect=True)
 def test_a_value_built_otherwise_than_the_renderer_is_refused(
     alone: Platform, monkeypatch: pytest.MonkeyPatch
 ) -> None:

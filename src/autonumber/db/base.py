@@ -227,18 +227,37 @@ class Dialect:
         elsewhere it is ignored and the caller writes its line itself."""
 
         def build() -> sa.Executable:
-            return (
-                sa.update(table)
-                .where(where if guard is None else sa.and_(where, guard))
-                .values({column: table.c[column] + n, clock_column: self.utc_now_expr()})
-                .returning(table.c[column], table.c[clock_column])
-            )
+            return self.clocked_update(table, where, column, n, clock_column, guard)
 
         stmt = (
             build() if params is None else self.built((table, where, column, n, clock_column, guard), build)
         )
         row = conn.execute(stmt, params).first()
         return None if row is None else (int(row[0]), to_utc(row[1]))
+
+    def counter_update(self, counter: Counter) -> sa.Update:
+        """`clocked_update` of a counter row, its guard included."""
+        return self.clocked_update(
+            counter.table, counter.where, counter.column, counter.n, counter.clock_column, counter.guard
+        )
+
+    def clocked_update(
+        self,
+        table: sa.Table,
+        where: sa.ColumnElement[bool],
+        column: str,
+        n: int | sa.BindParameter[int],
+        clock_column: str,
+        guard: sa.ColumnElement[bool] | None = None,
+    ) -> sa.Update:
+        """`UPDATE table SET column = column + n, clock_column = <database clock> WHERE where AND
+        guard RETURNING column, clock_column`: the increment of `atomic_increment_clocked`."""
+        return (
+            sa.update(table)
+            .where(where if guard is None else sa.and_(where, guard))
+            .values({column: table.c[column] + n, clock_column: self.utc_now_expr()})
+            .returning(table.c[column], table.c[clock_column])
+        )
 
     def stamp_rides_on_insert(self, conn: Connection) -> bool:
         """Whether the clock sample an increment stamped on its counter row is better read by the

@@ -25,18 +25,38 @@ def bound_tuples(
     dialect: sa.Dialect, table: sa.Table, fields: Sequence[str], rows: Sequence[Mapping[str, Any]]
 ) -> list[tuple[Any, ...]]:
     """`row_tuples` with each column's bind processor of `dialect` applied (what `execute` does)."""
+    processors = _processors(dialect, table, tuple(fields))
+    if len(rows) == 1:  # a row alone (the group writer's one record): no column pass
+        values = [rows[0][name] for name in fields]
+        for i, process in processors:
+            values[i] = process(values[i])
+        return [tuple(values)]
     tuples = row_tuples(rows, fields)
-    processors = [
-        (i, process)
-        for i, name in enumerate(fields)
-        if (process := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
-    ]
     if not processors or not tuples:
         return tuples
     columns = list(zip(*tuples, strict=True))
     for i, process in processors:
         columns[i] = _processed(columns[i], process)
     return list(zip(*columns, strict=True))
+
+
+def _processors(
+    dialect: sa.Dialect, table: sa.Table, fields: tuple[str, ...]
+) -> list[tuple[int, Callable[[Any], Any]]]:
+    """The bind processors of `fields` by position (those that have one), made once per table,
+    dialect and fields: a processor is a closure SQLAlchemy builds anew on each request."""
+    key = ("autonumber.bind_processors", dialect.name, dialect.driver, fields)
+    found = table.info.get(key)
+    if found is None:
+        found = table.info.setdefault(
+            key,
+            [
+                (i, process)
+                for i, name in enumerate(fields)
+                if (process := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
+            ],
+        )
+    return found  # type: ignore[no-any-return]
 
 
 def _processed(values: Sequence[Any], process: Callable[[Any], Any]) -> tuple[Any, ...]:

@@ -214,16 +214,7 @@ def _numbered_insert(
     dialect: Dialect, counter: Counter, table: sa.Table, fields: Sequence[str], number: Numbered, rows: int
 ) -> sa.Insert:
     """The statement of `insert_numbered` for `rows` rows holding `fields` (bound as r<row>_<field>)."""
-    c = counter.table
-    reserved = (
-        sa.update(c)
-        .where(sa.and_(counter.where, counter.guard))
-        .values(
-            {counter.column: c.c[counter.column] + counter.n, counter.clock_column: dialect.utc_now_expr()}
-        )
-        .returning(c.c[counter.column], c.c[counter.clock_column])
-        .cte("reserved")
-    )
+    reserved = dialect.counter_update(counter).cte("reserved")
 
     def given(i: int) -> sa.Select[Any]:
         cast = [_unbounded(table.c[k].type) for k in fields]

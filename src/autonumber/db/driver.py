@@ -1,0 +1,69 @@
+"""Statements run on a transaction's own driver cursor, for the hottest path only (SQLite's numbered
+insert): compiled once for the dialect, bound through SQLAlchemy's own type processors, and a
+driver error raised exactly as SQLAlchemy raises it. What it skips is SQLAlchemy's execute path
+(compile-cache lookup, execution context, cursor events, result wrapping), which costs more than
+SQLite's own work for a one-row statement. SQLAlchemy's cursor events do not see these statements;
+the COMMIT still goes through SQLAlchemy."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.sql.compiler import SQLCompiler
+
+
+class DriverStatement:
+    """A Core statement compiled once for one dialect, its bind parameters in the driver's order."""
+
+    def __init__(self, stmt: sa.ClauseElement, dialect: sa.Dialect) -> None:
+        compiled = stmt.compile(dialect=dialect)
+        if not isinstance(compiled, SQLCompiler):
+            raise TypeError(f"not a SQL statement: {stmt!r}")
+        self.sql = compiled.string
+        positions = compiled.positiontup
+        self._positional = positions is not None
+        self._names: tuple[str, ...] = tuple(positions if positions is not None else compiled.params)
+        self._defaults = compiled.params  # the values fixed in the statement (function arguments)
+        kinds = {name: compiled.binds[name].type.dialect_impl(dialect) for name in self._names}
+        processors = {name: kind.bind_processor(dialect) for name, kind in kinds.items()}
+        self._processors = {name: process for name, process in processors.items() if process is not None}
+
+    def args(self, params: Mapping[str, Any]) -> tuple[Any, ...] | dict[str, Any]:
+        """The driver's parameters for `params` (names of the statement's bind parameters)."""
+        values = {name: params[name] if name in params else self._defaults[name] for name in self._names}
+        for name, process in self._processors.items():
+            values[name] = process(values[name])
+        return tuple(values[name] for name in self._names) if self._positional else values
+
+    def rows(self, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
+        """Run it in `conn`'s transaction; the rows it returns."""
+        return execute(conn, self.sql, self.args(params))
+
+
+def execute(conn: Connection, sql: str, args: Any, *, many: bool = False) -> list[Any]:
+    """Run `sql` on `conn`'s driver cursor (`many`: executemany over a sequence of parameters);
+    the rows it returns. A driver error goes through SQLAlchemy's own handler: wrapped as
+    `execute` wraps it, the connection invalidated when the driver says it is gone."""
+    cursor = conn.connection.cursor()
+    try:
+        if many:
+            cursor.executemany(sql, args)
+            return []
+        cursor.execute(sql, args)
+        return list(cursor.fetchall()) if cursor.description else []
+    except Exception as exc:
+        conn._handle_dbapi_exception(exc, sql, args, cursor, None)  # always raises
+        raise
+    finally:
+        cursor.close()
+
+
+def execute_rows(conn: Connection, sql: str, rows: Sequence[Any]) -> None:
+    """INSERT-style `sql` for each of `rows` (driver parameters): one execute for one row."""
+    if len(rows) == 1:
+        execute(conn, sql, rows[0])
+    else:
+        execute(conn, sql, rows, many=True)

@@ -1,0 +1,88 @@
+"""Statements run on the driver's cursor (db/driver.py, SQLite's numbered insert): bound as
+SQLAlchemy binds them, their errors raised as SQLAlchemy raises them, and a numbered insert that
+fails leaves the counter and the table as they were."""
+
+from __future__ import annotations
+
+import sqlite3
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+import sqlalchemy as sa
+from engine_support import counter_rows, make_platform, set_next_value
+from sqlalchemy.dialects import postgresql
+
+from autonumber.db.driver import DriverStatement, execute, execute_rows
+
+META = sa.MetaData()
+THINGS = sa.Table(
+    "things",
+    META,
+    sa.Column("id", sa.Integer, primary_key=True),
+    sa.Column("name", sa.String(20), unique=True),
+    sa.Column("at", sa.DateTime),
+)
+
+
+@pytest.fixture
+def engine(tmp_path: Path) -> sa.Engine:
+    db = sa.create_engine(f"sqlite:///{tmp_path / 'driver.db'}")
+    META.create_all(db)
+    return db
+
+
+def test_parameters_take_the_statements_own_values_and_sqlalchemys_type_processing(engine: sa.Engine) -> None:
+    at = datetime(2026, 12, 3, 4, 5, 6, 789000, tzinfo=UTC)
+    name, stamp = sa.func.upper(sa.bindparam("n")), sa.bindparam("at", type_=sa.DateTime)
+    stmt = sa.insert(THINGS).values(name=name, at=stamp)
+    insert = DriverStatement(stmt, engine.dialect)
+    args = insert.args({"n": "a", "at": at})
+    assert args == ("a", "2026-12-03 04:05:06.789000")  # the DateTime bound as SQLAlchemy's SQLite stores it
+    with engine.begin() as conn:
+        assert insert.rows(conn, {"n": "a", "at": at}) == []
+        stored = conn.execute(sa.select(THINGS.c.name, THINGS.c.at)).one()
+    assert stored == ("A", at.replace(tzinfo=None))
+
+
+def test_a_named_paramstyle_gets_a_mapping() -> None:
+    stmt = sa.select(sa.literal_column("1")).where(sa.bindparam("x", type_=sa.Integer) > 0)
+    assert DriverStatement(stmt, postgresql.psycopg.dialect())  # type: ignore[no-untyped-call].args({"x": 5}) == {"x": 5, "param_1": 0}
+
+
+def test_one_row_and_many_rows(engine: sa.Engine) -> None:
+    sql = "INSERT INTO things (name) VALUES (?)"
+    with engine.begin() as conn:
+        execute_rows(conn, sql, [("one",)])
+        execute_rows(conn, sql, [("two",), ("three",)])
+        assert execute(conn, "SELECT name FROM things ORDER BY id", ()) == [("one",), ("two",), ("three",)]
+
+
+def test_a_driver_error_is_raised_as_sqlalchemy_raises_it(engine: sa.Engine) -> None:
+    sql = "INSERT INTO things (name) VALUES (?)"
+    with pytest.raises(sa.exc.IntegrityError) as raised, engine.begin() as conn:
+        execute(conn, sql, ("same",))
+        execute(conn, sql, ("same",))
+    assert isinstance(raised.value.orig, sqlite3.IntegrityError)
+    assert raised.value.statement == sql and raised.value.params == ("same",)
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(THINGS)).scalar_one() == 0  # rolled back
+    with pytest.raises(sa.exc.OperationalError), engine.begin() as conn:
+        execute(conn, "SELECT nothing FROM nowhere", ())
+
+
+def test_a_numbered_insert_that_collides_leaves_counter_and_rows_as_they_were(db_url: str) -> None:
+    """A counter moved behind a stored value (admin surgery): the INSERT is refused as on every
+    backend, and the increment before it rolls back with it."""
+    p = make_platform(db_url, poll_interval=3600.0)
+    try:
+        first = p.records.insert("Case", {"Subject": "a"})
+        set_next_value(p, "Case.CaseNumber", int(first["CaseNumber"]))
+        with pytest.raises(sa.exc.IntegrityError):
+            p.records.insert("Case", {"Subject": "b"})
+        assert p.records.count("Case") == 1
+        assert counter_rows(p, "Case.CaseNumber") == {"": int(first["CaseNumber"])}
+        set_next_value(p, "Case.CaseNumber", int(first["CaseNumber"]) + 1)
+        assert int(p.records.insert("Case", {"Subject": "c"})["CaseNumber"]) == int(first["CaseNumber"]) + 1
+    finally:
+        p.close()

@@ -40,7 +40,8 @@ def test_parameters_take_the_statements_own_values_and_sqlalchemys_type_processi
     args = insert.args({"n": "a", "at": at})
     assert args == ("a", "2026-12-03 04:05:06.789000")  # the DateTime bound as SQLAlchemy's SQLite stores it
     with engine.begin() as conn:
-        assert insert.rows(conn, {"n": "a", "at": at}) == []
+        ran = insert.run(conn, {"n": "a", "at": at})
+        assert (ran.rows, ran.rowcount) == ([], 1)
         stored = conn.execute(sa.select(THINGS.c.name, THINGS.c.at)).one()
     assert stored == ("A", at.replace(tzinfo=None))
 
@@ -55,7 +56,7 @@ def test_one_row_and_many_rows(engine: sa.Engine) -> None:
     with engine.begin() as conn:
         execute_rows(conn, sql, [("one",)])
         execute_rows(conn, sql, [("two",), ("three",)])
-        assert execute(conn, "SELECT name FROM things ORDER BY id", ()) == [("one",), ("two",), ("three",)]
+        assert execute(conn, "SELECT name FROM things ORDER BY id", ()).rows == [("one",), ("two",), ("three",)]
 
 
 def test_a_driver_error_is_raised_as_sqlalchemy_raises_it(engine: sa.Engine) -> None:

@@ -1,13 +1,15 @@
-"""Statements run on a transaction's own driver cursor, for the hottest path only (SQLite's numbered
-insert): compiled once for the dialect, bound through SQLAlchemy's own type processors, and a
-driver error raised exactly as SQLAlchemy raises it. What it skips is SQLAlchemy's execute path
-(compile-cache lookup, execution context, cursor events, result wrapping), which costs more than
-SQLite's own work for a one-row statement. SQLAlchemy's cursor events do not see these statements;
-the COMMIT still goes through SQLAlchemy."""
+"""Statements run on a transaction's own driver cursor, for the hottest path only (the numbered
+insert of SQLite and MariaDB): compiled once for the dialect, bound through SQLAlchemy's own type
+processors, and a driver error raised exactly as SQLAlchemy raises it. What it skips is
+SQLAlchemy's execute path (compile-cache lookup, execution context, cursor events, result
+wrapping), which costs more than SQLite's own work for a one-row statement, and a good part of the
+client's CPU on MariaDB. SQLAlchemy's cursor events do not see these statements; the COMMIT still
+goes through SQLAlchemy."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -38,22 +40,44 @@ class DriverStatement:
             values[name] = process(values[name])
         return tuple(values[name] for name in self._names) if self._positional else values
 
-    def rows(self, conn: Connection, params: Mapping[str, Any]) -> list[Any]:
-        """Run it in `conn`'s transaction; the rows it returns."""
+    def run(self, conn: Connection, params: Mapping[str, Any]) -> Ran:
+        """Run it in `conn`'s transaction."""
         return execute(conn, self.sql, self.args(params))
 
 
-def execute(conn: Connection, sql: str, args: Any, *, many: bool = False) -> list[Any]:
-    """Run `sql` on `conn`'s driver cursor (`many`: executemany over a sequence of parameters);
-    the rows it returns. A driver error goes through SQLAlchemy's own handler: wrapped as
-    `execute` wraps it, the connection invalidated when the driver says it is gone."""
+def statement(
+    table: sa.Table, key: tuple[Any, ...], build: Callable[[], sa.ClauseElement], dialect: sa.Dialect
+) -> DriverStatement:
+    """`build()` compiled for `dialect`, once per key (kept in `table.info`, so it goes with the
+    table when a catalog change replaces it)."""
+    full = ("autonumber.driver", dialect.name, dialect.driver, *key)
+    found = table.info.get(full)
+    if found is None:
+        found = table.info.setdefault(full, DriverStatement(build(), dialect))
+    return found  # type: ignore[no-any-return]
+
+
+@dataclass(frozen=True)
+class Ran:
+    """What a statement run on the driver's cursor gave back."""
+
+    rows: list[Any]
+    rowcount: int
+    lastrowid: int | None
+
+
+def execute(conn: Connection, sql: str, args: Any, *, many: bool = False) -> Ran:
+    """Run `sql` on `conn`'s driver cursor (`many`: executemany over a sequence of parameters).
+    A driver error goes through SQLAlchemy's own handler: wrapped as `execute` wraps it, the
+    connection invalidated when the driver says it is gone."""
     cursor = conn.connection.cursor()
     try:
         if many:
             cursor.executemany(sql, args)
-            return []
-        cursor.execute(sql, args)
-        return list(cursor.fetchall()) if cursor.description else []
+        else:
+            cursor.execute(sql, args)
+        rows = list(cursor.fetchall()) if cursor.description else []
+        return Ran(rows, cursor.rowcount, cursor.lastrowid)
     except Exception as exc:
         conn._handle_dbapi_exception(exc, sql, args, cursor, None)  # always raises
         raise

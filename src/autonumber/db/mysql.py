@@ -18,8 +18,9 @@ from sqlalchemy.pool import PoolResetState
 from autonumber.errors import LockTimeout
 
 from . import mysql_load
-from .base import Dialect, forget_server_flag, server_flag, to_utc
+from .base import Counter, Dialect, Numbered, forget_server_flag, server_flag, to_utc
 from .bulk import bound_tuples, insert_text
+from .driver import execute, statement
 from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS
@@ -184,11 +185,11 @@ class MySQLDialect(Dialect):
         n: int | sa.BindParameter[int],
         clock_column: str,
         guard: sa.ColumnElement[bool] | None,
-    ) -> Callable[[], sa.Executable]:
+    ) -> Callable[[], sa.Update]:
         """The builder of the clocked increment's UPDATE: the value goes to LAST_INSERT_ID(expr),
         the database clock to `clock_column`."""
 
-        def bump() -> sa.Executable:
+        def bump() -> sa.Update:
             return (
                 sa.update(table)
                 .where(where if guard is None else sa.and_(where, guard))
@@ -206,6 +207,54 @@ class MySQLDialect(Dialect):
         """MariaDB ≥ 10.5 has INSERT … RETURNING (SQLAlchemy says so per server version); MySQL
         and TiDB have not, and read the sample back with a SELECT of its own."""
         return bool(conn.dialect.insert_returning)
+
+    def numbers_on_insert(self, conn: Connection) -> bool:
+        """Where the INSERT can return the clock sample (`stamp_rides_on_insert`): the increment's
+        value comes back in its OK packet, so `insert_numbered` needs no read in between."""
+        return self.stamp_rides_on_insert(conn)
+
+    def insert_numbered(
+        self,
+        conn: Connection,
+        counter: Counter,
+        table: sa.Table,
+        rows: Sequence[Mapping[str, Any]],
+        number: Numbered,
+        params: Mapping[str, Any],
+    ) -> list[tuple[str, datetime]] | None:
+        """`UPDATE counter SET value = LAST_INSERT_ID(value + n), stamp = <clock> …` (the value
+        comes back in the OK packet), then `INSERT … VALUES (…, value, (SELECT stamp FROM counter
+        …)), … RETURNING created` with the values built from it: UPDATE, INSERT where the row path
+        sends UPDATE, SELECT, INSERT, both on the driver's cursor with their SQL made once
+        (db/driver.py). The stamp is read from the counter row this transaction holds locked."""
+
+        def bump() -> sa.ClauseElement:
+            return self._clocked_bump(
+                counter.table, counter.where, counter.column, counter.n, counter.clock_column, counter.guard
+            )()
+
+        def stamp() -> sa.ClauseElement:
+            return sa.select(counter.table.c[counter.clock_column]).where(counter.where)
+
+        bumped = statement(counter.table, ("bump", counter), bump, conn.dialect).run(conn, params)
+        if bumped.rowcount == 0 or bumped.lastrowid is None:
+            return None
+        after = int(bumped.lastrowid)
+        values = [
+            number.before + str(n).zfill(number.width) + number.after for n in range(after - len(rows), after)
+        ]
+        read = statement(counter.table, ("stamp", counter), stamp, conn.dialect)
+        given = tuple(k for k in rows[0] if k not in (number.column, number.created))
+        sql = _numbered_values(conn, table, given, number, read.sql, len(rows))
+        args = dict(read.args(params))
+        for i, (row, value) in enumerate(
+            zip(bound_tuples(conn.dialect, table, given, rows), values, strict=True)
+        ):
+            args.update({f"r{i}_{j}": arg for j, arg in enumerate((*row, value))})
+        created = [None if c is None else to_utc(c) for (c,) in execute(conn, sql, args).rows]
+        if len(created) != len(rows) or None in created:
+            return None
+        return list(zip(values, created, strict=True))  # type: ignore[arg-type]
 
     def atomic_increment_stamped(
         self,
@@ -345,3 +394,26 @@ def galera_on(conn: Connection) -> bool:
 def is_galera(engine: Engine) -> bool:
     """Whether the server is a Galera node (wsrep_on): GET_LOCK is node-local there."""
     return server_flag(engine, "galera", galera_on)
+
+
+def _numbered_values(
+    conn: Connection, table: sa.Table, given: tuple[str, ...], number: Numbered, stamp: str, rows: int
+) -> str:
+    """`INSERT INTO t (given…, number, created) VALUES (%(r0_0)s…, %(r0_n)s, (stamp)), … RETURNING
+    created` for `rows` rows (row i's values bound as r<i>_<j>, the stamp's own parameters shared by
+    every row), made once per table, fields and row count (a group holds at most a few)."""
+    key = ("autonumber.mysql_numbered", given, number.column, number.created, stamp, rows)
+    text = table.info.get(key)
+    if text is None:
+        prep = conn.dialect.identifier_preparer
+        names = ", ".join(prep.quote(name) for name in (*given, number.column, number.created))
+        rows_sql = ", ".join(
+            "(" + "".join(f"%(r{i}_{j})s, " for j in range(len(given) + 1)) + f"({stamp}))"
+            for i in range(rows)
+        )
+        made = (
+            f"INSERT INTO {prep.format_table(table)} ({names}) VALUES {rows_sql} "
+            f"RETURNING {prep.quote(number.created)}"
+        )
+        text = table.info.setdefault(key, made)
+    return str(text)

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from .base import Counter, Dialect, Numbered, to_utc
 from .bulk import bound_tuples, insert_text
-from .driver import DriverStatement, execute_rows
+from .driver import execute_rows, statement
 from .lease import lease_lock
 
 BUSY_TIMEOUT_MS = 30_000
@@ -84,7 +84,8 @@ class SQLiteDialect(Dialect):
         it returned, both on the driver's cursor with their SQL made once (db/driver.py). SQLite is
         in-process, so there is no round trip to save: what this saves is SQLAlchemy's execute path
         for each statement, most of a one-row insert's CPU here."""
-        got = self._bump(conn, counter).rows(conn, params)
+        bump = statement(counter.table, ("bump", counter), lambda: self.counter_update(counter), conn.dialect)
+        got = bump.run(conn, params).rows
         if not got:
             return None
         ((after, stamp),) = got
@@ -98,15 +99,6 @@ class SQLiteDialect(Dialect):
         ]
         execute_rows(conn, self._insert(conn, table, fields), bound_tuples(conn.dialect, table, fields, full))
         return [(v, created) for v in values]
-
-    def _bump(self, conn: Connection, counter: Counter) -> DriverStatement:
-        """The counter's clocked increment compiled for the driver, once per counter."""
-        key = ("autonumber.sqlite_bump", counter)
-        bump = counter.table.info.get(key)
-        if bump is None:
-            built = DriverStatement(self.counter_update(counter), conn.dialect)
-            bump = counter.table.info.setdefault(key, built)
-        return bump  # type: ignore[no-any-return]
 
     @staticmethod
     def _insert(conn: Connection, table: sa.Table, fields: tuple[str, ...]) -> str:

@@ -7,8 +7,10 @@ way the applier stores them (`apply_rules` inside a transaction), then the catal
 from __future__ import annotations
 
 import threading
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import ThreadPoolExecutor
+from contextlib import contextmanager
+from typing import Any
 
 import sqlalchemy as sa
 
@@ -123,3 +125,66 @@ def insert_cases(
 def all_strategies() -> Iterable[str]:
     """Every reservation strategy; each must pass every invariant test."""
     return STRATEGIES
+
+
+@contextmanager
+def traced(p: Platform) -> Iterator[list[str]]:
+    """Every statement the driver itself runs on each connection checked out meanwhile, whole, with
+    a "COMMIT" for each commit; a transaction's BEGIN is left out. Read at the driver (SQLite's trace
+    callback; PyMySQL's `query`; psycopg's cursor `execute`), not from SQLAlchemy's cursor events:
+    the group writer runs its numbered insert on the driver's cursor (db/driver.py)."""
+    seen: list[str] = []
+    undo: list[Callable[[], None]] = []
+    backend = p.db.dialect.name
+
+    def record(statement: Any) -> None:
+        text = " ".join(str(statement).split())
+        if not text.upper().startswith("BEGIN"):
+            seen.append(text)
+
+    def on_checkout(dbapi_connection: Any, *args: object) -> None:
+        if backend == "sqlite":
+            dbapi_connection.set_trace_callback(record)
+            undo.append(lambda: dbapi_connection.set_trace_callback(None))
+        elif backend == "mysql" and "query" not in vars(dbapi_connection):
+            query = dbapi_connection.query
+
+            def sending(sql: Any, *args: Any, **kwargs: Any) -> Any:
+                record(sql.decode() if isinstance(sql, bytes) else sql)
+                return query(sql, *args, **kwargs)
+
+            dbapi_connection.query = sending
+            undo.append(lambda: vars(dbapi_connection).pop("query", None))
+        elif backend == "postgresql" and not getattr(dbapi_connection.cursor_factory, "traced", False):
+            factory = dbapi_connection.cursor_factory
+
+            class Tracing(factory):  # type: ignore[misc, valid-type]
+                traced = True
+
+                def execute(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+                    record(query)
+                    return super().execute(query, *args, **kwargs)
+
+                def executemany(self, query: Any, *args: Any, **kwargs: Any) -> Any:
+                    record(query)
+                    return super().executemany(query, *args, **kwargs)
+
+            dbapi_connection.cursor_factory = Tracing
+            undo.append(lambda: setattr(dbapi_connection, "cursor_factory", factory))
+
+    def on_commit(conn: object) -> None:
+        seen.append("COMMIT")
+
+    for engine in p.engines:
+        sa.event.listen(engine.pool, "checkout", on_checkout)
+        if backend != "sqlite":  # SQLite's trace shows its COMMIT; the others send it otherwise
+            sa.event.listen(engine, "commit", on_commit)
+    try:
+        yield seen
+    finally:
+        for engine in p.engines:
+            sa.event.remove(engine.pool, "checkout", on_checkout)
+            if backend != "sqlite":
+                sa.event.remove(engine, "commit", on_commit)
+        for step in undo:
+            step()

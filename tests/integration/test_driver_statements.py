@@ -56,7 +56,11 @@ def test_one_row_and_many_rows(engine: sa.Engine) -> None:
     with engine.begin() as conn:
         execute_rows(conn, sql, [("one",)])
         execute_rows(conn, sql, [("two",), ("three",)])
-        assert execute(conn, "SELECT name FROM things ORDER BY id", ()).rows == [("one",), ("two",), ("three",)]
+        assert execute(conn, "SELECT name FROM things ORDER BY id", ()).rows == [
+            ("one",),
+            ("two",),
+            ("three",),
+        ]
 
 
 def test_a_driver_error_is_raised_as_sqlalchemy_raises_it(engine: sa.Engine) -> None:

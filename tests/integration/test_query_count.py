@@ -5,13 +5,14 @@ whole batch, so the statements a batch issues do not grow with its size. Counted
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
 from typing import Any
 
 import pytest
 import sqlalchemy as sa
+from engine_support import traced
 
 import autonumber
 from autonumber.db import create_engine
@@ -155,10 +156,10 @@ def test_tokens_without_a_caller_connection_share_one_fresh_connection(platform:
 
 # ---- one record, one caller: the statements `records.insert` sends (issue 27) ------------------
 #
-# Counted through SQLAlchemy (`before_cursor_execute`, and the `commit` event for each COMMIT) over
-# every pool of the platform; on SQLite and MariaDB what the driver itself runs (`traced`). A
-# transaction's start is not counted: SQLite sends BEGIN IMMEDIATE on the driver's connection,
-# psycopg a BEGIN of its own, MariaDB none (the first statement opens it).
+# Counted at the driver (`engine_support.traced`) over every pool of the platform, with
+# SQLAlchemy's `commit` event for each COMMIT where the driver sends it otherwise. A transaction's
+# start is not counted: SQLite sends BEGIN IMMEDIATE on the driver's connection, psycopg a BEGIN of
+# its own, MariaDB none (the first statement opens it).
 # The native INSERT a user could write instead makes INSERT, COMMIT.
 
 GROUPED = {
@@ -180,76 +181,9 @@ MariaDB, journal line — folded into the increment on PostgreSQL — and COMMIT
 INSERT and COMMIT. SQLite reserves in a savepoint of the caller's transaction instead."""
 
 
-@contextmanager
-def sent(p: Platform) -> Iterator[list[str]]:
+def sent(p: Platform) -> AbstractContextManager[list[str]]:
     """Every statement the platform's pools send, whole, with a "COMMIT" for each commit."""
-    if backend(p) != "postgresql":
-        with traced(p) as seen:
-            yield seen
-        return
-    seen: list[str] = []
-
-    def on_execute(conn: object, cursor: object, statement: str, *args: object) -> None:
-        seen.append(" ".join(statement.split()))
-
-    def on_commit(conn: object) -> None:
-        seen.append("COMMIT")
-
-    for engine in p.engines:
-        sa.event.listen(engine, "before_cursor_execute", on_execute)
-        sa.event.listen(engine, "commit", on_commit)
-    try:
-        yield seen
-    finally:
-        for engine in p.engines:
-            sa.event.remove(engine, "before_cursor_execute", on_execute)
-            sa.event.remove(engine, "commit", on_commit)
-
-
-@contextmanager
-def traced(p: Platform) -> Iterator[list[str]]:
-    """What the driver itself runs, on each connection checked out meanwhile: SQLite's own trace
-    (BEGIN left out), PyMySQL's `query` (and SQLAlchemy's `commit` event: PyMySQL sends COMMIT
-    otherwise). The group writer runs its statements on the driver's cursor (db/driver.py), where
-    SQLAlchemy's cursor events do not see them."""
-    seen: list[str] = []
-    undo: list[Callable[[], None]] = []
-    sqlite = backend(p) == "sqlite"
-
-    def record(statement: str) -> None:
-        if not statement.upper().startswith("BEGIN"):
-            seen.append(" ".join(str(statement).split()))
-
-    def on_checkout(dbapi_connection: Any, *args: object) -> None:
-        if sqlite:
-            dbapi_connection.set_trace_callback(record)
-            undo.append(lambda: dbapi_connection.set_trace_callback(None))
-        elif "query" not in vars(dbapi_connection):
-            query = dbapi_connection.query
-
-            def sending(sql: Any, *args: Any, **kwargs: Any) -> Any:
-                record(sql.decode() if isinstance(sql, bytes) else sql)
-                return query(sql, *args, **kwargs)
-
-            dbapi_connection.query = sending
-            undo.append(lambda: vars(dbapi_connection).pop("query", None))
-
-    def on_commit(conn: object) -> None:
-        seen.append("COMMIT")
-
-    for engine in p.engines:
-        sa.event.listen(engine.pool, "checkout", on_checkout)
-        if not sqlite:
-            sa.event.listen(engine, "commit", on_commit)
-    try:
-        yield seen
-    finally:
-        for engine in p.engines:
-            sa.event.remove(engine.pool, "checkout", on_checkout)
-            if not sqlite:
-                sa.event.remove(engine, "commit", on_commit)
-        for step in undo:
-            step()
+    return traced(p)
 
 
 def kinds(seen: list[str]) -> list[str]:

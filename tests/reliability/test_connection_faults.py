@@ -15,11 +15,13 @@ import pytest
 import sqlalchemy as sa
 from fastapi.testclient import TestClient
 from rel_support import (
+    kill_and_wait,
     kill_session,
     killed_before,
     live_sessions,
     make_platform,
     number,
+    server_id,
     stored_numbers,
     track_server_ids,
 )
@@ -211,4 +213,44 @@ def test_killed_sessions_under_http_are_503_never_500(server_db_url: str, group_
         numbers = [number(v) for v in stored_numbers(p)]
         assert len(numbers) == len(set(numbers))
     finally:
+        p.close()
+
+
+def test_a_session_killed_before_the_driver_statement_of_a_numbered_insert_is_retried_once(
+    server_db_url: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The group writer's numbered insert runs on the driver's cursor (db/driver.py), where
+    `killed_before` (SQLAlchemy's cursor events) cannot see it: the session is killed right before
+    the statement that writes the row. The driver's error must reach the writer as SQLAlchemy
+    would raise it (a lost connection, the pool's connection invalidated), so the writer tries once
+    more on a fresh connection: the caller gets its record, stored once, the killed attempt's
+    number given back with its rolled-back transaction."""
+    from autonumber.db import driver, mysql
+
+    p = make_platform(server_db_url)
+    admin = sa.create_engine(server_db_url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    run = driver.execute
+    hit: list[str] = []
+
+    def killing(conn: sa.Connection, sql: str, *args: object, **kwargs: object) -> object:
+        if not hit and sql.lstrip().upper().startswith(("INSERT INTO", "WITH")):
+            hit.append(sql)
+            with admin.connect() as a:
+                kill_and_wait(a, server_id(conn.connection.dbapi_connection, conn.dialect.name))
+        return run(conn, sql, *args, **kwargs)  # type: ignore[arg-type]
+
+    try:
+        first = p.records.insert("Case", {"Subject": "before"})
+        monkeypatch.setattr(driver, "execute", killing)
+        monkeypatch.setattr(mysql, "execute", killing)
+        record = p.records.insert("Case", {"Subject": "killed once"})
+        assert hit, "the numbered insert did not run on the driver's cursor"
+        monkeypatch.undo()
+        after = p.records.insert("Case", {"Subject": "after"})
+        numbers = [number(r["CaseNumber"]) for r in (first, record, after)]
+        assert numbers == list(range(numbers[0], numbers[0] + 3)), numbers
+        assert sorted(number(v) for v in stored_numbers(p)) == numbers
+        assert p.records.get("Case", record["Id"]) == record
+    finally:
+        admin.dispose()
         p.close()

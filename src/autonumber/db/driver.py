@@ -77,7 +77,7 @@ def execute(conn: Connection, sql: str, args: Any, *, many: bool = False) -> Ran
         else:
             cursor.execute(sql, args)
         rows = list(cursor.fetchall()) if cursor.description else []
-        return Ran(rows, cursor.rowcount, cursor.lastrowid)
+        return Ran(rows, cursor.rowcount, getattr(cursor, "lastrowid", None))  # psycopg has none
     except Exception as exc:
         conn._handle_dbapi_exception(exc, sql, args, cursor, None)  # always raises
         raise

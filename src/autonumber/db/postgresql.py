@@ -17,6 +17,7 @@ from autonumber.errors import LockTimeout
 
 from .base import Counter, Dialect, Numbered, by_fields, driver_code, lock_key, server_flag, to_utc
 from .bulk import row_tuples
+from .driver import statement
 from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS
@@ -83,26 +84,21 @@ class PostgreSQLDialect(Dialect):
         """`WITH reserved AS (UPDATE counter … RETURNING value, stamp) INSERT INTO t (…, number,
         created) SELECT v.…, before || lpad(value - n + v.ord, width, '0') || after, stamp FROM
         reserved, (SELECT … 0 AS ord UNION ALL SELECT … 1 …) v RETURNING key, number, created`:
-        one round trip for what takes three otherwise. Each given value is CAST to its column's
-        type (text for text: a cast to VARCHAR(n) would cut a value the INSERT must refuse). The
-        counter's guard keeps the values inside `width` digits, so lpad never cuts one."""
+        one round trip for what takes three otherwise, run on the driver's cursor (db/driver.py).
+        Each given value is CAST to its column's type (text for text: a cast to VARCHAR(n) would
+        cut a value the INSERT must refuse). The counter's guard keeps the values inside `width`
+        digits, so lpad never cuts one."""
         fields = tuple(k for k in rows[0] if k not in (number.column, number.created))
-        key = (
-            "autonumber.insert_numbered",
-            counter,
-            number.column,
-            number.created,
-            number.key,
-            fields,
-            len(rows),
-        )
-        stmt = table.info.get(key)
-        if stmt is None:
-            built = _numbered_insert(self, counter, table, fields, number, len(rows))
-            stmt = table.info.setdefault(key, built)
+
+        def build() -> sa.ClauseElement:
+            return _numbered_insert(self, counter, table, fields, number, len(rows))
+
+        key = ("numbered", counter, number.column, number.created, number.key, fields, len(rows))
+        stmt = statement(table, key, build, conn.dialect)
         values = {f"r{i}_{j}": row[k] for i, row in enumerate(rows) for j, k in enumerate(fields)}
         shown = {"n_before": number.before, "n_width": number.width, "n_after": number.after}
-        got = {r[0]: (str(r[1]), to_utc(r[2])) for r in conn.execute(stmt, {**params, **values, **shown})}
+        ran = stmt.run(conn, {**params, **values, **shown})
+        got = {r[0]: (str(r[1]), to_utc(r[2])) for r in ran.rows}
         if not got:
             return None
         return [got[row[number.key]] for row in rows]

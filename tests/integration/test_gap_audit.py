@@ -8,6 +8,7 @@ import os
 import socket
 import subprocess
 import sys
+import threading
 from datetime import datetime
 from pathlib import Path
 
@@ -17,7 +18,7 @@ from engine_support import CASE, make_platform, number
 
 from autonumber.audit import audit_gaps
 from autonumber.cli import main
-from autonumber.db.tables import reservation_journal
+from autonumber.db.tables import counter_table, reservation_journal
 from autonumber.events import RecordBeforeCreate
 from autonumber.runtime import Platform
 
@@ -256,3 +257,48 @@ def test_each_reservation_has_one_line_with_its_range_and_clock(server_db_url: s
     assert [tuple(r[:3]) for r in lines] == seen[:5]
     assert [r.state for r in lines] == ["reserved"] * 5
     assert [(first, count) for first, count, _ in seen] == [(1, 1), (2, 1), (3, 1), (4, 4), (8, 1), (9, 1)]
+
+
+def test_a_rolled_back_transaction_releases_its_locks_before_it_waits_to_journal(server_db_url: str) -> None:
+    """The rollback hook that journals a caller's given-back numbers needs a reservation
+    connection. It runs before SQLAlchemy's ROLLBACK, so it must release the caller's row locks
+    first: here every reservation connection is held by a thread waiting for a row the caller's
+    transaction locked (as reservations wait on a gapless counter row the caller holds). Without
+    that, the hook waits for a connection that never comes (a deadlock until the pool's timeout),
+    and the journal misses the line."""
+    p = make_platform(server_db_url, poll_interval=3600.0, connection_timeout=10.0)
+    reservations = p.engine.reserver.db
+    account = p.catalog.current().field_id("Account.Account_ID__c")
+    row = counter_table.c.field_id == account
+    held = threading.Event()
+    done: list[str] = []
+
+    def hog() -> None:
+        conns = [reservations.connect() for _ in range(p.budget.reservations)]
+        held.set()
+        try:
+            conns[0].execute(sa.select(counter_table.c.next_value).where(row).with_for_update()).all()
+            done.append("locked")
+        finally:
+            for c in conns:
+                c.close()
+
+    try:
+        with pytest.raises(Boom), p.begin() as conn:
+            lost = number(p.records.insert("Case", {"Subject": "lost"}, conn)["CaseNumber"])
+            conn.execute(sa.select(counter_table.c.next_value).where(row).with_for_update()).all()
+            waiter = threading.Thread(target=hog)
+            waiter.start()
+            assert held.wait(30)
+            raise Boom()
+        waiter.join(60)
+        assert done == ["locked"]
+        with p.db.connect() as conn:
+            lines = conn.execute(
+                sa.select(reservation_journal.c.state, reservation_journal.c.first_value).where(
+                    reservation_journal.c.state == "rolled_back"
+                )
+            ).all()
+    finally:
+        p.close()
+    assert [tuple(r) for r in lines] == [("rolled_back", lost)]

@@ -21,6 +21,7 @@ import logging
 import os
 import socket
 from collections.abc import Iterable, Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
@@ -243,10 +244,23 @@ def _on_rollback(conn: Connection) -> None:
     `reserved` lines (the audit reports them as "outcome not recorded")."""
     try:
         held: list[Pending] | None = conn.info.pop(PENDING, None)
+        if held:
+            _release(conn)
         for p in held or ():
             p.journal.outcome(p.db, [(r, p.state, p.detail) for r in p.ranges])
     except Exception as exc:  # the caller's error is the one to see; this is logged for operators
         log.warning("reservation journal: outcome of a rolled-back transaction not recorded: %s", exc)
+
+
+def _release(conn: Connection) -> None:
+    """Roll the caller's transaction back on the driver before the journal write waits for a
+    reservation connection: SQLAlchemy runs this hook BEFORE its own ROLLBACK (which then finds
+    nothing to undo), and a reservation may hold that connection while it waits for a row this
+    transaction locked (a gapless counter row) — a deadlock until the pool's timeout. A connection
+    that cannot roll back has ended its transaction on the server anyway; SQLAlchemy's own
+    ROLLBACK then reports it as usual."""
+    with suppress(Exception):  # SQLAlchemy's ROLLBACK right after this raises what matters
+        conn.connection.dbapi_connection.rollback()  # type: ignore[union-attr]
 
 
 def watch(engine: Engine) -> None:

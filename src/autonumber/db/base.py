@@ -65,6 +65,14 @@ class Numbered:
     key: str = "Id"
     """The column that tells the rows apart (what RETURNING gives back is matched on it)."""
 
+    def given(self, row: Mapping[str, Any]) -> tuple[str, ...]:
+        """The fields a row sets itself (all but the number and its CreatedDate), in its order."""
+        return tuple(k for k in row if k not in (self.column, self.created))
+
+    def values(self, first: int, count: int) -> list[str]:
+        """The values of `count` consecutive numbers from `first`, built outside the database."""
+        return [self.before + str(n).zfill(self.width) + self.after for n in range(first, first + count)]
+
 
 class Dialect:
     """One backend's primitives; domain code calls these and never asks which database it is on.

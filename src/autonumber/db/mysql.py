@@ -240,11 +240,9 @@ class MySQLDialect(Dialect):
         if bumped.rowcount == 0 or bumped.lastrowid is None:
             return None
         after = int(bumped.lastrowid)
-        values = [
-            number.before + str(n).zfill(number.width) + number.after for n in range(after - len(rows), after)
-        ]
+        values = number.values(after - len(rows), len(rows))
         read = statement(counter.table, ("stamp", counter), stamp, conn.dialect)
-        given = tuple(k for k in rows[0] if k not in (number.column, number.created))
+        given = number.given(rows[0])
         sql = _numbered_values(conn, table, given, number, read.sql, len(rows))
         args = dict(read.args(params))
         for i, (row, value) in enumerate(

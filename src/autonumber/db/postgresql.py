@@ -88,7 +88,7 @@ class PostgreSQLDialect(Dialect):
         Each given value is CAST to its column's type (text for text: a cast to VARCHAR(n) would
         cut a value the INSERT must refuse). The counter's guard keeps the values inside `width`
         digits, so lpad never cuts one."""
-        fields = tuple(k for k in rows[0] if k not in (number.column, number.created))
+        fields = number.given(rows[0])
 
         def build() -> sa.ClauseElement:
             return _numbered_insert(self, counter, table, fields, number, len(rows))

@@ -90,9 +90,8 @@ class SQLiteDialect(Dialect):
             return None
         ((after, stamp),) = got
         created = to_utc(stamp)
-        first = int(after) - len(rows)
-        values = [number.before + str(n).zfill(number.width) + number.after for n in range(first, int(after))]
-        given = tuple(k for k in rows[0] if k not in (number.column, number.created))
+        values = number.values(int(after) - len(rows), len(rows))
+        given = number.given(rows[0])
         fields = (*given, number.column, number.created)
         full = [
             {**row, number.column: v, number.created: created} for row, v in zip(rows, values, strict=True)

@@ -1,10 +1,10 @@
-"""Statements run on a transaction's own driver cursor, for the hottest path only (the numbered
-insert of SQLite and MariaDB): compiled once for the dialect, bound through SQLAlchemy's own type
-processors, and a driver error raised exactly as SQLAlchemy raises it. What it skips is
-SQLAlchemy's execute path (compile-cache lookup, execution context, cursor events, result
-wrapping), which costs more than SQLite's own work for a one-row statement, and a good part of the
-client's CPU on MariaDB. SQLAlchemy's cursor events do not see these statements; the COMMIT still
-goes through SQLAlchemy."""
+"""Statements run on a transaction's own driver cursor, for the hottest path only (the group
+writer's numbered insert, on every backend): compiled once for the dialect, bound through
+SQLAlchemy's own type processors, and a driver error raised exactly as SQLAlchemy raises it. What
+it skips is SQLAlchemy's execute path (compile-cache lookup, execution context, cursor events,
+result wrapping), which costs more than SQLite's own work for a one-row statement and a good part
+of the client's CPU on the servers. SQLAlchemy's cursor events do not see these statements; the
+COMMIT still goes through SQLAlchemy."""
 
 from __future__ import annotations
 

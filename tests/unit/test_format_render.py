@@ -146,3 +146,31 @@ def test_null_default_renders_when_the_value_is_missing_or_empty() -> None:
     assert f.cross_refs[0].literal == "{Account.BillingCountryCode}"
     with pytest.raises(TokenResolveError):
         parse_format("{Account.BillingCountryCode}-{0000}").render(1, AT, {})
+
+
+@given(
+    before=st.text(alphabet="AZ-_ %'\\é\"º", max_size=6),
+    after=st.text(alphabet="AZ-_ %'\\é\"º", max_size=6),
+    width=st.integers(1, 12),
+    first=st.integers(0, 10**7),
+    count=st.integers(0, 40),
+)
+def test_a_fixed_run_is_what_render_makes_of_each_number(
+    before: str, after: str, width: int, first: int, count: int
+) -> None:
+    """The batch path of a format that is fixed text around its counter: the same values as
+    `render`, one by one; None once the last number does not fit (render raises for it)."""
+    escaped = before.replace("{", "").replace("}", ""), after.replace("{", "").replace("}", "")
+    fmt = parse_format(f"{escaped[0]}{{{'0' * width}}}{escaped[1]}")
+    run = fmt.fixed_run(first, count)
+    if first + count > 10**width:
+        assert run is None
+        with pytest.raises(CounterOverflow):
+            fmt.render(first + count - 1, AT)
+        return
+    assert run == [fmt.render(n, AT) for n in range(first, first + count)]
+
+
+def test_a_format_with_anything_but_text_and_counter_has_no_fixed_run() -> None:
+    assert parse_format("IBG-B-{YYYY}{MM}{DD}-{000000}").fixed_run(1, 3) is None
+    assert parse_format("{Account.BillingCountryCode}-{00}").fixed_run(1, 3) is None

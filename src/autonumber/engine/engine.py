@@ -161,7 +161,9 @@ class Engine:
             at = res.assigned_at
             first = res.first + offset
             if dates is None and len(indices) == len(records):  # one group: every record, in order
-                out = [rule.render(n, at, values, res.scope_key) for n in range(first, first + len(indices))]
+                out = rule.format.fixed_run(first, len(indices)) or [
+                    rule.render(n, at, values, res.scope_key) for n in range(first, first + len(indices))
+                ]
             else:
                 for j, idx in enumerate(indices):
                     when = at if dates is None else dates[idx]

@@ -120,6 +120,17 @@ class Format:
         at = self.counter_index
         return "".join(t.text for t in self.tokens[:at]), "".join(t.text for t in self.tokens[at + 1 :])
 
+    def fixed_run(self, first: int, count: int) -> list[str] | None:
+        """The values of `count` numbers from `first` of a format that is fixed text around its
+        counter (`literal_sides`), built in one pass as `render` would build each; None for any
+        other format, or when the last number does not fit (`render` then says why)."""
+        sides = self.literal_sides
+        if sides is None or first < 0 or first + count > 10**self.counter_width:
+            return None
+        before, after = sides
+        width = self.counter_width
+        return [before + str(n).zfill(width) + after for n in range(first, first + count)]
+
     def around_counter(
         self,
         assigned_at: datetime,

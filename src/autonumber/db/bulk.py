@@ -10,6 +10,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from .driver import kept
+
 _UNSET = object()
 
 
@@ -45,18 +47,13 @@ def _processors(
 ) -> list[tuple[int, Callable[[Any], Any]]]:
     """The bind processors of `fields` by position (those that have one), made once per table,
     dialect and fields: a processor is a closure SQLAlchemy builds anew on each request."""
-    key = ("autonumber.bind_processors", dialect.name, dialect.driver, fields)
-    found = table.info.get(key)
-    if found is None:
-        found = table.info.setdefault(
-            key,
-            [
-                (i, process)
-                for i, name in enumerate(fields)
-                if (process := table.c[name].type.dialect_impl(dialect).bind_processor(dialect)) is not None
-            ],
-        )
-    return found  # type: ignore[no-any-return]
+
+    def make() -> list[tuple[int, Callable[[Any], Any]]]:
+        kinds = [table.c[name].type.dialect_impl(dialect) for name in fields]
+        processors = [(i, kind.bind_processor(dialect)) for i, kind in enumerate(kinds)]
+        return [(i, process) for i, process in processors if process is not None]
+
+    return kept(table, ("autonumber.bind_processors", dialect.name, dialect.driver, fields), make)
 
 
 def _processed(values: Sequence[Any], process: Callable[[Any], Any]) -> tuple[Any, ...]:

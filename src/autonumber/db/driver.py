@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -51,9 +51,18 @@ def statement(
     """`build()` compiled for `dialect`, once per key (kept in `table.info`, so it goes with the
     table when a catalog change replaces it)."""
     full = ("autonumber.driver", dialect.name, dialect.driver, *key)
-    found = table.info.get(full)
+    return kept(table, full, lambda: DriverStatement(build(), dialect))
+
+
+T = TypeVar("T")
+
+
+def kept(table: sa.Table, key: tuple[Any, ...], make: Callable[[], T]) -> T:
+    """`make()` once per key, kept in `table.info` (it goes with the table when a catalog change
+    replaces it): what a hot path builds from a table and would otherwise build on every call."""
+    found = table.info.get(key)
     if found is None:
-        found = table.info.setdefault(full, DriverStatement(build(), dialect))
+        found = table.info.setdefault(key, make())
     return found  # type: ignore[no-any-return]
 
 

@@ -20,7 +20,7 @@ from autonumber.errors import LockTimeout
 from . import mysql_load
 from .base import Counter, Dialect, Numbered, forget_server_flag, server_flag, to_utc
 from .bulk import bound_tuples, insert_text
-from .driver import execute, statement
+from .driver import execute, kept, statement
 from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS
@@ -400,18 +400,17 @@ def _numbered_values(
     """`INSERT INTO t (given…, number, created) VALUES (%(r0_0)s…, %(r0_n)s, (stamp)), … RETURNING
     created` for `rows` rows (row i's values bound as r<i>_<j>, the stamp's own parameters shared by
     every row), made once per table, fields and row count (a group holds at most a few)."""
-    key = ("autonumber.mysql_numbered", given, number.column, number.created, stamp, rows)
-    text = table.info.get(key)
-    if text is None:
+
+    def make() -> str:
         prep = conn.dialect.identifier_preparer
         names = ", ".join(prep.quote(name) for name in (*given, number.column, number.created))
         rows_sql = ", ".join(
             "(" + "".join(f"%(r{i}_{j})s, " for j in range(len(given) + 1)) + f"({stamp}))"
             for i in range(rows)
         )
-        made = (
+        return (
             f"INSERT INTO {prep.format_table(table)} ({names}) VALUES {rows_sql} "
             f"RETURNING {prep.quote(number.created)}"
         )
-        text = table.info.setdefault(key, made)
-    return str(text)
+
+    return kept(table, ("autonumber.mysql_numbered", given, number.column, number.created, stamp, rows), make)

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from .base import Counter, Dialect, Numbered, to_utc
 from .bulk import bound_tuples, insert_text
-from .driver import execute_rows, statement
+from .driver import execute_rows, kept, statement
 from .lease import lease_lock
 
 BUSY_TIMEOUT_MS = 30_000
@@ -102,14 +102,14 @@ class SQLiteDialect(Dialect):
     @staticmethod
     def _insert(conn: Connection, table: sa.Table, fields: tuple[str, ...]) -> str:
         """The driver's INSERT of `fields` into `table`, made once per set of fields."""
-        key = ("autonumber.sqlite_insert", fields)
-        text = table.info.get(key)
-        if text is None:
-            made = insert_text(conn, table, fields)
-            if made is None:
+
+        def make() -> str:
+            text = insert_text(conn, table, fields)
+            if text is None:
                 raise RuntimeError(f"no positional parameters in paramstyle {conn.dialect.paramstyle}")
-            text = table.info.setdefault(key, made)
-        return str(text)
+            return text
+
+        return kept(table, ("autonumber.sqlite_insert", fields), make)
 
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         return sa.func.strftime("%Y-%m-%d %H:%M:%f", "now")

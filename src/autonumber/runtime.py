@@ -12,6 +12,7 @@ from sqlalchemy.engine import Connection
 from .catalog import Catalog, CatalogSnapshot
 from .db import check_reachable, create_engine, dialect_for
 from .db.budget import DEFAULT_WAIT, Budget, max_connections_from, pool_class
+from .db.held import HeldConnection
 from .db.sqlite import READONLY
 from .db.version import check_schema
 from .defaults import DEFAULT_URL
@@ -72,6 +73,9 @@ class Platform:
         self.fresh_db = pool(self.budget.fresh, "fresh").execution_options(**{READONLY: True})
         # The group writer's own pool: it never waits on the reservation pool for its connection.
         self.group_db = pool(group, "group", pool_pre_ping=False) if group else None
+        self.group_writer = (
+            HeldConnection(self.group_db, timeout=connection_timeout, name="group") if self.group_db else None
+        )
         # Read-only pool: on SQLite a refresh must not BEGIN IMMEDIATE behind an open caller txn.
         self.catalog = Catalog(self.fresh_db, poll_interval=poll_interval)
         self.catalog.listeners.append(_publish_quarantine)
@@ -93,7 +97,7 @@ class Platform:
             self.engine,
             self.events,
             group_commit=self.group_db is not None,
-            group_db=self.group_db,
+            group_db=self.group_writer,
         )
 
     @contextmanager
@@ -111,6 +115,8 @@ class Platform:
     def close(self) -> None:
         """Journal the rest of this process's number blocks as gaps, then dispose of every pool."""
         self.engine.close()
+        if self.group_writer is not None:
+            self.group_writer.close()
         for engine in self.engines:
             engine.dispose()
 

@@ -21,6 +21,7 @@ from rel_support import (
     live_sessions,
     make_platform,
     number,
+    other_sessions,
     server_id,
     stored_numbers,
     track_server_ids,
@@ -251,6 +252,29 @@ def test_a_session_killed_before_the_driver_statement_of_a_numbered_insert_is_re
         assert numbers == list(range(numbers[0], numbers[0] + 3)), numbers
         assert sorted(number(v) for v in stored_numbers(p)) == numbers
         assert p.records.get("Case", record["Id"]) == record
+    finally:
+        admin.dispose()
+        p.close()
+
+
+def test_the_group_writers_held_connection_killed_between_flights_is_replaced(server_db_url: str) -> None:
+    """The group writer keeps its connection between flights (db/held.py). A session the server
+    ended while it sat idle fails the next flight's first statement; the writer tries once more on
+    a fresh connection, and the caller gets its record, numbered next, stored once."""
+    p = make_platform(server_db_url)
+    admin = sa.create_engine(server_db_url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
+    try:
+        first = p.records.insert("Case", {"Subject": "before"})
+        assert p.group_db is not None and p.group_db.pool.checkedout() == 1  # type: ignore[attr-defined]
+        with sa.create_engine(server_db_url, poolclass=sa.pool.NullPool).connect() as other:
+            sessions = set(other_sessions(other))
+        with admin.connect() as a:
+            for target in sessions:  # every session of the platform, the held one among them
+                kill_and_wait(a, target)
+        record = p.records.insert("Case", {"Subject": "after the kill"})
+        numbers = [number(r["CaseNumber"]) for r in (first, record)]
+        assert numbers == [numbers[0], numbers[0] + 1], numbers
+        assert sorted(number(v) for v in stored_numbers(p)) == numbers
     finally:
         admin.dispose()
         p.close()

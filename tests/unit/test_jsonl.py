@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 import io
-import uuid
 
 import pytest
 
 from autonumber.errors import RecordError
 from autonumber.jsonl import read_lines, rows
-from autonumber.records import new_id
 
 
 def _read(data: bytes, limit: int = 10, after: int = 0) -> list[tuple[int, str]]:
@@ -37,11 +35,3 @@ def test_bad_lines_raise_or_go_to_the_rejected_callback() -> None:
     )
     assert [row for _, row in good] == [{"a": 1}]
     assert refused[0].startswith("f:1: expected a JSON object") and refused[1].startswith("f:3: invalid JSON")
-
-
-def test_new_ids_are_random_version_4_uuids() -> None:
-    ids = {new_id() for _ in range(1000)}
-    assert len(ids) == 1000
-    for value in ids:
-        parsed = uuid.UUID(value)
-        assert parsed.version == 4 and parsed.variant == uuid.RFC_4122 and parsed.hex == value

@@ -12,6 +12,8 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from autonumber.defaults import DEFAULT_URL
 from autonumber.errors import ConfigError
 
+from .liveness import ping_when_idle
+
 __all__ = ["DEFAULT_URL", "check_reachable", "create_engine", "mask", "normalise", "parse_url"]
 SUPPORTED = ("sqlite", "mysql", "mariadb", "postgresql")
 _USERINFO_PASSWORD = re.compile(r"(://[^:/?#@]*:)[^/?#]*@")
@@ -52,18 +54,23 @@ def normalise(url: URL) -> URL:
 
 
 def create_engine(url: str | URL, *, pool_size: int = 8, **kwargs: Any) -> Engine:
-    """Create a SQLAlchemy engine configured by the dialect layer (WAL and busy timeout on SQLite)."""
+    """Create a SQLAlchemy engine configured by the dialect layer (WAL and busy timeout on SQLite).
+
+    Its connections are pinged at checkout once they sat idle (db/liveness.py), unless
+    `pool_pre_ping=False`: then never."""
     from . import dialect_for_url
 
     parsed = parse_url(url) if isinstance(url, str) else normalise(url)
     impl = dialect_for_url(parsed)
-    options: dict[str, Any] = {"pool_pre_ping": True, **impl.engine_options(pool_size)}
-    options.update(kwargs)
+    options: dict[str, Any] = {**impl.engine_options(pool_size), **kwargs}
+    idle_ping = options.pop("pool_pre_ping", True)
     try:
         engine = sa.create_engine(parsed, **options)
     except (ArgumentError, NoSuchModuleError) as exc:
         raise ConfigError(f"cannot use database URL {mask(parsed)!r}: {exc}") from None
     impl.configure_engine(engine)
+    if idle_ping:
+        ping_when_idle(engine)
     return engine
 
 

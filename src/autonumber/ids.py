@@ -2,7 +2,7 @@
 
 The random bytes are read from the OS 256 Ids at a time: `os.urandom` is a system call that lets go
 of the GIL, and with many threads inserting, one call per Id cost more than the rest of the Id. A
-forked child starts with an empty buffer, so no two processes ever hand out the same bytes.
+forked child starts with an empty buffer (and a fresh lock), so no two processes ever hand out the same bytes.
 """
 
 from __future__ import annotations
@@ -18,10 +18,11 @@ class _Entropy:
     """Bytes from `os.urandom`, handed out once each, under a lock."""
 
     def __init__(self) -> None:
-        self.lock = threading.Lock()
         self.reset()
 
     def reset(self) -> None:
+        """Empty, with a new lock: a forked child must not inherit a lock another thread held."""
+        self.lock = threading.Lock()
         self.buffer = b""
         self.used = 0
 

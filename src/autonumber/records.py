@@ -128,7 +128,7 @@ class Records:
         events: EventBus,
         *,
         group_commit: bool = False,
-        group_db: HeldConnection | None = None,
+        group_writer: HeldConnection | None = None,
     ) -> None:
         self._db = db
         self.catalog = catalog
@@ -136,7 +136,7 @@ class Records:
         self.events = events
         if not engine.dialect.reserve_on_caller_when_written:
             watch(db)  # SQLite reserves in the caller's transaction: nothing is detached there
-        self._group_db = group_db or db
+        self._group_writer = group_writer or db
         self.group_commit: GroupCommit | None = None
         if group_commit:
             self.group_commit = GroupCommit(self._write_own, final=self._lost_races, retry=self._write_own)
@@ -457,7 +457,7 @@ class Records:
         snapshot = self.catalog.current()
         self._refuse_quarantined(snapshot, object_name)
         table = snapshot.table(object_name)
-        with self._writing(object_name, table, records, None, self._group_db) as c:
+        with self._writing(object_name, table, records, None, self._group_writer) as c:
             self._write(snapshot, object_name, table, records, c, inside=self._reserve_inside(records))
         metrics.records_created(object_name).inc(len(records))
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]

@@ -97,7 +97,7 @@ class Platform:
             self.engine,
             self.events,
             group_commit=self.group_db is not None,
-            group_db=self.group_writer,
+            group_writer=self.group_writer,
         )
 
     @contextmanager

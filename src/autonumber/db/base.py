@@ -12,6 +12,8 @@ from typing import Any, ClassVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber.format.model import padded_run
+
 from .bulk import bound_tuples, insert_text
 
 
@@ -71,7 +73,7 @@ class Numbered:
 
     def values(self, first: int, count: int) -> list[str]:
         """The values of `count` consecutive numbers from `first`, built outside the database."""
-        return [self.before + str(n).zfill(self.width) + self.after for n in range(first, first + count)]
+        return padded_run(self.before, self.width, self.after, first, count)
 
 
 class Dialect:

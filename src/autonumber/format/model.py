@@ -19,6 +19,12 @@ from .value_patterns import ScanPattern
 from .zones import local_time
 
 
+def padded_run(before: str, width: int, after: str, first: int, count: int) -> list[str]:
+    """`count` consecutive numbers from `first`, each zero-padded to `width` digits between the
+    fixed texts: a format that is fixed text around its counter, without its renderer."""
+    return [before + str(n).zfill(width) + after for n in range(first, first + count)]
+
+
 @dataclass(frozen=True)
 class Format:
     """A parsed display format. Build it with `parse_format()`, which validates and caches it."""
@@ -127,9 +133,7 @@ class Format:
         sides = self.literal_sides
         if sides is None or first < 0 or first + count > 10**self.counter_width:
             return None
-        before, after = sides
-        width = self.counter_width
-        return [before + str(n).zfill(width) + after for n in range(first, first + count)]
+        return padded_run(sides[0], self.counter_width, sides[1], first, count)
 
     def around_counter(
         self,

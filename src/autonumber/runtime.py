@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -59,7 +60,7 @@ class Platform:
         self.budget = Budget(records + reservations + fresh + group, records, reservations, fresh, group)
         """The connections this Platform may hold: explicit pool sizes override the budget's split."""
 
-        def pool(size: int, name: str, **kw: object) -> sa.Engine:
+        def pool(size: int, name: str, **kw: Any) -> sa.Engine:
             return create_engine(
                 url, pool_size=size, poolclass=pool_class(name), pool_timeout=connection_timeout, **kw
             )
@@ -72,7 +73,7 @@ class Platform:
         self.reservation_db = pool(self.budget.reservations, "reservations", pool_pre_ping=False)
         self.fresh_db = pool(self.budget.fresh, "fresh").execution_options(**{READONLY: True})
         # The group writer's own pool: it never waits on the reservation pool for its connection.
-        self.group_db = pool(group, "group", pool_pre_ping=False) if group else None
+        self.group_db = pool(group, "group", pool_pre_ping=False, statement_batches=True) if group else None
         self.group_writer = (
             HeldConnection(self.group_db, timeout=connection_timeout, name="group") if self.group_db else None
         )

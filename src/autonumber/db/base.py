@@ -105,8 +105,10 @@ class Dialect:
         """Extra `create_engine` options for this backend."""
         return {"pool_size": pool_size, "max_overflow": pool_size * 2, "pool_recycle": 3600}
 
-    def configure_engine(self, engine: Engine) -> None:
-        """Install connection hooks (SQLite pragmas); nothing elsewhere."""
+    def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:
+        """Install connection hooks (SQLite pragmas); nothing elsewhere. `statement_batches`: the
+        pool's connections may take several statements in one text where the backend asks for it
+        (MariaDB's group writer: Dialect.insert_numbered); ignored elsewhere."""
 
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         """The database's UTC clock with microseconds, as a SQL expression."""

@@ -20,7 +20,7 @@ from autonumber.errors import LockTimeout
 from . import mysql_load
 from .base import Counter, Dialect, Numbered, forget_server_flag, server_flag, to_utc
 from .bulk import bound_tuples, insert_text
-from .driver import execute, kept, statement
+from .driver import execute, execute_batch, kept, statement
 from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS
@@ -32,6 +32,10 @@ transaction back (1305), and TiDB write conflicts (9007, 8002, 8022)."""
 MAX_LOCK_NAME = 64
 SERVER_STATUS_IN_TRANS = 1
 """The server-status flag of an OK packet that says a transaction is open (MySQL protocol)."""
+NEXT_VARIABLE = "@autonumber_next"
+STAMP_VARIABLE = "@autonumber_stamp"
+"""Session variables the numbered insert's UPDATE sets for its INSERT: the counter's new value and
+the clock sample it stamped."""
 
 
 def database_lock_name(name: str, database: str | None) -> str:
@@ -58,15 +62,18 @@ class MySQLDialect(Dialect):
         opts["pool_reset_on_return"] = None  # _rollback_if_open below does the reset
         return opts
 
-    def configure_engine(self, engine: Engine) -> None:
-        if engine.dialect.driver == "pymysql" and mysql_load.available():
+    def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:
+        if engine.dialect.driver == "pymysql":
+            from pymysql.constants import CLIENT
+
+            # LOCAL_FILES: the capability only, PyMySQL still refuses every file request (mysql_load)
+            flags = (CLIENT.LOCAL_FILES if mysql_load.available() else 0) | (
+                CLIENT.MULTI_STATEMENTS if statement_batches else 0
+            )
 
             @event.listens_for(engine, "do_connect")
-            def _local_files(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
-                # the capability only: PyMySQL still refuses every file request (mysql_load)
-                from pymysql.constants import CLIENT
-
-                cparams["client_flag"] = cparams.get("client_flag", 0) | CLIENT.LOCAL_FILES
+            def _client_flags(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+                cparams["client_flag"] = cparams.get("client_flag", 0) | flags
 
         @event.listens_for(engine, "connect")
         def _utc_session(dbapi_connection: Any, _record: Any) -> None:
@@ -222,37 +229,59 @@ class MySQLDialect(Dialect):
         number: Numbered,
         params: Mapping[str, Any],
     ) -> list[tuple[str, datetime]] | None:
-        """`UPDATE counter SET value = LAST_INSERT_ID(value + n), stamp = <clock> …` (the value
-        comes back in the OK packet), then `INSERT … VALUES (…, value, (SELECT stamp FROM counter
-        …)), … RETURNING created` with the values built from it: UPDATE, INSERT where the row path
-        sends UPDATE, SELECT, INSERT, both on the driver's cursor with their SQL made once
-        (db/driver.py). The stamp is read from the counter row this transaction holds locked."""
-
-        def bump() -> sa.ClauseElement:
-            return self._clocked_bump(
-                counter.table, counter.where, counter.column, counter.n, counter.clock_column, counter.guard
-            )()
-
-        def stamp() -> sa.ClauseElement:
-            return sa.select(counter.table.c[counter.clock_column]).where(counter.where)
-
-        bumped = statement(counter.table, ("bump", counter), bump, conn.dialect).run(conn, params)
-        if bumped.rowcount == 0 or bumped.lastrowid is None:
-            return None
-        after = int(bumped.lastrowid)
-        values = number.values(after - len(rows), len(rows))
-        read = statement(counter.table, ("stamp", counter), stamp, conn.dialect)
+        """`UPDATE counter SET value = LAST_INSERT_ID(@next := value + n), stamp = (@stamp :=
+        <clock>) …` (the value also comes back in the OK packet), then `INSERT … VALUES (…,
+        CONCAT(before, LPAD(@next - n + i, width, '0'), after), @stamp), … RETURNING number,
+        created`: the values built from the session variables the UPDATE set, so a connection
+        that takes statement batches (the group writer's: `statement_batches`) sends both in one
+        round trip, and no row reads the counter row again. Every returned value is checked
+        against the one built here from the UPDATE's value (db/driver.py runs both)."""
+        bump = statement(
+            counter.table, ("bump-into-variables", counter), self._bump_into(counter), conn.dialect
+        )
         given = number.given(rows[0])
-        sql = _numbered_values(conn, table, given, number, read.sql, len(rows))
-        args = dict(read.args(params))
-        for i, (row, value) in enumerate(
-            zip(bound_tuples(conn.dialect, table, given, rows), values, strict=True)
-        ):
-            args.update({f"r{i}_{j}": arg for j, arg in enumerate((*row, value))})
-        created = [None if c is None else to_utc(c) for (c,) in execute(conn, sql, args).rows]
-        if len(created) != len(rows) or None in created:
-            return None
-        return list(zip(values, created, strict=True))  # type: ignore[arg-type]
+        insert = _numbered_insert(conn, table, given, number, len(rows))
+        named = bump.args(params)
+        assert isinstance(named, dict)  # PyMySQL's paramstyle is pyformat
+        args = {**named, "autonumber_before": number.before, "autonumber_after": number.after}
+        for i, row in enumerate(bound_tuples(conn.dialect, table, given, rows)):
+            args.update({f"r{i}_{j}": arg for j, arg in enumerate(row)})
+        if takes_batches(conn):
+            bumped, *inserted = execute_batch(
+                conn, f"{bump.sql}; {insert}", args, stop=lambda r: r.rowcount == 0
+            )
+        else:
+            bumped = execute(conn, bump.sql, named)
+            inserted = [execute(conn, insert, args)] if bumped.rowcount else []
+        if not inserted or bumped.lastrowid is None:
+            return None  # the caller raises (full or missing counter): its transaction rolls back
+        after = int(bumped.lastrowid)
+        expected = number.values(after - len(rows), len(rows))
+        stored = [(value, to_utc(created)) for value, created in inserted[0].rows]
+        if [value for value, _ in stored] != expected:
+            got = [value for value, _ in stored]
+            raise RuntimeError(f"{table.name}: the database built {got!r}, not {expected!r}")
+        return stored
+
+    def _bump_into(self, counter: Counter) -> Callable[[], sa.Update]:
+        """The clocked increment whose new value and clock sample also go to the session
+        variables NEXT_VARIABLE and STAMP_VARIABLE, for the INSERT that follows it."""
+
+        def bump() -> sa.Update:
+            table = counter.table
+            next_value = _assigned(NEXT_VARIABLE, table.c[counter.column] + counter.n)
+            return (
+                sa.update(table)
+                .where(sa.and_(counter.where, counter.guard))
+                .values(
+                    {
+                        counter.column: sa.func.last_insert_id(next_value),
+                        counter.clock_column: _assigned(STAMP_VARIABLE, self.utc_now_expr()),
+                    }
+                )
+            )
+
+        return bump
 
     def atomic_increment_stamped(
         self,
@@ -394,23 +423,40 @@ def is_galera(engine: Engine) -> bool:
     return server_flag(engine, "galera", galera_on)
 
 
-def _numbered_values(
-    conn: Connection, table: sa.Table, given: tuple[str, ...], number: Numbered, stamp: str, rows: int
+def _assigned(variable: str, value: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+    """`(@variable := value)`: MariaDB sets a session variable inside an expression."""
+    return sa.literal_column(variable).op(":=")(value).self_group()
+
+
+def takes_batches(conn: Connection) -> bool:
+    """Whether `conn` was opened with the capability of several statements in one text (PyMySQL's
+    MULTI_STATEMENTS, asked for by `statement_batches`)."""
+    if conn.dialect.driver != "pymysql":
+        return False
+    from pymysql.constants import CLIENT
+
+    return bool(getattr(conn.connection.dbapi_connection, "client_flag", 0) & CLIENT.MULTI_STATEMENTS)
+
+
+def _numbered_insert(
+    conn: Connection, table: sa.Table, given: tuple[str, ...], number: Numbered, rows: int
 ) -> str:
-    """`INSERT INTO t (given…, number, created) VALUES (%(r0_0)s…, %(r0_n)s, (stamp)), … RETURNING
-    created` for `rows` rows (row i's values bound as r<i>_<j>, the stamp's own parameters shared by
-    every row), made once per table, fields and row count (a group holds at most a few)."""
+    """`INSERT INTO t (given…, number, created) VALUES (%(r0_0)s…, CONCAT(…@next…), @stamp), …
+    RETURNING number, created` for `rows` rows (row i's own values bound as r<i>_<j>), made once
+    per table, fields and row count (a group holds at most a few)."""
 
     def make() -> str:
         prep = conn.dialect.identifier_preparer
         names = ", ".join(prep.quote(name) for name in (*given, number.column, number.created))
         rows_sql = ", ".join(
-            "(" + "".join(f"%(r{i}_{j})s, " for j in range(len(given) + 1)) + f"({stamp}))"
+            "("
+            + "".join(f"%(r{i}_{j})s, " for j in range(len(given)))
+            + f"CONCAT(%(autonumber_before)s, LPAD({NEXT_VARIABLE} - {rows - i}, {int(number.width)}, '0'), "
+            + f"%(autonumber_after)s), {STAMP_VARIABLE})"
             for i in range(rows)
         )
-        return (
-            f"INSERT INTO {prep.format_table(table)} ({names}) VALUES {rows_sql} "
-            f"RETURNING {prep.quote(number.created)}"
-        )
+        returned = f"{prep.quote(number.column)}, {prep.quote(number.created)}"
+        return f"INSERT INTO {prep.format_table(table)} ({names}) VALUES {rows_sql} RETURNING {returned}"
 
-    return kept(table, ("autonumber.mysql_numbered", given, number.column, number.created, stamp, rows), make)
+    key = ("autonumber.mysql_numbered", given, number.column, number.width, number.created, rows)
+    return kept(table, key, make)

@@ -126,7 +126,7 @@ class PostgreSQLDialect(Dialect):
                 for values in row_tuples(group, fields):
                     copy.write_row(values)
 
-    def configure_engine(self, engine: Engine) -> None:
+    def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:
         @event.listens_for(engine, "connect")
         def _utc_session(dbapi_connection: Any, _record: Any) -> None:
             # CURRENT_TIMESTAMP defaults and aware datetimes bound to TIMESTAMP columns are converted

@@ -40,7 +40,7 @@ class SQLiteDialect(Dialect):
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         return {"pool_size": pool_size, "max_overflow": pool_size * 4, "pool_timeout": 60}
 
-    def configure_engine(self, engine: Engine) -> None:
+    def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:
         # a shared-cache database (Django's in-memory test database) locks tables, not the file:
         # readers must not wait on the one writer's table locks (it may be the caller's transaction)
         shared_cache = engine.url.query.get("cache") == "shared"

@@ -53,11 +53,15 @@ def normalise(url: URL) -> URL:
     return url
 
 
-def create_engine(url: str | URL, *, pool_size: int = 8, **kwargs: Any) -> Engine:
+def create_engine(
+    url: str | URL, *, pool_size: int = 8, statement_batches: bool = False, **kwargs: Any
+) -> Engine:
     """Create a SQLAlchemy engine configured by the dialect layer (WAL and busy timeout on SQLite).
 
     Its connections are pinged at checkout once they sat idle (db/liveness.py), unless
-    `pool_pre_ping=False`: then never."""
+    `pool_pre_ping=False`: then never. `statement_batches`: see Dialect.configure_engine (only the
+    group writer's pool asks for it: a batch is never made from anything but the product's own
+    statements)."""
     from . import dialect_for_url
 
     parsed = parse_url(url) if isinstance(url, str) else normalise(url)
@@ -68,7 +72,7 @@ def create_engine(url: str | URL, *, pool_size: int = 8, **kwargs: Any) -> Engin
         engine = sa.create_engine(parsed, **options)
     except (ArgumentError, NoSuchModuleError) as exc:
         raise ConfigError(f"cannot use database URL {mask(parsed)!r}: {exc}") from None
-    impl.configure_engine(engine)
+    impl.configure_engine(engine, statement_batches=statement_batches)
     if idle_ping:
         ping_when_idle(engine)
     return engine

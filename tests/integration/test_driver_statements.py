@@ -13,7 +13,9 @@ import sqlalchemy as sa
 from engine_support import counter_rows, make_platform, set_next_value
 from sqlalchemy.dialects import postgresql
 
-from autonumber.db.driver import DriverStatement, execute, execute_rows
+from autonumber.db import create_engine
+from autonumber.db.driver import DriverStatement, execute, execute_batch, execute_rows
+from autonumber.db.mysql import takes_batches
 
 META = sa.MetaData()
 THINGS = sa.Table(
@@ -91,3 +93,37 @@ def test_a_numbered_insert_that_collides_leaves_counter_and_rows_as_they_were(db
         assert int(p.records.insert("Case", {"Subject": "c"})["CaseNumber"]) == int(first["CaseNumber"]) + 1
     finally:
         p.close()
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_a_batch_gives_each_statements_result_and_drops_what_follows_a_stop(db_url: str) -> None:
+    """Several statements in one text (MariaDB, on a pool opened with `statement_batches`): every
+    result in order; after the result `stop` accepts, the rest is read and dropped, a failing
+    statement included; a failure before it is raised as SQLAlchemy raises it, and only the pool
+    that asked for batches takes them."""
+    batches, plain = create_engine(db_url, statement_batches=True), create_engine(db_url)
+    try:
+        with batches.begin() as conn:
+            assert takes_batches(conn)
+            conn.exec_driver_sql("CREATE TEMPORARY TABLE batched (n INT PRIMARY KEY)")
+            ran = execute_batch(
+                conn,
+                "INSERT INTO batched VALUES (%(a)s), (%(b)s); SELECT n FROM batched ORDER BY n",
+                {"a": 1, "b": 2},
+                stop=lambda r: False,
+            )
+            assert [(r.rowcount, r.rows) for r in ran] == [(2, []), (2, [(1,), (2,)])]
+            fails = "INSERT INTO batched VALUES (1)"
+            ran = execute_batch(conn, f"SELECT 7; {fails}; SELECT 8", {}, stop=lambda r: r.rows == [(7,)])
+            assert [r.rows for r in ran] == [[(7,)]]  # the duplicate key after the stop is dropped
+            assert execute(conn, "SELECT COUNT(*) FROM batched", {}).rows == [(2,)]  # still usable
+            with pytest.raises(sa.exc.IntegrityError) as raised:
+                execute_batch(conn, f"SELECT 7; {fails}", {}, stop=lambda r: False)
+            assert raised.value.statement == f"SELECT 7; {fails}"
+        with plain.connect() as conn:
+            assert not takes_batches(conn)
+            with pytest.raises(sa.exc.ProgrammingError):
+                conn.exec_driver_sql("SELECT 1; SELECT 2")
+    finally:
+        batches.dispose()
+        plain.dispose()

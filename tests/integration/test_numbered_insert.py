@@ -17,10 +17,12 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from engine_support import counter_rows, make_platform, set_next_value, store_rules, traced
 
 import autonumber
 from autonumber.cli import main
+from autonumber.db import mysql
 from autonumber.db.base import Numbered
 from autonumber.engine import Engine
 from autonumber.errors import CounterOverflow
@@ -95,7 +97,40 @@ def test_a_full_counter_stores_nothing(alone: Platform) -> None:
     assert counter_rows(alone, "Case.CaseNumber") == {"": 100}
 
 
-@pytest.mark.parametrize("db_url", ["postgresql", "sqlite"], indirect=True)
+def test_an_insert_after_a_reservation_that_matched_nothing_rolls_back_with_it(alone: Platform) -> None:
+    """MariaDB sends the reservation's UPDATE and the INSERT as one text, so the INSERT runs even
+    when the UPDATE matched no row (a full counter), with the values the connection's previous
+    insert left in its session variables. Here those values are free again (that record deleted),
+    so the INSERT succeeds: it must still roll back, and the error be the counter's."""
+    store_rules(alone, RuleSpec("Case", "CaseNumber", "F-{00}"))
+    set_next_value(alone, "Case.CaseNumber", 50)
+    record = alone.records.insert("Case", {"Subject": "fifty"})
+    assert record["CaseNumber"] == "F-50"
+    with alone.begin() as conn:
+        conn.execute(sa.delete(sa.table("Case")))
+    set_next_value(alone, "Case.CaseNumber", 100)
+    with pytest.raises(CounterOverflow):
+        alone.records.insert("Case", {"Subject": "stale"})
+    assert alone.records.count("Case") == 0
+    assert counter_rows(alone, "Case.CaseNumber") == {"": 100}
+
+
+@pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
+def test_without_statement_batches_the_update_and_the_insert_go_apart(
+    alone: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A connection opened without MULTI_STATEMENTS (a Records given no group pool) sends the two
+    statements one after the other, with the same values."""
+    monkeypatch.setattr(mysql, "takes_batches", lambda conn: False)
+    store_rules(alone, RuleSpec("Case", "CaseNumber", "A-{0000}"))
+    with traced(alone) as seen:
+        records = [alone.records.insert("Case", {"Subject": f"a{i}"}) for i in range(2)]
+    assert [r["CaseNumber"] for r in records] == ["A-0001", "A-0002"]
+    assert kinds(seen) == ["UPDATE", "INSERT"] * 2, seen
+    for record in records:
+        assert alone.records.get("Case", record["Id"]) == record
+
+
 def test_a_value_built_otherwise_than_the_renderer_is_refused(
     alone: Platform, monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -229,20 +229,29 @@ def test_a_session_killed_before_the_driver_statement_of_a_numbered_insert_is_re
 
     p = make_platform(server_db_url)
     admin = sa.create_engine(server_db_url, isolation_level="AUTOCOMMIT", poolclass=sa.pool.NullPool)
-    run = driver.execute
+    run, run_batch = driver.execute, driver.execute_batch
     hit: list[str] = []
 
-    def killing(conn: sa.Connection, sql: str, *args: object, **kwargs: object) -> object:
-        if not hit and sql.lstrip().upper().startswith(("INSERT INTO", "WITH")):
+    def kill_if_it_writes(conn: sa.Connection, sql: str) -> None:
+        # the row's INSERT: alone, after its UPDATE in one text (MariaDB), or in a CTE (PostgreSQL)
+        if not hit and ("INSERT INTO" in sql.upper() or sql.lstrip().upper().startswith("WITH")):
             hit.append(sql)
             with admin.connect() as a:
                 kill_and_wait(a, server_id(conn.connection.dbapi_connection, conn.dialect.name))
+
+    def killing(conn: sa.Connection, sql: str, *args: object, **kwargs: object) -> object:
+        kill_if_it_writes(conn, sql)
         return run(conn, sql, *args, **kwargs)  # type: ignore[arg-type]
+
+    def killing_batch(conn: sa.Connection, sql: str, *args: object, **kwargs: object) -> object:
+        kill_if_it_writes(conn, sql)
+        return run_batch(conn, sql, *args, **kwargs)  # type: ignore[arg-type]
 
     try:
         first = p.records.insert("Case", {"Subject": "before"})
         monkeypatch.setattr(driver, "execute", killing)
         monkeypatch.setattr(mysql, "execute", killing)
+        monkeypatch.setattr(mysql, "execute_batch", killing_batch)
         record = p.records.insert("Case", {"Subject": "killed once"})
         assert hit, "the numbered insert did not run on the driver's cursor"
         monkeypatch.undo()

@@ -69,10 +69,14 @@ class Platform:
         check_reachable(self.db)
         check_schema(self.db)  # SchemaTooOld / SchemaTooNew: one line, before anything is written
         self.dialect = dialect_for(self.db)
-        # no pre-ping on the hot path: a reservation on a dead connection is retried instead
-        self.reservation_db = pool(self.budget.reservations, "reservations", pool_pre_ping=False)
+        # no pre-ping on the hot path: a reservation on a dead connection is retried instead; its
+        # increment and journal line go as one text where the backend takes batches (MariaDB)
+        self.reservation_db = pool(
+            self.budget.reservations, "reservations", pool_pre_ping=False, statement_batches=True
+        )
         self.fresh_db = pool(self.budget.fresh, "fresh").execution_options(**{READONLY: True})
         # The group writer's own pool: it never waits on the reservation pool for its connection.
+        # Only these two pools run statement batches, and only the product's own statements.
         self.group_db = pool(group, "group", pool_pre_ping=False, statement_batches=True) if group else None
         self.group_writer = (
             HeldConnection(self.group_db, timeout=connection_timeout, name="group") if self.group_db else None

@@ -19,6 +19,7 @@ from engine_support import CASE, make_platform, number
 from autonumber.audit import audit_gaps
 from autonumber.cli import main
 from autonumber.db.tables import counter_table, reservation_journal
+from autonumber.errors import CounterMissing
 from autonumber.events import RecordBeforeCreate
 from autonumber.runtime import Platform
 
@@ -302,3 +303,22 @@ def test_a_rolled_back_transaction_releases_its_locks_before_it_waits_to_journal
     finally:
         p.close()
     assert [tuple(r) for r in lines] == [("rolled_back", lost)]
+
+
+def test_an_increment_that_matched_no_row_leaves_no_line(server_db_url: str) -> None:
+    """The line goes with the increment in one round trip; when the increment matched no row (the
+    counter row gone), no line is written, not even one of the values the connection's previous
+    reservation left behind (MariaDB reads them from session variables), though that attempt's
+    transaction commits before the error is raised."""
+    p = make_platform(server_db_url, reservation_pool_size=1)  # one connection: its variables are set
+    try:
+        p.engine.assign_one(CASE, {})
+        with p.begin() as conn:
+            conn.execute(sa.delete(counter_table).where(counter_table.c.field_id == CASE))
+        with pytest.raises(CounterMissing):
+            p.engine.assign_one(CASE, {})
+        with p.db.connect() as conn:
+            lines = conn.execute(sa.select(reservation_journal.c.first_value)).scalars().all()
+    finally:
+        p.close()
+    assert lines == [1]

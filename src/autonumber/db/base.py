@@ -93,9 +93,6 @@ class Dialect:
     """Whether DDL can be rolled back (PostgreSQL, SQLite); MySQL-family DDL commits implicitly."""
     has_guard_trigger: ClassVar[bool] = False
     """Whether the guard trigger of db/guard.py exists here (it needs a session flag to read)."""
-    folds_line: ClassVar[bool] = False
-    """Whether `atomic_increment_clocked` runs its `line` INSERT in the increment's own statement
-    (PostgreSQL: a data-modifying CTE), saving the journal line's round trip."""
     executemany_pipelined: ClassVar[bool] = False
     """Whether the driver sends an executemany's rows in one round trip of its own (psycopg 3's
     pipeline mode): a group's rows then go as one executemany of one cached statement instead of
@@ -104,6 +101,12 @@ class Dialect:
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         """Extra `create_engine` options for this backend."""
         return {"pool_size": pool_size, "max_overflow": pool_size * 2, "pool_recycle": 3600}
+
+    def folds_line(self, conn: Connection) -> bool:
+        """Whether `atomic_increment_clocked` on `conn` runs its `line` INSERT in the increment's
+        own round trip (PostgreSQL: a data-modifying CTE; MariaDB: one text of statements),
+        saving the journal line's round trip."""
+        return False
 
     def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:
         """Install connection hooks (SQLite pragmas); nothing elsewhere. `statement_batches`: the

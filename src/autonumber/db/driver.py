@@ -93,7 +93,9 @@ def execute(conn: Connection, sql: str, args: Any, *, many: bool = False) -> Ran
         cursor.close()
 
 
-def execute_batch(conn: Connection, sql: str, args: Any, *, stop: Callable[[Ran], bool]) -> list[Ran]:
+def execute_batch(
+    conn: Connection, sql: str, args: Any, *, stop: Callable[[Ran], bool] = lambda _: False
+) -> list[Ran]:
     """Run several statements sent as one text (a connection opened to take them), their results
     in order, up to the first that `stop` accepts: what follows it is read and dropped, a failure
     included, because the caller gives up the transaction there (it raises, and it rolls back).

@@ -11,6 +11,7 @@ from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
+from sqlalchemy.dialects import mysql as mysql_types
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import PoolResetState
@@ -170,7 +171,13 @@ class MySQLDialect(Dialect):
         line: Callable[[sa.CTE], sa.Insert] | None = None,
     ) -> tuple[int, datetime] | None:
         """No UPDATE … RETURNING here: LAST_INSERT_ID(expr) carries the value, and the stamped clock
-        is read back from the row this transaction holds locked."""
+        is read back from the row this transaction holds locked. With `line`, on a connection that
+        takes statement batches (`folds_line`): increment, line and read in one round trip
+        (`_clocked_with_line`)."""
+        hot = params is not None and guard is not None and isinstance(n, sa.BindParameter)
+        if line is not None and hot and self.folds_line(conn):
+            counter = Counter(table, where, column, n, clock_column, guard)  # type: ignore[arg-type]
+            return self._clocked_with_line(conn, counter, line, params)  # type: ignore[arg-type]
 
         def read() -> sa.Executable:
             return sa.select(sa.func.last_insert_id(), table.c[clock_column]).where(where)
@@ -183,6 +190,36 @@ class MySQLDialect(Dialect):
         select = read() if params is None else self.built(("read", *key), read)
         row = conn.execute(select, params).one()
         return int(row[0]), to_utc(row[1])
+
+    def folds_line(self, conn: Connection) -> bool:
+        return bool(getattr(conn.dialect, "is_mariadb", False)) and takes_batches(conn)
+
+    def _clocked_with_line(
+        self,
+        conn: Connection,
+        counter: Counter,
+        line: Callable[[sa.CTE], sa.Insert],
+        params: Mapping[str, Any],
+    ) -> tuple[int, datetime] | None:
+        """`SET @next = NULL; UPDATE counter … (@next, @stamp); INSERT INTO journal … SELECT … FROM
+        (@next, @stamp) WHERE @next IS NOT NULL; SELECT @stamp` as one text: the line exists
+        exactly when the increment changed a row (the variable is cleared first, so an UPDATE that
+        matched nothing leaves no line of an earlier value), and the clock sample comes back typed."""
+        bump = statement(
+            counter.table, ("bump-into-variables", counter), self._bump_into(counter), conn.dialect
+        )
+        journal = statement(
+            counter.table,
+            ("line-from-variables", counter, line),
+            lambda: line(_variables(counter)),
+            conn.dialect,
+        )
+        stamp = f"CAST({STAMP_VARIABLE} AS DATETIME(6))"
+        sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {journal.sql}; SELECT {stamp}"
+        _, bumped, _, read = execute_batch(conn, sql, _merged(bump.args(params), journal.args(params)))
+        if bumped.rowcount == 0 or bumped.lastrowid is None:
+            return None
+        return int(bumped.lastrowid), to_utc(read.rows[0][0])
 
     def _clocked_bump(
         self,
@@ -241,8 +278,7 @@ class MySQLDialect(Dialect):
         )
         given = number.given(rows[0])
         insert = _numbered_insert(conn, table, given, number, len(rows))
-        named = bump.args(params)
-        assert isinstance(named, dict)  # PyMySQL's paramstyle is pyformat
+        named = _merged(bump.args(params))
         args = {**named, "autonumber_before": number.before, "autonumber_after": number.after}
         for i, row in enumerate(bound_tuples(conn.dialect, table, given, rows)):
             args.update({f"r{i}_{j}": arg for j, arg in enumerate(row)})
@@ -426,6 +462,30 @@ def is_galera(engine: Engine) -> bool:
 def _assigned(variable: str, value: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
     """`(@variable := value)`: MariaDB sets a session variable inside an expression."""
     return sa.literal_column(variable).op(":=")(value).self_group()
+
+
+def _variables(counter: Counter) -> sa.CTE:
+    """The increment's new value and clock sample, read from the session variables it set, as
+    the one row a `line` builder selects from; no row when the increment matched none."""
+    next_value = sa.literal_column(NEXT_VARIABLE, sa.BigInteger)
+    stamp = sa.cast(sa.literal_column(STAMP_VARIABLE), mysql_types.DATETIME(fsp=6))
+    return (
+        sa.select(next_value.label(counter.column), stamp.label(counter.clock_column))
+        .where(next_value.is_not(None))
+        .cte("bumped")
+    )
+
+
+def _merged(*named: tuple[Any, ...] | dict[str, Any]) -> dict[str, Any]:
+    """The driver parameters of statements sent as one text: one mapping, a name shared by two of
+    them holding one value (they are filled from the same parameters)."""
+    merged: dict[str, Any] = {}
+    for args in named:
+        assert isinstance(args, dict)  # PyMySQL's paramstyle is pyformat
+        for name, value in args.items():
+            if merged.setdefault(name, value) != value:
+                raise ValueError(f"statements sent as one text bind {name!r} to two values")
+    return merged
 
 
 def takes_batches(conn: Connection) -> bool:

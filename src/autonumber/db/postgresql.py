@@ -33,7 +33,6 @@ class PostgreSQLDialect(Dialect):
     transactional_ddl = True
     has_guard_trigger = True
     executemany_pipelined = True
-    folds_line = True
 
     def atomic_increment_clocked(
         self,
@@ -68,6 +67,9 @@ class PostgreSQLDialect(Dialect):
         key = ("folded", table, where, column, n, clock_column, guard, line)
         row = conn.execute(self.built(key, build), params).first()
         return None if row is None else (int(row[0]), to_utc(row[1]))
+
+    def folds_line(self, conn: Connection) -> bool:
+        return True
 
     def numbers_on_insert(self, conn: Connection) -> bool:
         return not is_cockroach(conn.engine, conn)

@@ -368,7 +368,7 @@ class Reserver:
             if rule.scope == "global" and at is None and self.hooks.clock is None:
                 # the scope key does not depend on the clock: sample it on the UPDATE itself, and
                 # where the backend allows, append the journal line in that same statement
-                fold = conn is None and self.journal.enabled and self.dialect.folds_line
+                fold = conn is None and self.journal.enabled and self.dialect.folds_line(c)
                 params = {**_params(rule, "", n), **self.journal.params()} if fold else _params(rule, "", n)
                 clocked = self.dialect.atomic_increment_clocked(
                     c,

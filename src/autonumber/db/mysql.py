@@ -481,7 +481,8 @@ def _merged(*named: tuple[Any, ...] | dict[str, Any]) -> dict[str, Any]:
     them holding one value (they are filled from the same parameters)."""
     merged: dict[str, Any] = {}
     for args in named:
-        assert isinstance(args, dict)  # PyMySQL's paramstyle is pyformat
+        if not isinstance(args, dict):
+            raise TypeError("statements sent as one text need the driver's named (pyformat) parameters")
         for name, value in args.items():
             if merged.setdefault(name, value) != value:
                 raise ValueError(f"statements sent as one text bind {name!r} to two values")

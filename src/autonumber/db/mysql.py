@@ -21,7 +21,7 @@ from autonumber.errors import LockTimeout
 from . import mysql_load
 from .base import Counter, Dialect, Numbered, forget_server_flag, server_flag, to_utc
 from .bulk import bound_tuples, insert_text
-from .driver import execute, execute_batch, kept, statement
+from .driver import DriverStatement, execute, execute_batch, kept, statement
 from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS
@@ -205,9 +205,7 @@ class MySQLDialect(Dialect):
         (@next, @stamp) WHERE @next IS NOT NULL; SELECT @stamp` as one text: the line exists
         exactly when the increment changed a row (the variable is cleared first, so an UPDATE that
         matched nothing leaves no line of an earlier value), and the clock sample comes back typed."""
-        bump = statement(
-            counter.table, ("bump-into-variables", counter), self._bump_into(counter), conn.dialect
-        )
+        bump = self._bump_into_variables(conn, counter)
         journal = statement(
             counter.table,
             ("line-from-variables", counter, line),
@@ -229,23 +227,39 @@ class MySQLDialect(Dialect):
         n: int | sa.BindParameter[int],
         clock_column: str,
         guard: sa.ColumnElement[bool] | None,
+        *,
+        into_variables: bool = False,
     ) -> Callable[[], sa.Update]:
         """The builder of the clocked increment's UPDATE: the value goes to LAST_INSERT_ID(expr),
-        the database clock to `clock_column`."""
+        the database clock to `clock_column`; `into_variables` (MariaDB only: MySQL deprecates it)
+        also puts them in the session variables NEXT_VARIABLE and STAMP_VARIABLE, for statements
+        sent after it in the same text."""
 
         def bump() -> sa.Update:
+            value: sa.ColumnElement[Any] = table.c[column] + n
+            clock = self.utc_now_expr()
+            if into_variables:
+                value, clock = _assigned(NEXT_VARIABLE, value), _assigned(STAMP_VARIABLE, clock)
             return (
                 sa.update(table)
                 .where(where if guard is None else sa.and_(where, guard))
-                .values(
-                    {
-                        column: sa.func.last_insert_id(table.c[column] + n),
-                        clock_column: self.utc_now_expr(),
-                    }
-                )
+                .values({column: sa.func.last_insert_id(value), clock_column: clock})
             )
 
         return bump
+
+    def _bump_into_variables(self, conn: Connection, counter: Counter) -> DriverStatement:
+        """The counter's clocked increment that also sets the session variables, compiled once."""
+        bump = self._clocked_bump(
+            counter.table,
+            counter.where,
+            counter.column,
+            counter.n,
+            counter.clock_column,
+            counter.guard,
+            into_variables=True,
+        )
+        return statement(counter.table, ("bump-into-variables", counter), bump, conn.dialect)
 
     def stamp_rides_on_insert(self, conn: Connection) -> bool:
         """MariaDB ≥ 10.5 has INSERT … RETURNING (SQLAlchemy says so per server version); MySQL
@@ -273,9 +287,7 @@ class MySQLDialect(Dialect):
         that takes statement batches (the group writer's: `statement_batches`) sends both in one
         round trip, and no row reads the counter row again. Every returned value is checked
         against the one built here from the UPDATE's value (db/driver.py runs both)."""
-        bump = statement(
-            counter.table, ("bump-into-variables", counter), self._bump_into(counter), conn.dialect
-        )
+        bump = self._bump_into_variables(conn, counter)
         given = number.given(rows[0])
         insert = _numbered_insert(conn, table, given, number, len(rows))
         named = _merged(bump.args(params))
@@ -298,26 +310,6 @@ class MySQLDialect(Dialect):
             got = [value for value, _ in stored]
             raise RuntimeError(f"{table.name}: the database built {got!r}, not {expected!r}")
         return stored
-
-    def _bump_into(self, counter: Counter) -> Callable[[], sa.Update]:
-        """The clocked increment whose new value and clock sample also go to the session
-        variables NEXT_VARIABLE and STAMP_VARIABLE, for the INSERT that follows it."""
-
-        def bump() -> sa.Update:
-            table = counter.table
-            next_value = _assigned(NEXT_VARIABLE, table.c[counter.column] + counter.n)
-            return (
-                sa.update(table)
-                .where(sa.and_(counter.where, counter.guard))
-                .values(
-                    {
-                        counter.column: sa.func.last_insert_id(next_value),
-                        counter.clock_column: _assigned(STAMP_VARIABLE, self.utc_now_expr()),
-                    }
-                )
-            )
-
-        return bump
 
     def atomic_increment_stamped(
         self,

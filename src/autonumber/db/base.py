@@ -111,7 +111,8 @@ class Dialect:
     def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:
         """Install connection hooks (SQLite pragmas); nothing elsewhere. `statement_batches`: the
         pool's connections may take several statements in one text where the backend asks for it
-        (MariaDB's group writer: Dialect.insert_numbered); ignored elsewhere."""
+        (MariaDB: `insert_numbered` on the group writer's pool, `atomic_increment_clocked` with its
+        journal line on the reservations'); ignored elsewhere."""
 
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         """The database's UTC clock with microseconds, as a SQL expression."""

@@ -7,6 +7,7 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
+from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
@@ -69,7 +70,7 @@ class MySQLDialect(Dialect):
 
             # LOCAL_FILES: the capability only, PyMySQL still refuses every file request (mysql_load)
             flags = (CLIENT.LOCAL_FILES if mysql_load.available() else 0) | (
-                CLIENT.MULTI_STATEMENTS if statement_batches else 0
+                _multi_statements() if statement_batches else 0
             )
 
             @event.listens_for(engine, "do_connect")
@@ -174,10 +175,15 @@ class MySQLDialect(Dialect):
         is read back from the row this transaction holds locked. With `line`, on a connection that
         takes statement batches (`folds_line`): increment, line and read in one round trip
         (`_clocked_with_line`)."""
-        hot = params is not None and guard is not None and isinstance(n, sa.BindParameter)
-        if line is not None and hot and self.folds_line(conn):
-            counter = Counter(table, where, column, n, clock_column, guard)  # type: ignore[arg-type]
-            return self._clocked_with_line(conn, counter, line, params)  # type: ignore[arg-type]
+        if (
+            line is not None
+            and params is not None
+            and guard is not None
+            and isinstance(n, sa.BindParameter)
+            and self.folds_line(conn)
+        ):
+            counter = Counter(table, where, column, n, clock_column, guard)
+            return self._clocked_with_line(conn, counter, line, params)
 
         def read() -> sa.Executable:
             return sa.select(sa.func.last_insert_id(), table.c[clock_column]).where(where)
@@ -486,9 +492,15 @@ def takes_batches(conn: Connection) -> bool:
     MULTI_STATEMENTS, asked for by `statement_batches`)."""
     if conn.dialect.driver != "pymysql":
         return False
+    return bool(getattr(conn.connection.dbapi_connection, "client_flag", 0) & _multi_statements())
+
+
+@cache
+def _multi_statements() -> int:
+    """PyMySQL's MULTI_STATEMENTS client flag, imported once (it is read on every reservation)."""
     from pymysql.constants import CLIENT
 
-    return bool(getattr(conn.connection.dbapi_connection, "client_flag", 0) & CLIENT.MULTI_STATEMENTS)
+    return int(CLIENT.MULTI_STATEMENTS)
 
 
 def _numbered_insert(

@@ -60,8 +60,8 @@ def create_engine(
 
     Its connections are pinged at checkout once they sat idle (db/liveness.py), unless
     `pool_pre_ping=False`: then never. `statement_batches`: see Dialect.configure_engine (only the
-    group writer's pool asks for it: a batch is never made from anything but the product's own
-    statements)."""
+    group writer's and the reservations' pools ask for it: a batch is never made from anything but
+    the product's own statements)."""
     from . import dialect_for_url
 
     parsed = parse_url(url) if isinstance(url, str) else normalise(url)

@@ -7,7 +7,7 @@ committed line. The checkpoint is written, and flushed to disk, just BEFORE each
 of this batch>}`. After a kill nobody knows whether the pending COMMIT landed, so resume asks the
 database whether the probe Id exists: if it does the batch is stored and the import continues
 after `pending`, else after `done`. No row is written twice and none is lost, and the product's
-tables are not changed for it (the Ids are fresh uuid4s the platform generated).
+tables are not changed for it (the Ids are fresh, platform-generated version 7 UUIDs).
 """
 
 from __future__ import annotations

@@ -1,18 +1,19 @@
-"""Record Ids for single inserts: random (version 4) UUIDs as 32 hex digits."""
+"""Record Ids for single inserts: time-ordered (version 7) UUIDs as 32 hex digits."""
 
 from __future__ import annotations
 
 import os
+import time
 
 
 def new_id() -> str:
-    """A platform-generated record Id: the same as `uuid.uuid4().hex` without building a UUID
-    object (a fifth of the cost; an import makes one per row).
+    """A platform-generated record Id: UUID version 7 (RFC 9562), the Unix time in ms first and
+    74 random bits after it, without building a UUID object.
 
-    One `os.urandom` call per Id. Buffering 256 Ids per call was measured (docs/performance.md,
-    "The group writer's held connection"): a shared buffer under a lock made 100 threads queue on
-    it, and a buffer per thread still lost 6–9 % at 100 callers while gaining 3–9 % at 8."""
+    Time first, so consecutive inserts land on the right edge of the Id index (a clustered primary
+    key on MariaDB) instead of a random page of it per record."""
     raw = bytearray(os.urandom(16))
-    raw[6] = (raw[6] & 0x0F) | 0x40  # version 4
-    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 4122 variant
+    raw[:6] = (time.time_ns() // 1_000_000).to_bytes(6, "big")
+    raw[6] = (raw[6] & 0x0F) | 0x70  # version 7
+    raw[8] = (raw[8] & 0x3F) | 0x80  # RFC 9562 variant
     return raw.hex()

@@ -175,12 +175,13 @@ is fixed text around the counter: Engine.insert_numbered), as the native INSERT,
 IN_CALLER_TXN = {
     "sqlite": ["SAVEPOINT", "UPDATE", "RELEASE", "INSERT", "COMMIT"],
     "mysql": ["SET", "COMMIT", "INSERT", "COMMIT"],
-    "postgresql": ["WITH", "COMMIT", "INSERT", "COMMIT"],
+    "postgresql": ["WITH", "INSERT", "COMMIT"],
 }
 """In a caller's transaction: the reservation's own transaction (increment, journal line and
-clock sample in one round trip — one statement on PostgreSQL, one text of statements beginning
-with `SET` on MariaDB — and COMMIT), then the caller's INSERT and COMMIT. SQLite reserves in a
-savepoint of the caller's transaction instead."""
+clock sample in one round trip — one text of statements beginning with `SET` on MariaDB — and
+COMMIT), then the caller's INSERT and COMMIT. On PostgreSQL the reservation is one statement that
+commits by itself (no BEGIN, no COMMIT). SQLite reserves in a savepoint of the caller's
+transaction instead."""
 
 
 def sent(p: Platform) -> AbstractContextManager[list[str]]:
@@ -238,6 +239,37 @@ def test_an_insert_in_a_callers_transaction_sends_its_reservation_then_the_row(a
     if backend(alone) == "mysql":
         statements = [part.split()[0] for part in seen[0].split("; ")]
         assert statements == ["SET", "UPDATE", "INSERT", "SELECT"], seen
+
+
+def test_a_postgresql_reservation_commits_by_itself_and_leaves_its_connection_transactional(
+    alone: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: the reservation's one statement runs in autocommit (no BEGIN or COMMIT round
+    trip); its connection goes back to the pool out of autocommit, for the next user's transaction."""
+    if backend(alone) != "postgresql":
+        pytest.skip("only PostgreSQL's reservation is one statement that commits by itself")
+    import psycopg
+
+    modes: list[tuple[str, bool]] = []
+    execute = psycopg.Cursor.execute
+
+    def watched(self: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        modes.append((str(query).split()[0], self.connection.autocommit))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", watched)
+    value = alone.engine.assign_one("Case.CaseNumber", {})
+    monkeypatch.undo()
+    assert modes == [("WITH", True)]
+    with alone.reservation_db.connect() as conn:
+        assert conn.connection.dbapi_connection.autocommit is False  # type: ignore[union-attr]
+    with alone.fresh_db.connect() as other:  # committed: another session sees the counter moved
+        moved = other.execute(
+            sa.select(counter_table.c.next_value).where(
+                counter_table.c.field_id == alone.engine.rule("Case.CaseNumber").counter_id
+            )
+        ).scalar_one()
+    assert moved > int(value)
 
 
 def test_a_value_showing_a_date_reads_the_clock_before_its_insert(alone: Platform) -> None:

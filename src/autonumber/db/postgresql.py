@@ -48,13 +48,14 @@ class PostgreSQLDialect(Dialect):
     ) -> tuple[int, datetime] | None:
         """With `line`: `WITH bumped AS (UPDATE … RETURNING …), line AS (INSERT … SELECT … FROM
         bumped) SELECT … FROM bumped` — increment, clock sample and line in one round trip; the
-        line exists exactly when the increment changed a row."""
+        line exists exactly when the increment changed a row. Run on the driver's cursor
+        (db/driver.py): the reservation of every caller's-transaction insert and `assign_one`."""
         if line is None or params is None:
             return super().atomic_increment_clocked(
                 conn, table, where, column, n, clock_column, guard, params
             )
 
-        def build() -> sa.Executable:
+        def build() -> sa.ClauseElement:
             bumped = (
                 sa.update(table)
                 .where(where if guard is None else sa.and_(where, guard))
@@ -64,12 +65,27 @@ class PostgreSQLDialect(Dialect):
             )
             return sa.select(bumped.c[column], bumped.c[clock_column]).add_cte(line(bumped).cte("line"))
 
-        key = ("folded", table, where, column, n, clock_column, guard, line)
-        row = conn.execute(self.built(key, build), params).first()
-        return None if row is None else (int(row[0]), to_utc(row[1]))
+        key = ("folded", where, column, n, clock_column, guard, line)
+        rows = statement(table, key, build, conn.dialect).run(conn, params).rows
+        return (int(rows[0][0]), to_utc(rows[0][1])) if rows else None
 
     def folds_line(self, conn: Connection) -> bool:
         return True
+
+    commits_alone = True
+
+    @contextmanager
+    def autocommitted(self, conn: Connection) -> Iterator[None]:
+        """psycopg's autocommit: it then sends no BEGIN before a statement, and its commit and
+        rollback (SQLAlchemy's, at the end of the connection's use) send nothing on an idle
+        connection. Restored before the connection goes back to its pool."""
+        raw: Any = conn.connection.dbapi_connection
+        raw.autocommit = True
+        try:
+            yield
+        finally:
+            if not raw.closed:
+                raw.autocommit = False
 
     def numbers_on_insert(self, conn: Connection) -> bool:
         return not is_cockroach(conn.engine, conn)

@@ -143,17 +143,25 @@ class Reserver:
         self._semaphores = TTLCache(maxsize=self.semaphore_capacity, ttl=SEMAPHORE_TTL)
 
     @contextmanager
-    def transaction(self, conn: Connection | None, savepoint: bool = True) -> Iterator[Connection]:
+    def transaction(
+        self, conn: Connection | None, savepoint: bool = True, alone: bool = False
+    ) -> Iterator[Connection]:
         """A reservation transaction: own connection, or a savepoint on the caller's (SQLite).
 
         `savepoint=False`: straight in `conn`'s transaction (a group-commit writer whose short
-        transaction holds nothing before the reservation; a failure fails the whole group)."""
+        transaction holds nothing before the reservation; a failure fails the whole group).
+        `alone`: an own connection whose one writing statement commits by itself
+        (Dialect.autocommitted)."""
         if conn is not None and not savepoint:
             yield conn
             return
         if conn is not None:
             with conn.begin_nested():
                 yield conn
+            return
+        if alone:
+            with self.db.connect() as own, self.dialect.autocommitted(own):
+                yield own
             return
         with self.db.begin() as own:
             yield own
@@ -167,11 +175,13 @@ class Reserver:
         return self.dialect.utc_now(c)
 
     @contextmanager
-    def _attempt(self, conn: Connection | None, savepoint: bool = True) -> Iterator[Connection]:
+    def _attempt(
+        self, conn: Connection | None, savepoint: bool = True, alone: bool = False
+    ) -> Iterator[Connection]:
         """One reservation transaction; a lost race or a dead own connection, at a statement or at
         COMMIT, leaves it as _Lost — nothing from it is ever handed out."""
         try:
-            with self.transaction(conn, savepoint) as c:
+            with self.transaction(conn, savepoint, alone) as c:
                 yield c
         except sa.exc.DBAPIError as exc:
             if self._lost(exc, conn):
@@ -364,11 +374,16 @@ class Reserver:
         at: datetime | None,
         savepoint: bool = True,
     ) -> Reservation | _Missing:
-        with self._attempt(conn, savepoint) as c:
-            if rule.scope == "global" and at is None and self.hooks.clock is None:
+        clocked_here = rule.scope == "global" and at is None and self.hooks.clock is None
+        # one statement that commits by itself: the increment, its clock sample and journal line
+        alone = clocked_here and conn is None and self.dialect.commits_alone
+        with self._attempt(conn, savepoint, alone) as c:
+            if clocked_here:
                 # the scope key does not depend on the clock: sample it on the UPDATE itself, and
                 # where the backend allows, append the journal line in that same statement
                 fold = conn is None and self.journal.enabled and self.dialect.folds_line(c)
+                if alone and self.journal.enabled and not fold:
+                    raise RuntimeError(f"{self.dialect.name}: a line that does not fold commits apart")
                 params = {**_params(rule, "", n), **self.journal.params()} if fold else _params(rule, "", n)
                 clocked = self.dialect.atomic_increment_clocked(
                     c,

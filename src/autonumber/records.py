@@ -17,6 +17,7 @@ from . import idempotency
 from .bulk_rows import RowCheck, ordered_ids
 from .catalog import Catalog, CatalogSnapshot, Rule
 from .db.base import Dialect, by_fields, to_utc
+from .db.driver import statement
 from .db.held import HeldConnection
 from .db.objects import key_column
 from .engine import Engine, metrics
@@ -96,13 +97,30 @@ def insert_rows(
     one executemany where the driver pipelines it (`Dialect.executemany_pipelined`)."""
     many_values = conn.dialect.insert_executemany_returning  # MySQL proper has no RETURNING
     if len(records) == 1:  # one row (a caller alone): no shape grouping, the table's own INSERT
-        conn.execute(plain_insert(table), records[0])
+        _insert_one(conn, table, records[0])
         return
     for rows in by_fields(records).values():  # callers of one group may set different fields
         if len(rows) == 1 or not many_values or dialect.executemany_pipelined:
             conn.execute(plain_insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
         else:
             conn.execute(sa.insert(table).returning(table.c.Id), rows).all()
+
+
+def _insert_one(conn: Connection, table: sa.Table, record: Mapping[str, Any]) -> None:
+    """One row on the driver's cursor (db/driver.py): SQLAlchemy's execute path costs a caller's
+    transaction more client CPU than the INSERT itself. Through SQLAlchemy when anything listens
+    to the connection's statements (a caller's tracing or logging), so that it sees this one too."""
+    on = conn.dispatch
+    if on.before_execute or on.after_execute or on.before_cursor_execute or on.after_cursor_execute:
+        conn.execute(plain_insert(table), record)
+        return
+    fields = tuple(record)
+
+    def build() -> sa.Insert:
+        values = {name: sa.bindparam(name, type_=table.c[name].type) for name in fields}
+        return sa.insert(table).values(values)
+
+    statement(table, ("insert-one", fields), build, conn.dialect).run(conn, record)
 
 
 def plain_insert(table: sa.Table) -> sa.Insert:

@@ -95,6 +95,34 @@ def test_a_numbered_insert_that_collides_leaves_counter_and_rows_as_they_were(db
         p.close()
 
 
+def test_a_row_in_a_callers_transaction_goes_on_the_driver_unless_its_statements_are_watched(
+    db_url: str,
+) -> None:
+    """The caller's INSERT of one row runs on the driver's cursor, stored as SQLAlchemy would store
+    it; a listener on the caller's engine (tracing, logging) still sees it, through SQLAlchemy."""
+    p = make_platform(db_url, poll_interval=3600.0)
+    seen: list[str] = []
+
+    def watch(conn: sa.Connection, cursor: object, statement: str, *args: object) -> None:
+        seen.append(statement.split()[0].upper())
+
+    try:
+        with p.begin() as conn:
+            quiet = p.records.insert("Case", {"Subject": "quiet"}, conn)
+        assert p.records.get("Case", quiet["Id"]) == quiet
+        sa.event.listen(p.db, "before_cursor_execute", watch)
+        try:
+            with p.begin() as conn:
+                watched = p.records.insert("Case", {"Subject": "watched"}, conn)
+        finally:
+            sa.event.remove(p.db, "before_cursor_execute", watch)
+        assert "INSERT" in seen
+        assert p.records.get("Case", watched["Id"]) == watched
+        assert datetime.fromisoformat(watched["CreatedDate"]) >= datetime.fromisoformat(quiet["CreatedDate"])
+    finally:
+        p.close()
+
+
 @pytest.mark.parametrize("db_url", ["mysql"], indirect=True)
 def test_a_batch_gives_each_statements_result_and_drops_what_follows_a_stop(db_url: str) -> None:
     """Several statements in one text (MariaDB, on a pool opened with `statement_batches`): every

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 import sqlalchemy as sa
-from engine_support import CASE, make_platform, number
+from engine_support import CASE, counter_rows, make_platform, number
 
 from autonumber.audit import audit_gaps
 from autonumber.cli import main
@@ -322,3 +322,34 @@ def test_an_increment_that_matched_no_row_leaves_no_line(server_db_url: str) -> 
     finally:
         p.close()
     assert lines == [1]
+
+
+def test_a_reservation_whose_line_fails_leaves_the_counter_unmoved_and_unlocked(server_db_url: str) -> None:
+    """The increment and its line commit together or not at all, also where they go as one round
+    trip that commits by itself: the journal table gone, the increment is undone and the counter
+    row is not left locked by the transaction a failed text left open on MariaDB."""
+    p = make_platform(server_db_url, reservation_pool_size=1)
+    quote = p.db.dialect.identifier_preparer.quote
+    journal, hidden = quote(reservation_journal.name), "journal_hidden"
+    try:
+        p.engine.assign_one(CASE, {})
+        before = counter_rows(p, CASE)
+        with p.db.begin() as conn:
+            conn.execute(sa.text(f"ALTER TABLE {journal} RENAME TO {hidden}"))
+        try:
+            with pytest.raises(sa.exc.DBAPIError):
+                p.engine.assign_one(CASE, {})
+        finally:
+            with p.db.begin() as conn:
+                conn.execute(sa.text(f"ALTER TABLE {hidden} RENAME TO {journal}"))
+        assert counter_rows(p, CASE) == before
+        with p.fresh_db.begin() as conn:  # no lock held: another session takes the row at once
+            if conn.dialect.name == "mysql":
+                conn.execute(sa.text("SET SESSION innodb_lock_wait_timeout = 1"))
+                lock = sa.select(counter_table.c.next_value).with_for_update()
+            else:
+                lock = sa.select(counter_table.c.next_value).with_for_update(nowait=True)
+            conn.execute(lock.where(counter_table.c.field_id == CASE)).one()
+        assert number(p.engine.assign_one(CASE, {})) == before[""]
+    finally:
+        p.close()

@@ -174,14 +174,13 @@ PostgreSQL one statement reserves the number, builds the value and inserts the r
 is fixed text around the counter: Engine.insert_numbered), as the native INSERT, COMMIT does."""
 IN_CALLER_TXN = {
     "sqlite": ["SAVEPOINT", "UPDATE", "RELEASE", "INSERT", "COMMIT"],
-    "mysql": ["SET", "COMMIT", "INSERT", "COMMIT"],
+    "mysql": ["SET", "INSERT", "COMMIT"],
     "postgresql": ["WITH", "INSERT", "COMMIT"],
 }
-"""In a caller's transaction: the reservation's own transaction (increment, journal line and
-clock sample in one round trip — one text of statements beginning with `SET` on MariaDB — and
-COMMIT), then the caller's INSERT and COMMIT. On PostgreSQL the reservation is one statement that
-commits by itself (no BEGIN, no COMMIT). SQLite reserves in a savepoint of the caller's
-transaction instead."""
+"""In a caller's transaction: the reservation's own transaction in one round trip that commits by
+itself (increment, journal line and clock sample: one statement in autocommit on PostgreSQL, one
+text of statements from `SET` to `COMMIT` on MariaDB), then the caller's INSERT and COMMIT. SQLite
+reserves in a savepoint of the caller's transaction instead."""
 
 
 def sent(p: Platform) -> AbstractContextManager[list[str]]:
@@ -238,7 +237,7 @@ def test_an_insert_in_a_callers_transaction_sends_its_reservation_then_the_row(a
     assert kinds(seen) == expected, seen
     if backend(alone) == "mysql":
         statements = [part.split()[0] for part in seen[0].split("; ")]
-        assert statements == ["SET", "UPDATE", "INSERT", "SELECT"], seen
+        assert statements == ["SET", "START", "UPDATE", "INSERT", "SELECT", "COMMIT"], seen
 
 
 def test_a_postgresql_reservation_commits_by_itself_and_leaves_its_connection_transactional(

@@ -98,11 +98,6 @@ class Dialect:
     pipeline mode): a group's rows then go as one executemany of one cached statement instead of
     a multi-row INSERT whose text changes with the group's size."""
 
-    commits_alone: ClassVar[bool] = False
-    """Whether `autocommitted` exists: a reservation that is one statement (increment, journal
-    line and clock sample: `folds_line`) then takes one round trip instead of BEGIN, statement,
-    COMMIT, and holds the counter row only while that statement runs."""
-
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         """Extra `create_engine` options for this backend."""
         return {"pool_size": pool_size, "max_overflow": pool_size * 2, "pool_recycle": 3600}
@@ -113,11 +108,17 @@ class Dialect:
         saving the journal line's round trip."""
         return False
 
+    def commits_alone(self, conn: Connection) -> bool:
+        """Whether a reservation on `conn` (an own connection, in no transaction yet) commits in
+        its one round trip (`autocommitted`): no BEGIN or COMMIT round trip of its own, and the
+        counter row locked only while that round trip runs. True only where `folds_line` is."""
+        return False
+
     @contextmanager
     def autocommitted(self, conn: Connection) -> Iterator[None]:
-        """While open, each statement on `conn` (an own connection, before its first statement)
-        commits by itself, with no BEGIN or COMMIT round trip around it (`commits_alone`)."""
-        raise NotImplementedError(f"{self.name}: no statement commits by itself here")
+        """While open, `conn` is in no SQLAlchemy transaction and the reservation's round trip
+        commits by itself (`commits_alone`)."""
+        raise NotImplementedError(f"{self.name}: no reservation commits by itself here")
         yield
 
     def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:

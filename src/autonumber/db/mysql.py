@@ -200,6 +200,17 @@ class MySQLDialect(Dialect):
     def folds_line(self, conn: Connection) -> bool:
         return bool(getattr(conn.dialect, "is_mariadb", False)) and takes_batches(conn)
 
+    def commits_alone(self, conn: Connection) -> bool:
+        return self.folds_line(conn)
+
+    @contextmanager
+    def autocommitted(self, conn: Connection) -> Iterator[None]:
+        """Nothing to switch: `_clocked_with_line` on a connection in no SQLAlchemy transaction
+        sends its own START TRANSACTION and COMMIT in the text. What a failure in the text leaves
+        open is rolled back by SQLAlchemy's handling of the error, and at the latest when the
+        connection goes back to its pool (`_rollback_if_open`)."""
+        yield
+
     def _clocked_with_line(
         self,
         conn: Connection,
@@ -218,9 +229,14 @@ class MySQLDialect(Dialect):
             lambda: line(_variables(counter)),
             conn.dialect,
         )
-        stamp = f"CAST({STAMP_VARIABLE} AS DATETIME(6))"
-        sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {journal.sql}; SELECT {stamp}"
-        _, bumped, _, read = execute_batch(conn, sql, _merged(bump.args(params), journal.args(params)))
+        stamp = f"SELECT CAST({STAMP_VARIABLE} AS DATETIME(6))"
+        args = _merged(bump.args(params), journal.args(params))
+        if conn.in_transaction():
+            sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {journal.sql}; {stamp}"
+            _, bumped, _, read = execute_batch(conn, sql, args)
+        else:  # autocommitted: the text is the whole transaction, COMMIT last
+            sql = f"SET {NEXT_VARIABLE} = NULL; START TRANSACTION; {bump.sql}; {journal.sql}; {stamp}; COMMIT"
+            _, _, bumped, _, read, _ = execute_batch(conn, sql, args)
         if bumped.rowcount == 0 or bumped.lastrowid is None:
             return None
         return int(bumped.lastrowid), to_utc(read.rows[0][0])

@@ -72,7 +72,8 @@ class PostgreSQLDialect(Dialect):
     def folds_line(self, conn: Connection) -> bool:
         return True
 
-    commits_alone = True
+    def commits_alone(self, conn: Connection) -> bool:
+        return True
 
     @contextmanager
     def autocommitted(self, conn: Connection) -> Iterator[None]:

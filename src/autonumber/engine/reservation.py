@@ -150,8 +150,8 @@ class Reserver:
 
         `savepoint=False`: straight in `conn`'s transaction (a group-commit writer whose short
         transaction holds nothing before the reservation; a failure fails the whole group).
-        `alone`: an own connection whose one writing statement commits by itself
-        (Dialect.autocommitted)."""
+        `alone`: an own connection on which the reservation's one round trip commits by itself,
+        where the backend allows (Dialect.commits_alone); else a transaction as usual."""
         if conn is not None and not savepoint:
             yield conn
             return
@@ -160,8 +160,13 @@ class Reserver:
                 yield conn
             return
         if alone:
-            with self.db.connect() as own, self.dialect.autocommitted(own):
-                yield own
+            with self.db.connect() as own:
+                if self.dialect.commits_alone(own):
+                    with self.dialect.autocommitted(own):
+                        yield own
+                else:
+                    with own.begin():
+                        yield own
             return
         with self.db.begin() as own:
             yield own
@@ -375,15 +380,15 @@ class Reserver:
         savepoint: bool = True,
     ) -> Reservation | _Missing:
         clocked_here = rule.scope == "global" and at is None and self.hooks.clock is None
-        # one statement that commits by itself: the increment, its clock sample and journal line
-        alone = clocked_here and conn is None and self.dialect.commits_alone
+        # increment, clock sample and journal line in one round trip that commits by itself
+        alone = clocked_here and conn is None and self.journal.enabled
         with self._attempt(conn, savepoint, alone) as c:
             if clocked_here:
                 # the scope key does not depend on the clock: sample it on the UPDATE itself, and
                 # where the backend allows, append the journal line in that same statement
                 fold = conn is None and self.journal.enabled and self.dialect.folds_line(c)
-                if alone and self.journal.enabled and not fold:
-                    raise RuntimeError(f"{self.dialect.name}: a line that does not fold commits apart")
+                if not (fold or c.in_transaction()):
+                    raise RuntimeError(f"{self.dialect.name}: a reservation outside a transaction must fold")
                 params = {**_params(rule, "", n), **self.journal.params()} if fold else _params(rule, "", n)
                 clocked = self.dialect.atomic_increment_clocked(
                     c,

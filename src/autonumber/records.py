@@ -445,8 +445,9 @@ class Records:
         )
 
     def _landed(self, object_name: str, records: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
-        """The records as stored when an earlier COMMIT of theirs did land (Ids are fresh and carry 74
-        random bits, so finding every one means that), else None — also when the database cannot be asked.
+        """The records as stored when an earlier COMMIT of theirs did land (Ids are fresh, with 74
+        random bits each, so finding every one means that), else None — also when the database
+        cannot be asked.
 
         A locking read: it waits for a COMMIT the server is still running (MariaDB's KILL closes the
         socket while the killed session goes on committing), where a plain read would miss it."""

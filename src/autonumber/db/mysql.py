@@ -221,7 +221,9 @@ class MySQLDialect(Dialect):
         """`SET @next = NULL; UPDATE counter … (@next, @stamp); INSERT INTO journal … SELECT … FROM
         (@next, @stamp) WHERE @next IS NOT NULL; SELECT @stamp` as one text: the line exists
         exactly when the increment changed a row (the variable is cleared first, so an UPDATE that
-        matched nothing leaves no line of an earlier value), and the clock sample comes back typed."""
+        matched nothing leaves no line of an earlier value), and the clock sample comes back typed.
+        On a connection in no transaction (`autocommitted`) the text holds START TRANSACTION before
+        the increment and COMMIT last: the whole reservation in one round trip."""
         bump = self._bump_into_variables(conn, counter)
         journal = statement(
             counter.table,

@@ -44,7 +44,9 @@ def test_an_insert_sends_no_rollback_after_its_commit(db_url: str, sent: list[st
                 p.records.insert("Case", {"Subject": "in a caller's transaction"}, conn)
     finally:
         p.close()
-    assert sent.count("COMMIT") == 3, sent  # the group writer's; the reservation's, the caller's
+    # the group writer's; the reservation's, the last statement of its one text; the caller's
+    commits = [s for s in sent if s == "COMMIT" or s.endswith("; COMMIT")]
+    assert len(commits) == 3, sent
     assert "ROLLBACK" not in sent, "\n".join(s[:60] for s in sent)
 
 

@@ -386,7 +386,7 @@ class Reserver:
             if clocked_here:
                 # the scope key does not depend on the clock: sample it on the UPDATE itself, and
                 # where the backend allows, append the journal line in that same statement
-                fold = conn is None and self.journal.enabled and self.dialect.folds_line(c)
+                fold = alone and self.dialect.folds_line(c)
                 if not (fold or c.in_transaction()):
                     raise RuntimeError(f"{self.dialect.name}: a reservation outside a transaction must fold")
                 params = {**_params(rule, "", n), **self.journal.params()} if fold else _params(rule, "", n)

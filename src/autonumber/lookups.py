@@ -42,23 +42,26 @@ def checked_lookups(snapshot: CatalogSnapshot, object_name: str) -> list[tuple[s
 
 def check_lookups(
     conn: Connection, snapshot: CatalogSnapshot, object_name: str, records: Iterable[Mapping[str, Any]]
-) -> None:
-    """RecordError naming object, field, value and target for the first value not stored in its target."""
+) -> bool:
+    """RecordError naming object, field, value and target for the first value not stored in its
+    target; whether any was read (a statement was sent on `conn`)."""
     lookups = checked_lookups(snapshot, object_name)
     if not lookups:
-        return
+        return False
+    read = False
     rows = list(records)
     for field_name, target in lookups:
         wanted = list(dict.fromkeys(r[field_name] for r in rows if r.get(field_name) is not None))
         if not wanted:
             continue
         key = key_column(snapshot.table(target))
-        found = _stored_keys(conn, key, wanted)
+        found, read = _stored_keys(conn, key, wanted), True
         for value in wanted:
             if _as_key(key, value) not in found:
                 raise RecordError(
                     f"{object_name}.{field_name}: {value!r} is not the Id of a stored {target} record"
                 )
+    return read
 
 
 def _as_key(key: sa.Column[Any], value: Any) -> Any:

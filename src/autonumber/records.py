@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection
 from . import idempotency
 from .bulk_rows import RowCheck, ordered_ids
 from .catalog import Catalog, CatalogSnapshot, Rule
-from .db.base import Dialect, by_fields, to_utc
+from .db.base import Dialect, Numbered, by_fields, to_utc
 from .db.driver import statement
 from .db.held import HeldConnection
 from .db.objects import key_column
@@ -477,7 +477,9 @@ class Records:
         self._refuse_quarantined(snapshot, object_name)
         table = snapshot.table(object_name)
         with self._writing(object_name, table, records, None, self._group_writer) as c:
-            self._write(snapshot, object_name, table, records, c, inside=self._reserve_inside(records))
+            self._write(
+                snapshot, object_name, table, records, c, inside=self._reserve_inside(records), alone=True
+            )
         metrics.records_created(object_name).inc(len(records))
         return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
 
@@ -501,18 +503,22 @@ class Records:
         *,
         inside: bool = False,
         bulk: bool = False,
+        alone: bool = False,
     ) -> None:
         """Assign the numbers, publish RecordBeforeCreate, insert the rows in `c`'s transaction;
         `inside`: the numbers are reserved in that transaction itself (the group writer);
-        `bulk`: the rows go by the backend's bulk path (COPY on PostgreSQL), without RETURNING."""
+        `bulk`: the rows go by the backend's bulk path (COPY on PostgreSQL), without RETURNING;
+        `alone`: the transaction is ours and holds nothing else (the group writer's), so where its
+        whole work is one statement, that statement may commit it (`_insert_numbered`)."""
         adopted = snapshot.is_adopted(object_name)
-        check_lookups(c, snapshot, object_name, records)  # before any number is reserved
+        read = check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
         rules = _lock_order(snapshot.rules_of(object_name), inside)
         if inside and not (adopted or bulk) and self._skips_clock_read(rules):
             number = self.engine.numbered_by_insert(rules[0], c)
             if number is not None and len(by_fields(records)) == 1:  # one INSERT … SELECT writes all
-                stored = self.engine.insert_numbered(rules[0], c, table, records, number)
+                commit = alone and not read and self.engine.dialect.commits_alone(c)
+                stored = self._insert_numbered(object_name, c, table, rules[0], records, number, commit)
                 for record, (value, created) in zip(records, stored, strict=True):
                     record[number.column], record[number.created] = value, created
                 return
@@ -545,6 +551,27 @@ class Records:
         except sa.exc.DBAPIError as exc:
             for pending in held:  # the gap's reason, once the transaction rolls back
                 pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
+            raise
+
+    def _insert_numbered(
+        self,
+        object_name: str,
+        c: Connection,
+        table: sa.Table,
+        rule: Rule,
+        records: list[dict[str, Any]],
+        number: Numbered,
+        commit: bool,
+    ) -> list[tuple[str, datetime]]:
+        """Engine.insert_numbered; with `commit` the statement commits by itself (no BEGIN or
+        COMMIT round trip of its own), so a connection lost while it runs leaves the COMMIT's
+        outcome unknown: CommitOutcomeUnknown naming the records' Ids (`_write_own` then looks)."""
+        try:
+            return self.engine.insert_numbered(rule, c, table, records, number, commit=commit)
+        except sa.exc.DBAPIError as exc:
+            if commit and self.engine.dialect.is_unavailable(exc):
+                ids = [str(r["Id"]) for r in records]
+                raise CommitOutcomeUnknown(object_name, ids, _first_line(exc)) from exc
             raise
 
     def _skips_clock_read(self, rules: Sequence[Rule]) -> bool:

@@ -130,9 +130,11 @@ def all_strategies() -> Iterable[str]:
 @contextmanager
 def traced(p: Platform) -> Iterator[list[str]]:
     """Every statement the driver itself runs on each connection checked out meanwhile, whole, with
-    a "COMMIT" for each commit; a transaction's BEGIN is left out. Read at the driver (SQLite's trace
-    callback; PyMySQL's `query`; psycopg's cursor `execute`), not from SQLAlchemy's cursor events:
-    the group writer runs its numbered insert on the driver's cursor (db/driver.py)."""
+    a "COMMIT" for each COMMIT the driver sends; a transaction's BEGIN is left out. Read at the
+    driver (SQLite's trace callback; PyMySQL's `query` and `commit`; psycopg's cursor `execute` and
+    `commit` where a transaction is open, else it sends nothing), not from SQLAlchemy's events: the
+    group writer runs its numbered insert on the driver's cursor (db/driver.py), and a text that
+    ends in its own COMMIT is followed by no other."""
     seen: list[str] = []
     undo: list[Callable[[], None]] = []
     backend = p.db.dialect.name
@@ -142,7 +144,23 @@ def traced(p: Platform) -> Iterator[list[str]]:
         if not text.upper().startswith("BEGIN"):
             seen.append(text)
 
+    def count_commits(dbapi_connection: Any) -> None:
+        if "commit" in vars(dbapi_connection):
+            return
+        commit = dbapi_connection.commit
+
+        def committing() -> None:
+            status = getattr(getattr(dbapi_connection, "info", None), "transaction_status", None)
+            if status is None or status != 0:  # psycopg sends nothing on an idle connection
+                seen.append("COMMIT")
+            commit()
+
+        dbapi_connection.commit = committing
+        undo.append(lambda: vars(dbapi_connection).pop("commit", None))
+
     def on_checkout(dbapi_connection: Any, *args: object) -> None:
+        if backend != "sqlite":  # SQLite's trace shows its COMMIT
+            count_commits(dbapi_connection)
         if backend == "sqlite":
             dbapi_connection.set_trace_callback(record)
             undo.append(lambda: dbapi_connection.set_trace_callback(None))
@@ -172,21 +190,14 @@ def traced(p: Platform) -> Iterator[list[str]]:
             dbapi_connection.cursor_factory = Tracing
             undo.append(lambda: setattr(dbapi_connection, "cursor_factory", factory))
 
-    def on_commit(conn: object) -> None:
-        seen.append("COMMIT")
-
     if p.group_writer is not None:  # its held connection goes back: its next checkout is traced
         p.group_writer.close()
     for engine in p.engines:
         sa.event.listen(engine.pool, "checkout", on_checkout)
-        if backend != "sqlite":  # SQLite's trace shows its COMMIT; the others send it otherwise
-            sa.event.listen(engine, "commit", on_commit)
     try:
         yield seen
     finally:
         for engine in p.engines:
             sa.event.remove(engine.pool, "checkout", on_checkout)
-            if backend != "sqlite":
-                sa.event.remove(engine, "commit", on_commit)
         for step in undo:
             step()

@@ -46,10 +46,14 @@ def kinds(seen: list[str]) -> list[str]:
     return ["; ".join(part.split()[0].upper() for part in BATCHED.split(s)) for s in seen if s != "COMMIT"]
 
 
-BATCHED = re.compile(r"; (?=INSERT |UPDATE )")
-EACH = {"postgresql": ["WITH"], "mysql": ["UPDATE; INSERT"], "sqlite": ["UPDATE", "INSERT"]}
-"""The round trips of one numbered insert (its COMMIT aside): one statement on PostgreSQL, two
-statements sent as one text on MariaDB, two statements on SQLite (no round trip there)."""
+BATCHED = re.compile(r"; (?=(?:INSERT|UPDATE|SET|START|SELECT|COMMIT)\b)")
+EACH = {
+    "postgresql": ["WITH"],
+    "mysql": ["SET; START; UPDATE; INSERT; COMMIT"],
+    "sqlite": ["UPDATE", "INSERT"],
+}
+"""The round trips of one numbered insert alone: one statement in autocommit on PostgreSQL, one
+text from SET to COMMIT on MariaDB, two statements on SQLite (no round trip there) and its COMMIT."""
 
 
 def single_statement(p: Platform) -> bool:
@@ -144,10 +148,18 @@ def test_a_value_built_otherwise_than_the_renderer_is_refused(
 
     monkeypatch.setattr(Engine, "numbered_by_insert", wrong)
     before = counter_rows(alone, "Case.CaseNumber")
-    with pytest.raises(Exception, match="the database built 'X-0001'"):
-        alone.records.insert("Case", {"Subject": "wrong"})
+    with pytest.raises(RuntimeError, match="'X-0001' is not the format's value"):
+        alone.records.insert("Case", {"Subject": "wrong"})  # refused before anything is sent
     assert alone.records.count("Case") == 0
     assert counter_rows(alone, "Case.CaseNumber") == before
+    # past that check, the values the database built are compared with the renderer's: the
+    # statement that commits by itself has then stored them, and the error says so
+    monkeypatch.setattr(Engine, "check_numbered", staticmethod(lambda rule, number: None))
+    committing = alone.db.dialect.name != "sqlite"  # one statement that commits by itself there
+    said = r"the database built .*X-0001.*" + (r"\(committed\)" if committing else "")
+    with pytest.raises(RuntimeError, match=said):
+        alone.records.insert("Case", {"Subject": "wrong"})
+    assert alone.records.count("Case") == (1 if committing else 0)
 
 
 @pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
@@ -244,7 +256,8 @@ def test_a_group_is_numbered_by_one_statement_contiguous_and_stored_as_returned(
         assert kinds(seen)[:2] == ["WITH", "WITH"], seen  # the flight of one, then the group of five
     if alone.db.dialect.name == "mysql":  # the group's five rows in one INSERT … RETURNING
         statements = [s for s in seen if s != "COMMIT"]
-        assert kinds(statements)[:2] == ["UPDATE; INSERT", "UPDATE; INSERT"], seen
-        insert = BATCHED.split(statements[1])[1]
+        assert kinds(statements)[:2] == ["SET; START; UPDATE; INSERT; COMMIT"] * 2, seen
+        insert = BATCHED.split(statements[1])[3]
         assert insert.count("@autonumber_next - ") == 5 and " RETURNING " in insert, seen
-        assert "SELECT" not in insert, seen  # no row reads the counter row again
+        assert "_System_AutoNumberCounter" not in insert, seen  # no row reads the counter row again
+        assert "COMMIT" not in seen, seen  # the text's own COMMIT ends each transaction

@@ -164,14 +164,15 @@ def test_tokens_without_a_caller_connection_share_one_fresh_connection(platform:
 
 GROUPED = {
     "sqlite": ["UPDATE", "INSERT", "COMMIT"],
-    "mysql": ["UPDATE", "COMMIT"],
-    "postgresql": ["WITH", "COMMIT"],
+    "mysql": ["SET"],
+    "postgresql": ["WITH"],
 }
-"""A grouped insert alone (a group of one): reservation, row and COMMIT in one transaction. On
-MariaDB the reservation's UPDATE and the row's INSERT … RETURNING go as one text (two statements,
-one round trip), the INSERT building the value and the clock sample from what the UPDATE set; on
-PostgreSQL one statement reserves the number, builds the value and inserts the row (a value that
-is fixed text around the counter: Engine.insert_numbered), as the native INSERT, COMMIT does."""
+"""A grouped insert alone (a group of one): reservation, row and COMMIT in one round trip, its
+whole transaction. On MariaDB one text from `SET` to `COMMIT` (the reservation's UPDATE and the
+row's INSERT … RETURNING, which builds the value and the clock sample from what the UPDATE set);
+on PostgreSQL one statement in autocommit reserves the number, builds the value and inserts the
+row (a value that is fixed text around the counter: Engine.insert_numbered). The native INSERT
+a user could write makes INSERT, COMMIT."""
 IN_CALLER_TXN = {
     "sqlite": ["SAVEPOINT", "UPDATE", "RELEASE", "INSERT", "COMMIT"],
     "mysql": ["SET", "INSERT", "COMMIT"],
@@ -220,9 +221,11 @@ def test_a_grouped_insert_alone_sends_update_insert_commit(alone: Platform) -> N
     assert kinds(seen) == GROUPED[backend(alone)], seen
     if backend(alone) == "mysql":
         # the INSERT rides in the UPDATE's round trip, its CreatedDate the sample the UPDATE stamped
+        statements = [part.split()[0] for part in seen[0].split("; ")]
+        assert statements == ["SET", "START", "UPDATE", "INSERT", "COMMIT"], seen
         update, insert = seen[0].split("; INSERT INTO ")
         assert "@autonumber_stamp := " in update and " RETURNING " in insert, seen
-        assert "@autonumber_stamp)" in insert and "SELECT" not in insert, seen
+        assert "@autonumber_stamp FROM DUAL WHERE @autonumber_next IS NOT NULL" in insert, seen
     stored = alone.records.get("Case", record["Id"])
     assert stored == record
     # one clock sample: the record's CreatedDate is the one the reservation stamped on its counter
@@ -269,6 +272,34 @@ def test_a_postgresql_reservation_commits_by_itself_and_leaves_its_connection_tr
             )
         ).scalar_one()
     assert moved > int(value)
+
+
+def test_a_postgresql_grouped_insert_commits_by_itself_and_leaves_its_connection_transactional(
+    alone: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: the group writer's one statement runs in autocommit (no BEGIN or COMMIT round
+    trip) and is durable at once; the held connection leaves autocommit after it, so a write that
+    is not that one statement (a value showing a date) runs in a transaction of its own."""
+    if backend(alone) != "postgresql":
+        pytest.skip("only PostgreSQL's grouped insert runs in autocommit")
+    import psycopg
+
+    modes: list[tuple[str, bool]] = []
+    execute = psycopg.Cursor.execute
+
+    def watched(self: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
+        modes.append((str(query).split()[0], self.connection.autocommit))
+        return execute(self, query, *args, **kwargs)
+
+    monkeypatch.setattr(psycopg.Cursor, "execute", watched)
+    record = alone.records.insert("Case", {"Subject": "one"})
+    alone.records.insert("Account", {"Name": "dated"})
+    monkeypatch.undo()
+    assert modes[0] == ("WITH", True), modes
+    assert modes[1:] and all(not auto for _, auto in modes[1:]), modes
+    with alone.fresh_db.connect() as other:  # committed: another session sees the row
+        stored = sa.text('SELECT COUNT(*) FROM "Case" WHERE "Id" = :i')
+        assert other.execute(stored, {"i": record["Id"]}).scalar() == 1
 
 
 def test_a_value_showing_a_date_reads_the_clock_before_its_insert(alone: Platform) -> None:

@@ -109,9 +109,11 @@ class Dialect:
         return False
 
     def commits_alone(self, conn: Connection) -> bool:
-        """Whether a reservation on `conn` (an own connection, in no transaction yet) commits in
-        its one round trip (`autocommitted`): no BEGIN or COMMIT round trip of its own, and the
-        counter row locked only while that round trip runs. True only where `folds_line` is."""
+        """Whether one round trip on `conn` (an own connection that has sent nothing in its
+        transaction yet) may be that whole transaction and commit by itself: a reservation
+        (`autocommitted`), the group writer's numbered insert (`insert_numbered`'s `commit`). No
+        BEGIN or COMMIT round trip of its own, and the counter row locked only while that round
+        trip runs. True only where `folds_line` is."""
         return False
 
     @contextmanager
@@ -326,13 +328,17 @@ class Dialect:
         rows: Sequence[Mapping[str, Any]],
         number: Numbered,
         params: Mapping[str, Any],
+        *,
+        commit: bool = False,
     ) -> list[tuple[str, datetime]] | None:
         """INSERT `rows` (one set of fields) with `number.column` set to consecutive values of the
         len(rows) numbers reserved on `counter` by the same statement, in row order (`number.before`
         + the zero-padded value + `number.after`), and `number.created` to the clock sample stamped
         on the counter row; return each row's (value, created). None when the increment changed no
         row (the counter is missing or full): then nothing is inserted. Only where
-        `numbers_on_insert` says so."""
+        `numbers_on_insert` says so. `commit` (only where `commits_alone(conn)`, on a transaction
+        that has sent nothing yet): this is the whole transaction, and it commits in the same round
+        trip; a failure leaves nothing to commit."""
         raise NotImplementedError(f"{self.name}: no single-statement numbered insert")
 
     def insert_stamped(

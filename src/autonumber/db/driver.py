@@ -93,22 +93,16 @@ def execute(conn: Connection, sql: str, args: Any, *, many: bool = False) -> Ran
         cursor.close()
 
 
-def execute_batch(
-    conn: Connection, sql: str, args: Any, *, stop: Callable[[Ran], bool] = lambda _: False
-) -> list[Ran]:
+def execute_batch(conn: Connection, sql: str, args: Any) -> list[Ran]:
     """Run several statements sent as one text (a connection opened to take them), their results
-    in order, up to the first that `stop` accepts: what follows it is read and dropped, a failure
-    included, because the caller gives up the transaction there (it raises, and it rolls back).
-    Errors before that are raised as `execute` raises them."""
+    in order. The server stops at the first that fails; that error is raised as `execute` raises
+    it, and the caller's transaction rolls back what the statements before it did."""
     cursor = conn.connection.cursor()
     results: list[Ran] = []
     try:
         cursor.execute(sql, args)
         while True:
             results.append(_result(cursor))
-            if stop(results[-1]):
-                _drain(conn, cursor)
-                return results
             if not cursor.nextset():
                 return results
     except Exception as exc:
@@ -121,16 +115,6 @@ def execute_batch(
 def _result(cursor: Any) -> Ran:
     rows = list(cursor.fetchall()) if cursor.description else []
     return Ran(rows, cursor.rowcount, getattr(cursor, "lastrowid", None))  # psycopg has none
-
-
-def _drain(conn: Connection, cursor: Any) -> None:
-    """Read the results left on `cursor`, dropping a statement's failure (see execute_batch)."""
-    while True:
-        try:
-            if not cursor.nextset():
-                return
-        except conn.dialect.loaded_dbapi.Error:
-            return
 
 
 def execute_rows(conn: Connection, sql: str, rows: Sequence[Any]) -> None:

@@ -85,6 +85,9 @@ class MySQLDialect(Dialect):
             cursor.execute("SET time_zone = '+00:00'")
             cursor.close()
 
+        if statement_batches:
+            _no_commit_after_text(engine)
+
         @event.listens_for(engine, "reset")
         def _rollback_if_open(dbapi_connection: Any, _record: Any, state: PoolResetState) -> None:
             # The pool's own reset is a ROLLBACK round trip on every return, also after the COMMIT
@@ -303,14 +306,21 @@ class MySQLDialect(Dialect):
         rows: Sequence[Mapping[str, Any]],
         number: Numbered,
         params: Mapping[str, Any],
+        *,
+        commit: bool = False,
     ) -> list[tuple[str, datetime]] | None:
         """`UPDATE counter SET value = LAST_INSERT_ID(@next := value + n), stamp = (@stamp :=
-        <clock>) …` (the value also comes back in the OK packet), then `INSERT … VALUES (…,
-        CONCAT(before, LPAD(@next - n + i, width, '0'), after), @stamp), … RETURNING number,
-        created`: the values built from the session variables the UPDATE set, so a connection
-        that takes statement batches (the group writer's: `statement_batches`) sends both in one
-        round trip, and no row reads the counter row again. Every returned value is checked
-        against the one built here from the UPDATE's value (db/driver.py runs both)."""
+        <clock>) …` (the value also comes back in the OK packet), then `INSERT … SELECT …,
+        CONCAT(before, LPAD(@next - n + i, width, '0'), after), @stamp WHERE @next IS NOT NULL …
+        RETURNING number, created`: the values built from the session variables the UPDATE set, so
+        a connection that takes statement batches (the group writer's: `statement_batches`) sends
+        both in one round trip, and no row reads the counter row again. The text clears @next
+        first, so an UPDATE that matched no row (a missing or full counter) inserts nothing.
+        `commit`: the text holds START TRANSACTION before the UPDATE and COMMIT last, the whole
+        transaction in one round trip (SQLAlchemy's COMMIT after it is then not sent:
+        `configure_engine`); a failure stops the text before its COMMIT, and the transaction left
+        open is rolled back. Every returned value is checked against the one built here from the
+        UPDATE's value (db/driver.py runs both); with `commit` that check comes after the COMMIT."""
         bump = self._bump_into_variables(conn, counter)
         given = number.given(rows[0])
         insert = _numbered_insert(conn, table, given, number, len(rows))
@@ -318,21 +328,27 @@ class MySQLDialect(Dialect):
         args = {**named, "autonumber_before": number.before, "autonumber_after": number.after}
         for i, row in enumerate(bound_tuples(conn.dialect, table, given, rows)):
             args.update({f"r{i}_{j}": arg for j, arg in enumerate(row)})
-        if takes_batches(conn):
-            bumped, *inserted = execute_batch(
-                conn, f"{bump.sql}; {insert}", args, stop=lambda r: r.rowcount == 0
-            )
+        if commit:
+            sql = f"SET {NEXT_VARIABLE} = NULL; START TRANSACTION; {bump.sql}; {insert}; COMMIT"
+            _, _, bumped, inserted, _ = execute_batch(conn, sql, args)
+            setattr(conn.connection.dbapi_connection, TEXT_COMMITTED, True)
+        elif takes_batches(conn):
+            sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {insert}"
+            _, bumped, inserted = execute_batch(conn, sql, args)
         else:
             bumped = execute(conn, bump.sql, named)
-            inserted = [execute(conn, insert, args)] if bumped.rowcount else []
-        if not inserted or bumped.lastrowid is None:
-            return None  # the caller raises (full or missing counter): its transaction rolls back
+            if not bumped.rowcount:
+                return None
+            inserted = execute(conn, insert, args)
+        if bumped.rowcount == 0 or bumped.lastrowid is None or not inserted.rows:
+            return None  # nothing inserted (full or missing counter): the caller raises
         after = int(bumped.lastrowid)
         expected = number.values(after - len(rows), len(rows))
-        stored = [(value, to_utc(created)) for value, created in inserted[0].rows]
+        stored = [(value, to_utc(created)) for value, created in inserted.rows]
         if [value for value, _ in stored] != expected:
             got = [value for value, _ in stored]
-            raise RuntimeError(f"{table.name}: the database built {got!r}, not {expected!r}")
+            committed = " (committed)" if commit else ""
+            raise RuntimeError(f"{table.name}: the database built {got!r}{committed}, not {expected!r}")
         return stored
 
     def atomic_increment_stamped(
@@ -505,6 +521,43 @@ def _merged(*named: tuple[Any, ...] | dict[str, Any]) -> dict[str, Any]:
     return merged
 
 
+TEXT_COMMITTED = "autonumber_text_committed"
+"""Set on a PyMySQL connection whose transaction a text of ours ended with its own COMMIT."""
+
+
+def _no_commit_after_text(engine: Engine) -> None:
+    """SQLAlchemy's COMMIT not sent after a text that ended its transaction with its own COMMIT
+    (`insert_numbered`'s `commit`): that would be a round trip that commits nothing. Skipped only
+    when the text said so (TEXT_COMMITTED) and the server's last status agrees that no transaction
+    is open; the mark is cleared by either end of the transaction. The engine's dialect is its own
+    (create_engine makes one per engine), so only the pools that run such texts are touched."""
+    dialect = engine.dialect
+    commit, rollback = dialect.do_commit, dialect.do_rollback
+
+    def do_commit(dbapi_connection: Any) -> None:
+        raw = _driver_connection(dbapi_connection)
+        if not getattr(raw, TEXT_COMMITTED, False):
+            commit(dbapi_connection)
+            return
+        setattr(raw, TEXT_COMMITTED, False)
+        if raw.server_status & SERVER_STATUS_IN_TRANS:
+            commit(dbapi_connection)
+
+    def do_rollback(dbapi_connection: Any) -> None:
+        raw = _driver_connection(dbapi_connection)
+        if getattr(raw, TEXT_COMMITTED, False):
+            setattr(raw, TEXT_COMMITTED, False)
+        rollback(dbapi_connection)
+
+    setattr(dialect, "do_commit", do_commit)  # noqa: B010 (this instance's method, not the class's)
+    setattr(dialect, "do_rollback", do_rollback)  # noqa: B010
+
+
+def _driver_connection(connection: Any) -> Any:
+    """The driver's own connection behind SQLAlchemy's pool proxy (the mark is set on it)."""
+    return getattr(connection, "dbapi_connection", connection)
+
+
 def takes_batches(conn: Connection) -> bool:
     """Whether `conn` was opened with the capability of several statements in one text (PyMySQL's
     MULTI_STATEMENTS, asked for by `statement_batches`)."""
@@ -524,22 +577,23 @@ def _multi_statements() -> int:
 def _numbered_insert(
     conn: Connection, table: sa.Table, given: tuple[str, ...], number: Numbered, rows: int
 ) -> str:
-    """`INSERT INTO t (given…, number, created) VALUES (%(r0_0)s…, CONCAT(…@next…), @stamp), …
-    RETURNING number, created` for `rows` rows (row i's own values bound as r<i>_<j>), made once
-    per table, fields and row count (a group holds at most a few)."""
+    """`INSERT INTO t (given…, number, created) SELECT %(r0_0)s…, CONCAT(…@next…), @stamp FROM
+    DUAL WHERE @next IS NOT NULL UNION ALL … RETURNING number, created` for `rows` rows (row i's
+    own values bound as r<i>_<j>), made once per table, fields and row count (a group holds at
+    most a few)."""
 
     def make() -> str:
         prep = conn.dialect.identifier_preparer
         names = ", ".join(prep.quote(name) for name in (*given, number.column, number.created))
-        rows_sql = ", ".join(
-            "("
+        rows_sql = " UNION ALL ".join(
+            "SELECT "
             + "".join(f"%(r{i}_{j})s, " for j in range(len(given)))
             + f"CONCAT(%(autonumber_before)s, LPAD({NEXT_VARIABLE} - {rows - i}, {int(number.width)}, '0'), "
-            + f"%(autonumber_after)s), {STAMP_VARIABLE})"
+            + f"%(autonumber_after)s), {STAMP_VARIABLE} FROM DUAL WHERE {NEXT_VARIABLE} IS NOT NULL"
             for i in range(rows)
         )
         returned = f"{prep.quote(number.column)}, {prep.quote(number.created)}"
-        return f"INSERT INTO {prep.format_table(table)} ({names}) VALUES {rows_sql} RETURNING {returned}"
+        return f"INSERT INTO {prep.format_table(table)} ({names}) {rows_sql} RETURNING {returned}"
 
     key = ("autonumber.mysql_numbered", given, number.column, number.width, number.created, rows)
     return kept(table, key, make)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from datetime import datetime
 from typing import Any
 
@@ -24,6 +24,10 @@ from .tables import AUTONUMBER_COLUMNS
 
 RETRYABLE = {"40001", "40P01", "55P03"}
 """Serialization failure, deadlock, lock not available."""
+
+
+TRANSACTION_IDLE = 0
+"""psycopg.pq.TransactionStatus.IDLE (psycopg is imported only where a connection needs it)."""
 
 
 class PostgreSQLDialect(Dialect):
@@ -73,7 +77,10 @@ class PostgreSQLDialect(Dialect):
         return True
 
     def commits_alone(self, conn: Connection) -> bool:
-        return True
+        """While the driver's connection has no transaction open: psycopg switches to autocommit
+        only then (a server probe may have opened one on the group writer's connection)."""
+        raw: Any = conn.connection.dbapi_connection
+        return bool(raw.info.transaction_status == TRANSACTION_IDLE)
 
     @contextmanager
     def autocommitted(self, conn: Connection) -> Iterator[None]:
@@ -99,6 +106,8 @@ class PostgreSQLDialect(Dialect):
         rows: Sequence[Mapping[str, Any]],
         number: Numbered,
         params: Mapping[str, Any],
+        *,
+        commit: bool = False,
     ) -> list[tuple[str, datetime]] | None:
         """`WITH reserved AS (UPDATE counter … RETURNING value, stamp) INSERT INTO t (…, number,
         created) SELECT v.…, before || lpad(value - n + v.ord, width, '0') || after, stamp FROM
@@ -106,7 +115,8 @@ class PostgreSQLDialect(Dialect):
         one round trip for what takes three otherwise, run on the driver's cursor (db/driver.py).
         Each given value is CAST to its column's type (text for text: a cast to VARCHAR(n) would
         cut a value the INSERT must refuse). The counter's guard keeps the values inside `width`
-        digits, so lpad never cuts one."""
+        digits, so lpad never cuts one. `commit`: run in psycopg's autocommit (`autocommitted`),
+        the statement is its own transaction — no BEGIN before it, no COMMIT after it."""
         fields = number.given(rows[0])
 
         def build() -> sa.ClauseElement:
@@ -116,7 +126,8 @@ class PostgreSQLDialect(Dialect):
         stmt = statement(table, key, build, conn.dialect)
         values = {f"r{i}_{j}": row[k] for i, row in enumerate(rows) for j, k in enumerate(fields)}
         shown = {"n_before": number.before, "n_width": number.width, "n_after": number.after}
-        ran = stmt.run(conn, {**params, **values, **shown})
+        with self.autocommitted(conn) if commit else nullcontext():
+            ran = stmt.run(conn, {**params, **values, **shown})
         got = {r[0]: (str(r[1]), to_utc(r[2])) for r in ran.rows}
         if not got:
             return None

@@ -79,11 +79,14 @@ class SQLiteDialect(Dialect):
         rows: Sequence[Mapping[str, Any]],
         number: Numbered,
         params: Mapping[str, Any],
+        *,
+        commit: bool = False,
     ) -> list[tuple[str, datetime]] | None:
         """The counter's `UPDATE … RETURNING`, then the rows' INSERT with the values built from what
         it returned, both on the driver's cursor with their SQL made once (db/driver.py). SQLite is
         in-process, so there is no round trip to save: what this saves is SQLAlchemy's execute path
-        for each statement, most of a one-row insert's CPU here."""
+        for each statement, most of a one-row insert's CPU here. Never asked to `commit`
+        (commits_alone is False here)."""
         bump = statement(counter.table, ("bump", counter), lambda: self.counter_update(counter), conn.dialect)
         got = bump.run(conn, params).rows
         if not got:

@@ -197,19 +197,39 @@ class Engine:
         return Numbered(rule.field_name, rule.format.counter_width, *sides, created="CreatedDate")
 
     def insert_numbered(
-        self, rule: Rule, conn: Connection, table: sa.Table, records: Sequence[Record], number: Numbered
+        self,
+        rule: Rule,
+        conn: Connection,
+        table: sa.Table,
+        records: Sequence[Record],
+        number: Numbered,
+        *,
+        commit: bool = False,
     ) -> list[tuple[str, datetime]]:
         """Reserve len(records) numbers and insert `records` with them, in order, in one statement
-        (`numbered_by_insert` said how); each record's value and CreatedDate as stored. The values
-        the database built are checked against the renderer's, consecutive from the first, so the
-        two can never disagree unnoticed (the transaction then rolls back)."""
-        stored = self.reserver.insert_numbered(rule, conn, table, records, number)
+        (`numbered_by_insert` said how); each record's value and CreatedDate as stored. `number` is
+        checked against the renderer before anything is sent, and the values the database built
+        after, consecutive from the first, so the two can never disagree unnoticed (the
+        transaction then rolls back; with `commit`, Dialect.insert_numbered's, it has committed and
+        the error says so)."""
+        self.check_numbered(rule, number)
+        stored = self.reserver.insert_numbered(rule, conn, table, records, number, commit=commit)
         first = stored[0][0][len(number.before) : len(stored[0][0]) - len(number.after)]
         start = int(first) if first.isdigit() else -1
         for i, (value, _) in enumerate(stored):
             if start < 0 or rule.render(start + i, SHOWS_NO_DATE, {}, "") != value:
-                raise RuntimeError(f"{rule.field_id}: the database built {value!r}, not the format's value")
+                stored_note = " (committed)" if commit else ""
+                raise RuntimeError(
+                    f"{rule.field_id}: the database built {value!r}{stored_note}, not the format's value"
+                )
         return stored
+
+    @staticmethod
+    def check_numbered(rule: Rule, number: Numbered) -> None:
+        """RuntimeError unless `number` builds the renderer's values (the first and the widest)."""
+        for n in (1, 10**number.width - 1):
+            if rule.render(n, SHOWS_NO_DATE, {}, "") != number.values(n, 1)[0]:
+                raise RuntimeError(f"{rule.field_id}: {number.values(n, 1)[0]!r} is not the format's value")
 
     def _no_clock_before_insert(self, rule: Rule) -> bool:
         """Nothing needs the reservation's clock sample before the record's INSERT, and the

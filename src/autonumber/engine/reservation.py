@@ -440,14 +440,17 @@ class Reserver:
         table: sa.Table,
         rows: Sequence[Mapping[str, Any]],
         number: Numbered,
+        *,
+        commit: bool = False,
     ) -> list[tuple[str, datetime]]:
         """Reserve len(rows) numbers of a `global` rule and insert `rows` with them, in one statement
-        in `conn`'s own transaction (Dialect.insert_numbered): each row's value and CreatedDate.
-        Not journaled: the numbers commit or roll back with their rows."""
+        in `conn`'s own transaction (Dialect.insert_numbered; `commit`: the statement is that whole
+        transaction and commits by itself): each row's value and CreatedDate. Not journaled: the
+        numbers commit or roll back with their rows."""
         params = _params(rule, "", len(rows))
 
         def insert(c: Connection) -> list[tuple[str, datetime]] | None:
-            return self.dialect.insert_numbered(c, _COUNTER, table, rows, number, params)
+            return self.dialect.insert_numbered(c, _COUNTER, table, rows, number, params, commit=commit)
 
         return self._in_writer(rule, conn, insert, len(rows))
 

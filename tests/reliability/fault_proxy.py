@@ -10,7 +10,9 @@ simple and extended query messages all carry the statement text within 16 bytes 
 
 For a deterministic test, `cut_next(where)` cuts the very next COMMIT and then takes the proxy
 *down* (every connection cut, new ones closed at once) until `up()`: the database is unreachable
-right after the COMMIT, so the client cannot ask what happened.
+right after the COMMIT, so the client cannot ask what happened. `cut_next(where, marker)` cuts the
+next message holding `marker` anywhere instead: a statement that commits by itself (psycopg's
+autocommit, a MariaDB text that ends in COMMIT).
 """
 
 from __future__ import annotations
@@ -52,6 +54,7 @@ class FaultProxy:
         self._armed = False
         self._commits = 0
         self._next: str | None = None
+        self._marker: bytes | None = None
         self._down = False
         self._lock = threading.Lock()
         self._pairs: list[_Pair] = []
@@ -66,10 +69,11 @@ class FaultProxy:
         with self._lock:
             self._armed = armed
 
-    def cut_next(self, where: str) -> None:
-        """Cut the next COMMIT `where` (BEFORE/AFTER), armed or not, then go down until `up()`."""
+    def cut_next(self, where: str, marker: bytes | None = None) -> None:
+        """Cut the next COMMIT (or the next message holding `marker`) `where` (BEFORE/AFTER),
+        armed or not, then go down until `up()`."""
         with self._lock:
-            self._next = where
+            self._next, self._marker = where, marker
 
     def up(self) -> None:
         """Accept connections again after `cut_next` took the proxy down."""
@@ -120,10 +124,15 @@ class FaultProxy:
     def _cut(self, data: bytes) -> tuple[str | None, bool]:
         """What to do with a client message: None (relay it), BEFORE or AFTER; and whether the
         proxy then goes down."""
+        with self._lock:
+            if self._next is not None and self._marker is not None and self._marker in data:
+                where, self._next = self._next, None
+                self.cuts[where] += 1
+                return where, True
         if b"COMMIT" not in data[:16].upper():
             return None, False
         with self._lock:
-            if self._next is not None:
+            if self._next is not None and self._marker is None:
                 where, self._next = self._next, None
                 self.cuts[where] += 1
                 return where, True

@@ -77,6 +77,31 @@ def test_a_cut_commit_with_the_database_gone_is_an_unknown_outcome_naming_the_id
     assert subjects(server_db_url, p).get("cut", []) == ([record_id] if where == AFTER else [])
 
 
+@pytest.mark.parametrize("where", [AFTER, BEFORE])
+def test_a_cut_insert_that_commits_by_itself_is_an_unknown_outcome_naming_the_id(
+    server_db_url: str, where: str
+) -> None:
+    """The group writer's numbered insert is one round trip that commits by itself (no
+    RecordBeforeCreate subscriber here): cut on its way to the server or on the answer's way
+    back, with the database gone after, it is CommitOutcomeUnknown naming the Id, and the record
+    is stored exactly when the server got the statement."""
+    with fault_proxy(server_db_url) as proxy:
+        p = make_platform(proxy.url(server_db_url), group_commit=True)
+        try:
+            p.records.insert("Case", {"Subject": "warm"})
+            proxy.cut_next(where, marker=b"_System_AutoNumberCounter")
+            with pytest.raises(CommitOutcomeUnknown) as caught:
+                p.records.insert("Case", {"Subject": "cut"})
+            assert proxy.cuts[where] == 1
+            proxy.up()
+            (record_id,) = caught.value.record_ids
+            assert subjects(server_db_url, p).get("cut", []) == ([record_id] if where == AFTER else [])
+            again = p.records.insert("Case", {"Subject": "after"})  # the writer goes on
+            assert p.records.get("Case", again["Id"]) == again
+        finally:
+            p.close()
+
+
 def test_over_http_the_unknown_outcome_is_503_with_the_id_to_look_up(
     proxied: tuple[Platform, FaultProxy], server_db_url: str
 ) -> None:

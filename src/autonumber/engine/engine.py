@@ -13,6 +13,7 @@ from sqlalchemy.engine import Connection
 from autonumber.catalog import Catalog, Rule
 from autonumber.db import Dialect
 from autonumber.db.base import Numbered
+from autonumber.db.driver import kept
 
 from .blocks import Blocks, Piece
 from .combining import Combiner
@@ -212,7 +213,8 @@ class Engine:
         after, consecutive from the first, so the two can never disagree unnoticed (the
         transaction then rolls back; with `commit`, Dialect.insert_numbered's, it has committed and
         the error says so)."""
-        self.check_numbered(rule, number)
+        checked = ("autonumber.numbered-checked", rule.field_id, rule.format.source, number)
+        kept(table, checked, lambda: self.check_numbered(rule, number))  # once per table and rule
         stored = self.reserver.insert_numbered(rule, conn, table, records, number, commit=commit)
         first = stored[0][0][len(number.before) : len(stored[0][0]) - len(number.after)]
         start = int(first) if first.isdigit() else -1
@@ -225,11 +227,12 @@ class Engine:
         return stored
 
     @staticmethod
-    def check_numbered(rule: Rule, number: Numbered) -> None:
+    def check_numbered(rule: Rule, number: Numbered) -> bool:
         """RuntimeError unless `number` builds the renderer's values (the first and the widest)."""
         for n in (1, 10**number.width - 1):
             if rule.render(n, SHOWS_NO_DATE, {}, "") != number.values(n, 1)[0]:
                 raise RuntimeError(f"{rule.field_id}: {number.values(n, 1)[0]!r} is not the format's value")
+        return True
 
     def _no_clock_before_insert(self, rule: Rule) -> bool:
         """Nothing needs the reservation's clock sample before the record's INSERT, and the

@@ -243,13 +243,9 @@ def test_an_insert_in_a_callers_transaction_sends_its_reservation_then_the_row(a
         assert statements == ["SET", "START", "UPDATE", "INSERT", "SELECT", "COMMIT"], seen
 
 
-def test_a_postgresql_reservation_commits_by_itself_and_leaves_its_connection_transactional(
-    alone: Platform, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    """PostgreSQL: the reservation's one statement runs in autocommit (no BEGIN or COMMIT round
-    trip); its connection goes back to the pool out of autocommit, for the next user's transaction."""
-    if backend(alone) != "postgresql":
-        pytest.skip("only PostgreSQL's reservation is one statement that commits by itself")
+def autocommit_modes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
+    """Each statement psycopg's cursors run from now on: its first word and whether the
+    connection was in autocommit (until `monkeypatch.undo()`)."""
     import psycopg
 
     modes: list[tuple[str, bool]] = []
@@ -260,6 +256,17 @@ def test_a_postgresql_reservation_commits_by_itself_and_leaves_its_connection_tr
         return execute(self, query, *args, **kwargs)
 
     monkeypatch.setattr(psycopg.Cursor, "execute", watched)
+    return modes
+
+
+def test_a_postgresql_reservation_commits_by_itself_and_leaves_its_connection_transactional(
+    alone: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL: the reservation's one statement runs in autocommit (no BEGIN or COMMIT round
+    trip); its connection goes back to the pool out of autocommit, for the next user's transaction."""
+    if backend(alone) != "postgresql":
+        pytest.skip("only PostgreSQL's reservation is one statement that commits by itself")
+    modes = autocommit_modes(monkeypatch)
     value = alone.engine.assign_one("Case.CaseNumber", {})
     monkeypatch.undo()
     assert modes == [("WITH", True)]
@@ -282,16 +289,7 @@ def test_a_postgresql_grouped_insert_commits_by_itself_and_leaves_its_connection
     is not that one statement (a value showing a date) runs in a transaction of its own."""
     if backend(alone) != "postgresql":
         pytest.skip("only PostgreSQL's grouped insert runs in autocommit")
-    import psycopg
-
-    modes: list[tuple[str, bool]] = []
-    execute = psycopg.Cursor.execute
-
-    def watched(self: psycopg.Cursor[Any], query: Any, *args: Any, **kwargs: Any) -> Any:
-        modes.append((str(query).split()[0], self.connection.autocommit))
-        return execute(self, query, *args, **kwargs)
-
-    monkeypatch.setattr(psycopg.Cursor, "execute", watched)
+    modes = autocommit_modes(monkeypatch)
     record = alone.records.insert("Case", {"Subject": "one"})
     alone.records.insert("Account", {"Name": "dated"})
     monkeypatch.undo()

@@ -259,13 +259,12 @@ def autocommit_modes(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, bool]]:
     return modes
 
 
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 def test_a_postgresql_reservation_commits_by_itself_and_leaves_its_connection_transactional(
     alone: Platform, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """PostgreSQL: the reservation's one statement runs in autocommit (no BEGIN or COMMIT round
     trip); its connection goes back to the pool out of autocommit, for the next user's transaction."""
-    if backend(alone) != "postgresql":
-        pytest.skip("only PostgreSQL's reservation is one statement that commits by itself")
     modes = autocommit_modes(monkeypatch)
     value = alone.engine.assign_one("Case.CaseNumber", {})
     monkeypatch.undo()
@@ -281,14 +280,13 @@ def test_a_postgresql_reservation_commits_by_itself_and_leaves_its_connection_tr
     assert moved > int(value)
 
 
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 def test_a_postgresql_grouped_insert_commits_by_itself_and_leaves_its_connection_transactional(
     alone: Platform, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """PostgreSQL: the group writer's one statement runs in autocommit (no BEGIN or COMMIT round
     trip) and is durable at once; the held connection leaves autocommit after it, so a write that
     is not that one statement (a value showing a date) runs in a transaction of its own."""
-    if backend(alone) != "postgresql":
-        pytest.skip("only PostgreSQL's grouped insert runs in autocommit")
     modes = autocommit_modes(monkeypatch)
     record = alone.records.insert("Case", {"Subject": "one"})
     alone.records.insert("Account", {"Name": "dated"})

@@ -151,8 +151,8 @@ class GroupCommit:
                 now = time.monotonic()
                 if landing is None or landing.rows < 2 or now - landing.at > landing.seconds:
                     return None, 0
-                group = _Group([row], led=True)
-                self._expect(group, landing.rows, landing.seconds, now)
+                group = _Group([row])
+                self._hand_flight(group, landing.rows, landing.seconds, now)
                 group.lead.set()
                 slot.waiting.append(group)
                 return group, 0
@@ -163,8 +163,9 @@ class GroupCommit:
             self._joined.notify_all()
             return group, len(group.rows) - 1
 
-    def _expect(self, group: _Group, rows: int, seconds: float, now: float) -> None:
-        """Let `group`'s leader wait for `rows` rows, a share of `seconds` at most."""
+    def _hand_flight(self, group: _Group, rows: int, seconds: float, now: float) -> None:
+        """Give `group` a flight; its leader waits for `rows` rows, a share of `seconds` at most."""
+        group.led = True
         group.expect = min(rows, self.max_group)
         group.until = now + min(MAX_GATHER, self.gather * seconds)
 
@@ -212,7 +213,6 @@ class GroupCommit:
                 if slot.flights == 0:
                     del self._slots[object_name]
             else:
-                following.led = True
-                self._expect(following, rows + len(following.rows), now - started, now)
+                self._hand_flight(following, rows + len(following.rows), now - started, now)
         if following is not None:
             following.lead.set()

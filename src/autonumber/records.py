@@ -83,6 +83,11 @@ def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
     return out
 
 
+def _record_ids(records: Sequence[Mapping[str, Any]]) -> list[str]:
+    """The Ids a CommitOutcomeUnknown names (the group writer's records: never an adopted table)."""
+    return [str(r["Id"]) for r in records]
+
+
 def _first_line(exc: BaseException) -> str:
     cause = getattr(exc, "orig", None) or exc
     lines = str(cause).strip().splitlines()
@@ -436,7 +441,7 @@ class Records:
                     raise
                 root = exc.__cause__ if isinstance(exc, DatabaseUnavailable) and exc.__cause__ else exc
                 cause = f"then {type(root).__name__}: {_first_line(root)}"
-                raise CommitOutcomeUnknown(object_name, [str(r["Id"]) for r in records], cause) from exc
+                raise CommitOutcomeUnknown(object_name, _record_ids(records), cause) from exc
 
     def _lost_races(self, exc: BaseException) -> bool:
         """`_write_own` gave up on lost races (its retry budget and window are spent)."""
@@ -570,8 +575,7 @@ class Records:
             return self.engine.insert_numbered(rule, c, table, records, number, commit=commit)
         except sa.exc.DBAPIError as exc:
             if commit and self.engine.dialect.is_unavailable(exc):
-                ids = [str(r["Id"]) for r in records]
-                raise CommitOutcomeUnknown(object_name, ids, _first_line(exc)) from exc
+                raise CommitOutcomeUnknown(object_name, _record_ids(records), _first_line(exc)) from exc
             raise
 
     def _skips_clock_read(self, rules: Sequence[Rule]) -> bool:

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .collection import collect_young, paused_collection
 from .errors import (
     AutonumberError,
     CommitOutcomeUnknown,
@@ -173,10 +174,12 @@ def run_import(
         before_commit=before_commit,
     )
     try:
-        for batch in stream:
-            summary.inserted += len(batch)
-            summary.last_line = batch.labels[-1].number
-            stored(batch)
+        with paused_collection():
+            for batch in stream:
+                summary.inserted += len(batch)
+                summary.last_line = batch.labels[-1].number
+                stored(batch)
+                collect_young()
     except (CommitOutcomeUnknown, DatabaseUnavailable) as exc:
         known = _what_is_stored(exc, summary, options, pending[0])
         if known is exc:

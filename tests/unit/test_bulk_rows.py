@@ -14,7 +14,7 @@ from sqlalchemy.dialects import sqlite
 
 from autonumber.bulk_rows import RowCheck, ordered_ids
 from autonumber.db.base import by_fields
-from autonumber.db.bulk import bound_tuples
+from autonumber.db.bulk import bound_tuples, text_datetimes
 
 TABLE = sa.Table(
     "Case",
@@ -80,3 +80,12 @@ def test_bound_tuples_apply_the_dialect_processor_once_per_repeated_value() -> N
 def test_by_fields_groups_rows_by_the_fields_they_set() -> None:
     rows = [{"a": 1}, {"a": 2, "b": 1}, {"b": 3, "a": 4}, {"a": 5}]
     assert by_fields(rows) == {("a",): [rows[0], rows[3]], ("a", "b"): [rows[1], rows[2]]}
+
+
+def test_text_datetimes_are_psycopgs_text_made_once_per_value() -> None:
+    stamp = datetime(2026, 12, 3, 17, 5, 1, 250, tzinfo=UTC)
+    rows = [("a", stamp, "x", 1), ("b", stamp, None, 2), ("c", None, "z", 3)]
+    out = text_datetimes(TABLE, ["Id", "CreatedDate", "Subject", "Count"], rows)
+    assert out == [("a", str(stamp), "x", 1), ("b", str(stamp), None, 2), ("c", None, "z", 3)]
+    assert out[0][1] is out[1][1]
+    assert text_datetimes(TABLE, ["Id", "Subject"], [("a", "x")]) == [("a", "x")]

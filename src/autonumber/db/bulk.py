@@ -5,6 +5,7 @@ as a batch's CreatedDate, converted once)."""
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
 from operator import itemgetter
 from typing import Any
 
@@ -21,6 +22,25 @@ def row_tuples(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> list
         only = fields[0]
         return [(row[only],) for row in rows]
     return list(map(itemgetter(*fields), rows))
+
+
+def text_datetimes(
+    table: sa.Table, fields: Sequence[str], tuples: list[tuple[Any, ...]]
+) -> list[tuple[Any, ...]]:
+    """`tuples` with the values of `fields`' DateTime columns as their text, made once per distinct
+    value: psycopg's text dumper of a datetime is `str()`, but it is chosen anew for each value,
+    which doubled the cost of a COPY row (a batch's CreatedDate is one value)."""
+    dated = [i for i, name in enumerate(fields) if isinstance(table.c[name].type, sa.DateTime)]
+    if not dated or not tuples:
+        return tuples
+    columns = list(zip(*tuples, strict=True))
+    for i in dated:
+        columns[i] = _processed(columns[i], _datetime_text)
+    return list(zip(*columns, strict=True))
+
+
+def _datetime_text(value: Any) -> Any:
+    return str(value) if isinstance(value, datetime) else value
 
 
 def bound_tuples(

@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.errors import LockTimeout
 
 from .base import Counter, Dialect, Numbered, by_fields, driver_code, lock_key, server_flag, to_utc
-from .bulk import row_tuples
+from .bulk import row_tuples, text_datetimes
 from .driver import statement
 from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
@@ -153,7 +153,7 @@ class PostgreSQLDialect(Dialect):
                 raw.cursor() as cursor,
                 cursor.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(name, columns)) as copy,
             ):
-                for values in row_tuples(group, fields):
+                for values in text_datetimes(table, fields, row_tuples(group, fields)):
                     copy.write_row(values)
 
     def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:

@@ -1,0 +1,70 @@
+"""The collector pause of a bulk import: off while imports run, restored to what it was when the
+last one ends, and a young collection still frees reference cycles."""
+
+from __future__ import annotations
+
+import gc
+import threading
+import weakref
+from collections.abc import Iterator
+
+import pytest
+
+from autonumber.collection import collect_young, paused_collection
+
+
+@pytest.fixture(autouse=True)
+def _enabled() -> Iterator[None]:
+    was = gc.isenabled()
+    gc.enable()
+    yield
+    if not was:
+        gc.disable()
+
+
+def test_paused_inside_and_restored_after_even_on_error() -> None:
+    with pytest.raises(RuntimeError), paused_collection():
+        assert not gc.isenabled()
+        raise RuntimeError("batch failed")
+    assert gc.isenabled()
+
+
+def test_a_collector_off_before_stays_off() -> None:
+    gc.disable()
+    with paused_collection():
+        assert not gc.isenabled()
+    assert not gc.isenabled()
+
+
+def test_nested_and_concurrent_pauses_end_with_the_last() -> None:
+    inside, release = threading.Event(), threading.Event()
+
+    def other_import() -> None:
+        with paused_collection():
+            inside.set()
+            release.wait(10)
+
+    worker = threading.Thread(target=other_import)
+    with paused_collection():
+        worker.start()
+        assert inside.wait(10)
+        with paused_collection():
+            assert not gc.isenabled()
+    assert not gc.isenabled()  # the other import still runs
+    release.set()
+    worker.join(10)
+    assert gc.isenabled()
+
+
+def test_a_young_collection_frees_cycles_made_while_paused() -> None:
+    class Node:
+        other: object
+
+    with paused_collection():
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b
+        assert gone() is not None  # a cycle: reference counting alone does not free it
+        collect_young()
+        assert gone() is None

@@ -14,6 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from . import idempotency
+from .batch_sender import BatchSender
 from .bulk_rows import RowCheck, ordered_ids
 from .catalog import Catalog, CatalogSnapshot, Rule
 from .db.base import Dialect, Numbered, by_fields, to_utc
@@ -36,7 +37,7 @@ from .errors import (
 from .events import EventBus, RecordBeforeCreate
 from .group_commit import GroupCommit
 from .ids import new_id
-from .lookups import check_lookups
+from .lookups import check_lookups, checked_lookups
 from .values import checked_value, text_problem
 
 SYSTEM_COLUMNS = ("Id", "CreatedDate")
@@ -86,6 +87,17 @@ def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
 def _record_ids(records: Sequence[Mapping[str, Any]]) -> list[str]:
     """The Ids a CommitOutcomeUnknown names (the group writer's records: never an adopted table)."""
     return [str(r["Id"]) for r in records]
+
+
+def _failing_gaps(write: Callable[[], None], held: list[Pending]) -> None:
+    """Run `write`; when the database refuses it, the held numbers' gap reason is its error (the
+    journal records it once the transaction rolls back)."""
+    try:
+        write()
+    except sa.exc.DBAPIError as exc:
+        for pending in held:
+            pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
+        raise
 
 
 def _first_line(exc: BaseException) -> str:
@@ -319,10 +331,19 @@ class Records:
         if not commit_each:
             probe: list[dict[str, Any]] = []  # the last row written: stored iff the import is
             try:
-                with self._writing(object_name, table, probe, conn) as c:
-                    for labels, records in batches:
-                        yield self._write_batch(object_name, labels, records, c, inside=False)
-                        probe[:] = records[-1:]
+                with self._writing(object_name, table, probe, conn) as c, BatchSender() as sender:
+                    sent: Batch | None = None  # written, and sent once the next batch is written
+                    ours = sender if conn is None else None  # a caller may use its conn between batches
+                    for labels, records in batches:  # read and checked while `sent` is on its way
+                        batch = self._write_batch(object_name, labels, records, c, inside=False, sender=ours)
+                        if sent is not None:
+                            probe[:] = sent.rows[-1:]
+                            yield sent
+                        sent = batch
+                    sender.settle()
+                    if sent is not None:
+                        probe[:] = sent.rows[-1:]
+                        yield sent
             except CommitOutcomeUnknown:
                 if not probe or self._landed(object_name, probe) is None:
                     raise
@@ -394,11 +415,15 @@ class Records:
         c: Connection,
         *,
         inside: bool,
+        sender: BatchSender | None = None,
     ) -> Batch:
+        """Write one batch in `c`'s transaction; with `sender`, the batch before it is settled
+        first (its error raised here) and this one's rows may still be on their way when this
+        returns (settle the sender before using `c` again)."""
         snapshot = self.catalog.current()
         self._refuse_quarantined(snapshot, object_name)
         table = snapshot.table(object_name)
-        self._write(snapshot, object_name, table, records, c, inside=inside, bulk=True)
+        self._write(snapshot, object_name, table, records, c, inside=inside, bulk=True, sender=sender)
         metrics.records_created(object_name).inc(len(records))
         return Batch(labels, records, table)
 
@@ -509,16 +534,20 @@ class Records:
         inside: bool = False,
         bulk: bool = False,
         alone: bool = False,
+        sender: BatchSender | None = None,
     ) -> None:
         """Assign the numbers, publish RecordBeforeCreate, insert the rows in `c`'s transaction;
         `inside`: the numbers are reserved in that transaction itself (the group writer);
         `bulk`: the rows go by the backend's bulk path (COPY on PostgreSQL), without RETURNING;
         `alone`: the transaction is ours and holds nothing else (the group writer's), so where its
-        whole work is one statement, that statement may commit it (`_insert_numbered`)."""
+        whole work is one statement, that statement may commit it (`_insert_numbered`);
+        `sender`: bulk rows the backend can send from another thread are sent there."""
         adopted = snapshot.is_adopted(object_name)
+        rules = _lock_order(snapshot.rules_of(object_name), inside)
+        if sender is not None and not self._leaves_alone(snapshot, object_name, rules, c):
+            sender.settle()  # this batch reads or writes on `c` before its rows: the last one first
         read = check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
-        rules = _lock_order(snapshot.rules_of(object_name), inside)
         if inside and not (adopted or bulk) and self._skips_clock_read(rules):
             number = self.engine.numbered_by_insert(rules[0], c)
             if number is not None and len(by_fields(records)) == 1:  # one INSERT … SELECT writes all
@@ -546,17 +575,35 @@ class Records:
             for record in records:
                 record["CreatedDate"] = created
         self.events.publish(RecordBeforeCreate(object_name, records, c))
-        try:
-            if adopted:
-                _insert_adopted(c, table, records)
-            elif bulk:
-                self.engine.dialect.bulk_insert(c, table, records)
-            else:
-                insert_rows(c, table, records, self.engine.dialect)
-        except sa.exc.DBAPIError as exc:
-            for pending in held:  # the gap's reason, once the transaction rolls back
-                pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
-            raise
+        dialect = self.engine.dialect
+        send = dialect.bulk_sender(c, table, records) if bulk and sender and not adopted else None
+        if sender is not None:
+            if send is not None:
+                sender.start(lambda: _failing_gaps(send, held))
+                return
+            sender.settle()
+        if adopted:
+            _failing_gaps(lambda: _insert_adopted(c, table, records), held)
+        elif bulk:
+            _failing_gaps(lambda: dialect.bulk_insert(c, table, records), held)
+        else:
+            _failing_gaps(lambda: insert_rows(c, table, records, dialect), held)
+
+    def _leaves_alone(
+        self, snapshot: CatalogSnapshot, object_name: str, rules: list[Rule], c: Connection
+    ) -> bool:
+        """Whether `_write` sends nothing on `c` before its rows: no lookup to check, no token read
+        in the caller's transaction, no gapless rule or reservation on the caller's connection, and
+        no RecordBeforeCreate handler (one may use the event's connection)."""
+        return not (
+            checked_lookups(snapshot, object_name)
+            or self.engine.reserves_on_caller(c)
+            or self.events.has_subscribers(RecordBeforeCreate)
+            or any(
+                rule.gapless or any(ref.readStrategy == "caller_txn" for ref in rule.token_refs)
+                for rule in rules
+            )
+        )
 
     def _insert_numbered(
         self,

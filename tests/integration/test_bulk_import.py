@@ -16,10 +16,12 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+import sqlalchemy as sa
 from engine_support import ReservationLog, assert_unique_contiguous
 
 from autonumber.bulk_import import Checkpoint, ImportOptions, run_import
 from autonumber.errors import RecordError
+from autonumber.events import RecordBeforeCreate
 from autonumber.jsonl import Line, read_lines
 from autonumber.records import Batch
 from autonumber.runtime import Platform
@@ -242,3 +244,30 @@ def test_an_endless_line_fails_fast(
     code, out = run_cli(argv, capsys)
     assert code == 2 and "/dev/zero:1: line longer than 4096 bytes" in out, out
     assert platform.records.count("Case") == 0
+
+
+def test_a_record_handler_sees_every_earlier_batch_stored(platform: Platform) -> None:
+    """A batch's rows may be sent while the next batch is read; a RecordBeforeCreate handler,
+    which may use the transaction, runs only once the batches before it are stored."""
+    seen: list[int] = []
+    table = platform.catalog.current().table("Case")
+
+    def count_stored(event: RecordBeforeCreate) -> None:
+        seen.append(event.conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())
+
+    platform.events.subscribe(RecordBeforeCreate, count_stored)
+    labelled = ((f"row {i}", {"Subject": f"s{i}"}) for i in range(1, 26))
+    assert [len(b) for b in platform.records.insert_stream("Case", labelled, batch_size=5)] == [5] * 5
+    assert seen == [0, 5, 10, 15, 20]
+
+
+def test_a_batch_refused_by_the_database_fails_the_import_and_stores_nothing(platform: Platform) -> None:
+    """Batch 3's numbers collide with a row written behind the engine's back: the database's
+    refusal ends the import (raised where it surfaces, even when that batch was still on its way)."""
+    table = platform.catalog.current().table("Case")
+    with platform.db.begin() as conn:
+        conn.execute(sa.insert(table).values(Id="outside", CaseNumber=f"{12:08d}"))
+    labelled = ((f"row {i}", {"Subject": f"s{i}"}) for i in range(1, 26))
+    with pytest.raises(sa.exc.IntegrityError):
+        list(platform.records.insert_stream("Case", labelled, batch_size=5))
+    assert platform.records.count("Case") == 1

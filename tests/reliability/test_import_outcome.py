@@ -243,3 +243,51 @@ def test_the_cli_says_in_one_line_what_is_stored_and_that_resume_settles_the_res
     assert resumed.value.code in (0, None), capsys.readouterr().err
     assert "resumed after line 6" in capsys.readouterr().out
     exactly_once(server_db_url, p)
+
+
+def _after_batch(p: Platform, batch: int, then: Callable[[], None]) -> None:
+    """Run `then` once batch number `batch` is written (its rows may still be on their way: no
+    RecordBeforeCreate handler, which would make each batch wait for the one before)."""
+    write_batch, seen = p.records._write_batch, [0]
+
+    def counted(*args: Any, **kwargs: Any) -> Any:
+        written = write_batch(*args, **kwargs)
+        seen[0] += 1
+        if seen[0] == batch:
+            then()
+        return written
+
+    p.records._write_batch = counted  # type: ignore[method-assign]
+
+
+@pytest.mark.parametrize("where", [AFTER, BEFORE])
+def test_a_cut_final_commit_after_rows_sent_on_their_own_thread_names_the_id(
+    proxied: tuple[Platform, FaultProxy], server_db_url: str, where: str
+) -> None:
+    """As above with no handler, so each batch's rows are sent while the next is read (PostgreSQL)."""
+    p, proxy = proxied
+    _after_batch(p, 3, lambda: proxy.cut_next(where))
+    with pytest.raises(ImportOutcomeUnknown) as caught:
+        run_import(p.records, "Case", body_lines(), ImportOptions(batch_size=3))
+    assert proxy.cuts[where] == 1
+    assert (caught.value.stored, caught.value.unknown_from, caught.value.unknown_through) == (0, 1, 9)
+    proxy.up()
+    (probe,) = caught.value.record_ids
+    if not p.records.exists("Case", probe):
+        run_import(p.records, "Case", body_lines(), ImportOptions(batch_size=3))
+    exactly_once(server_db_url, p)
+
+
+def test_rows_cut_on_their_way_store_nothing(
+    proxied: tuple[Platform, FaultProxy], server_db_url: str
+) -> None:
+    """The connection is cut while batch 2's rows are sent (on the sender's thread on PostgreSQL,
+    while batch 3 is read): DatabaseUnavailable, and nothing is stored."""
+    p, proxy = proxied
+    proxy.cut_next(BEFORE, marker=b"\tr5\n")
+    with pytest.raises(DatabaseUnavailable) as caught:
+        run_import(p.records, "Case", body_lines(), ImportOptions(batch_size=3))
+    assert proxy.cuts[BEFORE] == 1
+    assert isinstance(caught.value.__cause__, (sa.exc.DBAPIError, sa.exc.PendingRollbackError))
+    proxy.up()
+    assert subjects(server_db_url, p) == {}

@@ -410,6 +410,15 @@ class Dialect:
         for fields, group in by_fields(rows).items():
             self.bulk_insert_group(conn, table, fields, group)
 
+    def bulk_sender(
+        self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
+    ) -> Callable[[], None] | None:
+        """`bulk_insert` in two steps, for an import that reads its next batch meanwhile: the part
+        that needs the caller's thread is done now, and the call returned sends the rows from
+        another thread (it touches only `conn`'s driver connection). None where the backend has
+        no such split (here): then `bulk_insert`."""
+        return None
+
     def bulk_insert_group(
         self, conn: Connection, table: sa.Table, fields: tuple[str, ...], group: Sequence[Mapping[str, Any]]
     ) -> None:

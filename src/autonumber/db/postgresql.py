@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -137,24 +138,46 @@ class PostgreSQLDialect(Dialect):
         return pg_insert(table)
 
     def bulk_insert(self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
+        send = self.bulk_sender(conn, table, rows)
+        if send is None:
+            super().bulk_insert(conn, table, rows)
+        else:
+            send()
+
+    def bulk_sender(
+        self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
+    ) -> Callable[[], None] | None:
         """COPY … FROM STDIN on the transaction's own psycopg connection: the server's bulk path.
+        The rows are formatted now, by psycopg into memory; the call returned sends them, one COPY
+        per set of fields, and raises a refusal as SQLAlchemy's DBAPIError, as `execute` does.
         Names are quoted by psycopg's `Identifier` (they are validated API names already)."""
         import psycopg
         from psycopg import sql
+        from psycopg.copy import Copy, FileWriter
 
         raw = conn.connection.dbapi_connection
         if not isinstance(raw, psycopg.Connection) or is_cockroach(conn.engine, conn):
-            super().bulk_insert(conn, table, rows)
-            return
+            return None
         name = sql.Identifier(table.schema, table.name) if table.schema else sql.Identifier(table.name)
+        copies: list[tuple[sql.Composed, bytes]] = []
         for fields, group in by_fields(rows).items():
             columns = sql.SQL(", ").join(sql.Identifier(f) for f in fields)
-            with (
-                raw.cursor() as cursor,
-                cursor.copy(sql.SQL("COPY {} ({}) FROM STDIN").format(name, columns)) as copy,
-            ):
+            data = io.BytesIO()
+            with raw.cursor() as cursor, Copy(cursor, binary=False, writer=FileWriter(data)) as formatter:
                 for values in text_datetimes(table, fields, row_tuples(group, fields)):
-                    copy.write_row(values)
+                    formatter.write_row(values)
+            copies.append((sql.SQL("COPY {} ({}) FROM STDIN").format(name, columns), data.getvalue()))
+
+        def send() -> None:
+            for copy_in, data in copies:
+                try:
+                    with raw.cursor() as cursor, cursor.copy(copy_in) as copy:
+                        copy.write(data)
+                except psycopg.Error as exc:
+                    text = copy_in.as_string(raw)
+                    raise sa.exc.DBAPIError.instance(text, None, exc, psycopg.Error) from exc
+
+        return send
 
     def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:
         @event.listens_for(engine, "connect")

@@ -259,6 +259,10 @@ class Engine:
         """Journal the unused rest of every block this process holds as a gap."""
         self.blocks.release_all()
 
+    def reserves_on_caller(self, conn: Connection) -> bool:
+        """Whether numbers for records written in `conn`'s transaction are reserved on `conn`."""
+        return self._on_caller(conn) is not None
+
     def _on_caller(self, conn: Connection | None) -> Connection | None:
         """SQLite: reserve on the caller's connection when its transaction holds the write lock."""
         if conn is not None and self.dialect.reserve_on_caller_when_written and conn.in_transaction():

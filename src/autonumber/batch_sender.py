@@ -1,0 +1,53 @@
+"""A streamed insert's batch sent on a thread of its own while the next batch is read and checked.
+
+The server stores a batch while the import's Python reads the next one, instead of each waiting
+for the other (docs/import.md, "Speed"). Only a backend whose bulk write splits into "format
+now" and "send later" takes part (`Dialect.bulk_sender`). The send touches only the transaction's
+driver connection, and nothing else uses that connection until the send is settled: the next
+batch's write, the COMMIT and a ROLLBACK all come after `settle`, or after the context ends.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor, wait
+from types import TracebackType
+
+
+class BatchSender:
+    """One send in flight at a time, on one thread made when the first send starts."""
+
+    def __init__(self) -> None:
+        self._pool: ThreadPoolExecutor | None = None
+        self._sending: Future[None] | None = None
+
+    def start(self, send: Callable[[], None]) -> None:
+        """Run `send` on the sender's thread once the send before it is settled."""
+        self.settle()
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(1, thread_name_prefix="autonumber-batch-send")
+        self._sending = self._pool.submit(send)
+
+    def settle(self) -> None:
+        """Wait for the send in flight, if any; its error is raised here."""
+        sending, self._sending = self._sending, None
+        if sending is not None:
+            sending.result()
+
+    def __enter__(self) -> BatchSender:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
+    ) -> None:
+        """On an error, wait for the send in flight (its own error gives way) before the caller
+        rolls back; else settle it. The thread ends with the context."""
+        try:
+            if error is None:
+                self.settle()
+            elif self._sending is not None:
+                wait([self._sending])
+                self._sending = None
+        finally:
+            if self._pool is not None:
+                self._pool.shutdown(wait=True)

@@ -34,20 +34,31 @@ class BatchSender:
         if sending is not None:
             sending.result()
 
+    def settle_if_done(self) -> None:
+        """Settle a send that has already ended: a batch that failed on its way stops the import
+        before the next batch reserves its numbers."""
+        if self._sending is not None and self._sending.done():
+            self.settle()
+
     def __enter__(self) -> BatchSender:
         return self
 
     def __exit__(
         self, kind: type[BaseException] | None, error: BaseException | None, trace: TracebackType | None
     ) -> None:
-        """On an error, wait for the send in flight (its own error gives way) before the caller
-        rolls back; else settle it. The thread ends with the context."""
+        """Settle the send in flight before the caller commits or rolls back. On the caller's
+        error, the send's own error wins when it has one: it is about earlier rows, and the
+        caller's is often its consequence (a reservation that found the connection gone). An
+        interruption (Ctrl-C, a generator closed) is never replaced. The thread ends here."""
         try:
             if error is None:
                 self.settle()
             elif self._sending is not None:
-                wait([self._sending])
-                self._sending = None
+                sending, self._sending = self._sending, None
+                wait([sending])
+                failed = sending.exception()
+                if failed is not None and isinstance(error, Exception):
+                    raise failed from error
         finally:
             if self._pool is not None:
                 self._pool.shutdown(wait=True)

@@ -546,6 +546,8 @@ class Records:
         rules = _lock_order(snapshot.rules_of(object_name), inside)
         if sender is not None and not self._leaves_alone(snapshot, object_name, rules, c):
             sender.settle()  # this batch reads or writes on `c` before its rows: the last one first
+        elif sender is not None:
+            sender.settle_if_done()
         read = check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
         if inside and not (adopted or bulk) and self._skips_clock_read(rules):

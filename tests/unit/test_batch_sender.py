@@ -42,15 +42,44 @@ def test_a_failed_send_is_raised_where_the_next_starts_or_at_settle() -> None:
         sender.settle()  # nothing in flight: nothing to raise
 
 
-def test_an_error_in_the_caller_waits_for_the_send_in_flight_and_wins() -> None:
+def test_an_error_in_the_caller_waits_for_the_send_in_flight() -> None:
     done = threading.Event()
 
-    def slow_refused() -> None:
+    def slow() -> None:
         time.sleep(0.05)
         done.set()
-        raise ValueError("send failed too")
+        return
 
     with pytest.raises(KeyError), BatchSender() as sender:
-        sender.start(slow_refused)
+        sender.start(slow)
         raise KeyError("bad line")
     assert done.is_set()  # the send ended before the caller could roll back
+
+
+def test_the_send_error_wins_over_the_callers_but_never_over_an_interruption() -> None:
+    def refused() -> None:
+        raise ValueError("duplicate key in batch 2")
+
+    with pytest.raises(ValueError, match="batch 2") as caught, BatchSender() as sender:
+        sender.start(refused)
+        raise KeyError("the reservation of batch 3 found no connection")
+    assert isinstance(caught.value.__cause__, KeyError)
+    with pytest.raises(GeneratorExit), BatchSender() as sender:
+        sender.start(refused)
+        raise GeneratorExit
+
+
+def test_a_send_that_already_failed_is_raised_before_the_next_batch_reserves() -> None:
+    started = threading.Event()
+
+    def refused() -> None:
+        started.set()
+        raise ValueError("connection lost")
+
+    with BatchSender() as sender:
+        sender.start(refused)
+        assert started.wait(10)
+        time.sleep(0.01)
+        with pytest.raises(ValueError, match="connection lost"):
+            sender.settle_if_done()
+        sender.settle_if_done()  # nothing in flight

@@ -20,7 +20,7 @@ from sqlalchemy.pool import PoolResetState
 from autonumber.errors import LockTimeout
 
 from . import mysql_load
-from .base import Counter, Dialect, Numbered, forget_server_flag, server_flag, to_utc
+from .base import Counter, Dialect, Numbered, by_fields, forget_server_flag, server_flag, to_utc
 from .bulk import bound_tuples, insert_text
 from .driver import DriverStatement, execute, execute_batch, kept, statement
 from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
@@ -423,21 +423,55 @@ class MySQLDialect(Dialect):
         """LOAD DATA LOCAL from memory where `loads_local` says it may run (db/mysql_load.py: it
         fails on any skipped or changed row), else the multi-row INSERT; also when the server has
         refused LOCAL since it was probed, which it does before reading a row."""
+        load = self._load(conn, table, fields, group)
+        if load is None:
+            super().bulk_insert_group(conn, table, fields, group)
+        else:
+            load()
+
+    def bulk_sender(
+        self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
+    ) -> Callable[[], None] | None:
+        """Each set of fields' LOAD DATA text made now, the statements sent by the call returned;
+        None when a batch must take the INSERT. It only reads what the first batch probed, since
+        the batch before may still be on its way on `conn`."""
+        loads = []
+        for fields, group in by_fields(rows).items():
+            load = self._load(conn, table, fields, group)
+            if load is None:
+                return None
+            loads.append(load)
+
+        def send() -> None:
+            for load in loads:
+                load()
+
+        return send
+
+    def _load(
+        self, conn: Connection, table: sa.Table, fields: tuple[str, ...], group: Sequence[Mapping[str, Any]]
+    ) -> Callable[[], None] | None:
+        """The LOAD DATA of `group`, its text made now; None where it cannot run (`loads_local`,
+        a value it does not render exactly as the INSERT would)."""
         text = insert_text(conn, table, fields)
         if text is None or not self.loads_local(conn):
-            super().bulk_insert_group(conn, table, fields, group)
-            return
+            return None
         rows = bound_tuples(conn.dialect, table, fields, group)
         try:
-            mysql_load.load_local(conn, table, fields, rows)
-            return
+            payload = mysql_load.tsv(rows)
         except mysql_load.NotLoadable:
-            pass
-        except sa.exc.DBAPIError as exc:
-            if mysql_errno(exc) not in mysql_load.NOT_ALLOWED:
-                raise
-            forget_server_flag(conn.engine, "local_infile", False)
-        conn.exec_driver_sql(text, rows)
+            return None
+
+        def load() -> None:
+            try:
+                mysql_load.load_local(conn, table, fields, len(rows), payload)
+            except sa.exc.DBAPIError as exc:
+                if mysql_errno(exc) not in mysql_load.NOT_ALLOWED:
+                    raise
+                forget_server_flag(conn.engine, "local_infile", False)
+                conn.exec_driver_sql(text, rows)
+
+        return load
 
     def loads_local(self, conn: Connection) -> bool:
         """Whether `conn` takes the LOAD DATA path: PyMySQL with the guarded sender and the

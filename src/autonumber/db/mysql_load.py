@@ -155,15 +155,15 @@ def statement(conn: sa.Connection, table: sa.Table, fields: Sequence[str]) -> st
 
 
 def load_local(
-    conn: sa.Connection, table: sa.Table, fields: Sequence[str], rows: Sequence[tuple[Any, ...]]
+    conn: sa.Connection, table: sa.Table, fields: Sequence[str], rows: int, payload: bytes
 ) -> None:
-    """Write `rows` (bound values, in `fields` order) with one LOAD DATA in `conn`'s transaction.
+    """Write the `rows` rows of `payload` (`tsv` of their bound values, in `fields` order) with one
+    LOAD DATA in `conn`'s transaction.
 
-    Raises NotLoadable before sending anything when a value is of a type not rendered here, the
-    DBAPIError of the server's refusal (see NOT_ALLOWED) as is, and, when the server skipped or
-    changed a row (a warning, or fewer rows stored than sent), the error the INSERT would have
-    raised for it: the caller's transaction must then roll back, as it does for any error."""
-    payload = tsv(rows)
+    Raises the DBAPIError of the server's refusal (see NOT_ALLOWED) as is, and, when the server
+    skipped or changed a row (a warning, or fewer rows stored than sent), the error the INSERT
+    would have raised for it: the caller's transaction must then roll back, as it does for any
+    error."""
     sql = statement(conn, table, fields)
     raw = conn.connection.dbapi_connection
     setattr(raw, ARMED, (FILE_NAME.encode(), payload))
@@ -174,8 +174,8 @@ def load_local(
         raw._local_infile = False  # type: ignore[union-attr]
         setattr(raw, ARMED, None)
     warnings = conn.exec_driver_sql("SHOW WARNINGS").all()
-    if stored != len(rows) or warnings:
-        raise _refusal(conn, sql, table, len(rows), stored, warnings)
+    if stored != rows or warnings:
+        raise _refusal(conn, sql, table, rows, stored, warnings)
 
 
 def _refusal(

@@ -97,3 +97,39 @@ def insert_text(conn: sa.Connection, table: sa.Table, fields: Sequence[str]) -> 
     names = ", ".join(prep.quote(name) for name in fields)
     values = ", ".join([marks] * len(fields))
     return f"INSERT INTO {prep.format_table(table)} ({names}) VALUES ({values})"
+
+
+class NotDelimitable(Exception):
+    """A value a delimited-text batch does not render exactly as the driver would: take the
+    driver's own path for that batch."""
+
+
+def delimited(rows: Sequence[tuple[Any, ...]], text: Callable[[Any], str]) -> bytes:
+    """`rows` as UTF-8 text with a tab between fields and a newline after each row (LOAD DATA's
+    and COPY's text formats), built a column at a time: a column of plain text with no backslash,
+    tab, newline, carriage return or NUL goes as it is (one scan of the joined column at C speed),
+    any other value through `text` (which escapes it, or raises NotDelimitable), a repeated value
+    once."""
+    if not rows:
+        return b""
+    columns = [_delimited_column(c, text) for c in zip(*rows, strict=True)]
+    joined = "\n".join(map("\t".join, zip(*columns, strict=True)))
+    try:
+        return (joined + "\n").encode("utf-8")
+    except UnicodeEncodeError as exc:  # a lone surrogate: the driver decides what happens to it
+        raise NotDelimitable("text not encodable as UTF-8") from exc
+
+
+def _delimited_column(values: Sequence[Any], text: Callable[[Any], str]) -> Sequence[str]:
+    if set(map(type, values)) == {str}:
+        joined = "".join(values)
+        if not any(c in joined for c in ("\\", "\t", "\n", "\r", "\x00")):
+            return values
+    out: list[str] = []
+    last: Any = _UNSET
+    done = ""
+    for value in values:
+        if value is not last:
+            last, done = value, text(value)
+        out.append(done)
+    return out

@@ -21,7 +21,7 @@ from autonumber.errors import LockTimeout
 
 from . import mysql_load
 from .base import Counter, Dialect, Numbered, by_fields, forget_server_flag, server_flag, to_utc
-from .bulk import bound_tuples, insert_text
+from .bulk import NotDelimitable, bound_tuples, insert_text
 from .driver import DriverStatement, execute, execute_batch, kept, statement
 from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
@@ -459,7 +459,7 @@ class MySQLDialect(Dialect):
         rows = bound_tuples(conn.dialect, table, fields, group)
         try:
             payload = mysql_load.tsv(rows)
-        except mysql_load.NotLoadable:
+        except NotDelimitable:
             return None
 
         def load() -> None:

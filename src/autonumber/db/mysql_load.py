@@ -27,6 +27,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
+from .bulk import NotDelimitable, delimited
+
 ARMED = "_autonumber_local_batch"
 """The attribute of a PyMySQL connection that holds (file name, bytes) while `load_local` runs."""
 FILE_NAME = "autonumber-batch.tsv"
@@ -39,11 +41,6 @@ _install_lock = threading.Lock()
 _original_sender: Callable[[Any, Any], None] | None = None
 _ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\x00": "\\0"})
 _NULL = "\\N"
-_UNSET = object()
-
-
-class NotLoadable(Exception):
-    """A value this path does not render exactly as the INSERT would: use the INSERT."""
 
 
 def available() -> bool:
@@ -108,37 +105,13 @@ def _text(value: Any) -> str:
         from pymysql.converters import escape_date
 
         return str(escape_date(value))[1:-1]
-    raise NotLoadable(kind.__name__)
-
-
-def _column(values: Sequence[Any]) -> Sequence[str]:
-    """A column's fields: plain text without any of the four escaped characters as it is (checked
-    on the joined column at C speed), anything else value by value, a repeated value once."""
-    if set(map(type, values)) == {str}:
-        joined = "".join(values)
-        if "\\" not in joined and "\t" not in joined and "\n" not in joined and "\x00" not in joined:
-            return values
-    out: list[str] = []
-    last: Any = _UNSET
-    done = ""
-    for value in values:
-        if value is not last:
-            last, done = value, _text(value)
-        out.append(done)
-    return out
+    raise NotDelimitable(kind.__name__)
 
 
 def tsv(rows: Sequence[tuple[Any, ...]]) -> bytes:
     """The batch as LOAD DATA reads it with `CLAUSES`: a tab between fields, a newline after each
-    row, backslash escapes, NULL as \\N, UTF-8. Raises NotLoadable for a value of another type."""
-    if not rows:
-        return b""
-    columns = [_column(c) for c in zip(*rows, strict=True)]
-    text = "\n".join(map("\t".join, zip(*columns, strict=True)))
-    try:
-        return (text + "\n").encode("utf-8")
-    except UnicodeEncodeError as exc:  # a lone surrogate: the INSERT decides what happens to it
-        raise NotLoadable("text not encodable as UTF-8") from exc
+    row, backslash escapes, NULL as \\N, UTF-8. Raises NotDelimitable for a value of another type."""
+    return delimited(rows, _text)
 
 
 CLAUSES = (

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.errors import LockTimeout
 
 from .base import Counter, Dialect, Numbered, by_fields, driver_code, lock_key, server_flag, to_utc
-from .bulk import row_tuples, text_datetimes
+from .bulk import NotDelimitable, delimited, row_tuples, text_datetimes
 from .driver import statement
 from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
@@ -148,9 +148,10 @@ class PostgreSQLDialect(Dialect):
         self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
     ) -> Callable[[], None] | None:
         """COPY … FROM STDIN on the transaction's own psycopg connection: the server's bulk path.
-        The rows are formatted now, by psycopg into memory; the call returned sends them, one COPY
-        per set of fields, and raises a refusal as SQLAlchemy's DBAPIError, as `execute` does.
-        Names are quoted by psycopg's `Identifier` (they are validated API names already)."""
+        The rows are formatted now, into memory: text, None, integers and datetimes as
+        `delimited` text a column at a time, any other value by psycopg; the call returned sends
+        them, one COPY per set of fields, and raises a refusal as SQLAlchemy's DBAPIError, as
+        `execute` does. Names are quoted by psycopg's `Identifier` (validated API names already)."""
         import psycopg
         from psycopg import sql
         from psycopg.copy import Copy, FileWriter
@@ -159,14 +160,22 @@ class PostgreSQLDialect(Dialect):
         if not isinstance(raw, psycopg.Connection) or is_cockroach(conn.engine, conn):
             return None
         name = sql.Identifier(table.schema, table.name) if table.schema else sql.Identifier(table.name)
+        utf8 = raw.info.encoding == "utf-8"
         copies: list[tuple[sql.Composed, bytes]] = []
         for fields, group in by_fields(rows).items():
             columns = sql.SQL(", ").join(sql.Identifier(f) for f in fields)
-            data = io.BytesIO()
-            with raw.cursor() as cursor, Copy(cursor, binary=False, writer=FileWriter(data)) as formatter:
-                for values in text_datetimes(table, fields, row_tuples(group, fields)):
-                    formatter.write_row(values)
-            copies.append((sql.SQL("COPY {} ({}) FROM STDIN").format(name, columns), data.getvalue()))
+            tuples = row_tuples(group, fields)
+            try:
+                if not utf8:
+                    raise NotDelimitable(raw.info.encoding)
+                data = delimited(tuples, _copy_text)
+            except NotDelimitable:
+                out = io.BytesIO()
+                with raw.cursor() as cursor, Copy(cursor, binary=False, writer=FileWriter(out)) as formatter:
+                    for values in text_datetimes(table, fields, tuples):
+                        formatter.write_row(values)
+                data = out.getvalue()
+            copies.append((sql.SQL("COPY {} ({}) FROM STDIN").format(name, columns), data))
 
         def send() -> None:
             for copy_in, data in copies:
@@ -247,6 +256,23 @@ class PostgreSQLDialect(Dialect):
 
     def is_duplicate_key(self, exc: BaseException) -> bool:
         return bool(driver_code(exc) == "23505")
+
+
+_COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})
+
+
+def _copy_text(value: Any) -> str:
+    """One value in COPY's text format as psycopg would send it (a datetime's text is `str()`,
+    psycopg's own); NotDelimitable for NUL (never valid text here) and other types."""
+    kind = type(value)
+    if kind is str and "\x00" not in value:
+        escaped: str = value.translate(_COPY_ESCAPES)
+        return escaped
+    if value is None:
+        return "\\N"
+    if kind is int or kind is datetime:
+        return str(value)
+    raise NotDelimitable(kind.__name__)
 
 
 def is_cockroach(engine: Engine, conn: Connection | None = None) -> bool:

@@ -16,6 +16,11 @@ The peers (each in a fresh process, so its peak RSS is its own):
   and a `CaseNumber` under a UNIQUE index, the timestamp bound as text on SQLite as the import
   binds it). What those rows cost through the driver, with no checks, numbers or reservations:
   the peer ÷ floor ratio is the part of a miss the rows themselves explain.
+- server floor: the same Case-shaped rows, made before the clock starts, written by the backend's
+  bulk path (COPY text on PostgreSQL, LOAD DATA LOCAL files on MariaDB, executemany of ready
+  tuples on SQLite), 5,000 a batch, one transaction: what the server alone needs for the rows an
+  import writes, with no Python per row inside the measured time. When it is slower than the
+  executemany peer, no import into this table shape can reach the peer.
 The import itself runs the real CLI entry point in its own process (all or nothing, batches of 5,000).
 """
 
@@ -141,6 +146,66 @@ def _floor(cursor: Any, prep: Any, placeholder: str, lines: Any) -> int:
     return count
 
 
+def _server_rows(url: str, path: Path, workdir: Path) -> list[Any]:
+    """The server floor's batches, made before its clock starts: the import's Case-shaped rows
+    (Ids, timestamp, subject, number) as the backend's bulk path takes them — COPY text on
+    PostgreSQL, LOAD DATA files on MariaDB, tuples for executemany on SQLite."""
+    from datetime import UTC, datetime
+
+    from autonumber.bulk_rows import ordered_ids
+
+    backend = sa.make_url(url).get_backend_name()
+    with path.open(encoding="utf-8") as lines:
+        subjects = [json.loads(line)["Subject"] for line in lines]
+    at = datetime.now(UTC).replace(tzinfo=None).isoformat(" ")
+    batches: list[Any] = []
+    for start in range(0, len(subjects), PEER_BATCH):
+        chunk = subjects[start : start + PEER_BATCH]
+        ids = ordered_ids(len(chunk))
+        rows = [(ids[i], at, s, f"{start + i:08d}") for i, s in enumerate(chunk)]
+        if backend == "sqlite":
+            batches.append(rows)
+            continue
+        text = "".join(f"{a}\t{b}\t{c}\t{d}\n" for a, b, c, d in rows).encode()
+        if backend == "postgresql":
+            batches.append(text)
+        else:
+            file = workdir / f"server-floor-{len(batches)}.tsv"
+            file.write_bytes(text)
+            batches.append(file)
+    return batches
+
+
+def _server_floor(url: str, batches: list[Any]) -> int:
+    """The prepared batches written by the backend's bulk path in one transaction (see
+    `_server_rows`): what the server alone needs for the import's rows."""
+    engine = sa.create_engine(url, connect_args={"local_infile": True} if url.startswith("mysql") else {})
+    raw = engine.raw_connection()
+    cursor = raw.cursor()
+    names = ", ".join(
+        engine.dialect.identifier_preparer.quote(n) for n in ("Id", "CreatedDate", "Subject", "CaseNumber")
+    )
+    count = 0
+    for batch in batches:
+        if isinstance(batch, list):
+            cursor.executemany(f"INSERT INTO {FLOOR_TABLE} ({names}) VALUES (?, ?, ?, ?)", batch)
+            count += len(batch)
+        elif isinstance(batch, bytes):
+            with cursor.copy(f"COPY {FLOOR_TABLE} ({names}) FROM STDIN") as copy:
+                copy.write(batch)
+            count += batch.count(b"\n")
+        else:
+            cursor.execute(
+                f"LOAD DATA LOCAL INFILE '{batch}' INTO TABLE {FLOOR_TABLE} CHARACTER SET utf8mb4 "
+                f"FIELDS TERMINATED BY '\\t' LINES TERMINATED BY '\\n' ({names})"
+            )
+            count += cursor.rowcount
+    raw.commit()
+    raw.close()
+    engine.dispose()
+    return count
+
+
 def _import(url: str, path: Path) -> int:
     """The product's import through the CLI entry point (runs in the measuring child; its modules
     are loaded before the clock starts, as the peer's are: CLI start-up is a row of its own)."""
@@ -167,9 +232,16 @@ def measure(url: str, path: Path, how: str) -> dict[str, Any]:
         import autonumber.runtime
     if how == "floor":
         import autonumber.bulk_rows  # noqa: F401 - loaded before the clock starts
+    prepared = _server_rows(url, path, path.parent) if how == "server" else []
     began = time.perf_counter()
-    rows = _import(url, path) if how == "import" else _peer(url, path, how)
+    if how == "server":
+        rows = _server_floor(url, prepared)
+    else:
+        rows = _import(url, path) if how == "import" else _peer(url, path, how)
     seconds = time.perf_counter() - began
+    for batch in prepared:
+        if isinstance(batch, Path):
+            batch.unlink()
     rss_mb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
     return {
         "rows": rows,
@@ -195,7 +267,7 @@ def bench_backend(
 ) -> dict[str, Any]:
     """Each size: a fresh database, then the import, the executemany peer, (PostgreSQL) COPY and
     the floor; only the import for the sizes past the first `peers` (the memory-only rows)."""
-    floor_how = ["floor"] if floor else []
+    floor_how = ["floor", "server"] if floor else []
     backend = sa.make_url(url).get_backend_name()
     points = []
     for size in sizes:
@@ -213,6 +285,11 @@ def bench_backend(
         if "floor" in point:
             point["floor_vs_executemany"] = round(
                 point["executemany"]["seconds"] / point["floor"]["seconds"], 2
+            )
+        if "server" in point:
+            point["vs_server"] = round(point["server"]["seconds"] / point["import"]["seconds"], 2)
+            point["server_vs_executemany"] = round(
+                point["executemany"]["seconds"] / point["server"]["seconds"], 2
             )
         if "copy" in point:
             point["vs_copy"] = round(point["copy"]["seconds"] / point["import"]["seconds"], 2)
@@ -251,9 +328,9 @@ def markdown(docs: list[dict[str, Any]]) -> str:
         out.append(
             "| backend | rows | load (1 min, start→end) | import, s | rows/s | peak RSS | "
             "executemany peer, s | import ÷ peer speed | COPY, s | import ÷ COPY time | floor, s | "
-            "floor ÷ peer speed |"
+            "floor ÷ peer speed | server floor, s | server floor ÷ peer speed | import ÷ server floor speed |"
         )
-        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|")
+        out.append("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|")
         for backend in doc["backends"]:
             for p in backend["points"]:
                 name = NAMES.get(backend["backend"], backend["backend"])
@@ -282,6 +359,9 @@ def _cells(name: str, p: dict[str, Any]) -> list[str]:
         copy,
         secs("floor"),
         f"{p['floor_vs_executemany']:.2f}×" if "floor_vs_executemany" in p else "",
+        secs("server"),
+        f"{p['server_vs_executemany']:.2f}×" if "server_vs_executemany" in p else "",
+        f"{p['vs_server']:.2f}×" if "vs_server" in p else "",
     ]
 
 
@@ -302,7 +382,7 @@ def main() -> int:
     p.add_argument("--db", action="append", default=[])
     p.add_argument("--rows", type=int, action="append")
     p.add_argument("--quick", action="store_true")
-    p.add_argument("--measure", choices=("import", "executemany", "copy", "floor"))
+    p.add_argument("--measure", choices=("import", "executemany", "copy", "floor", "server"))
     p.add_argument("--file", type=Path)
     p.add_argument("--peers", type=int, help="run the peers for the first N sizes only (default: all)")
     p.add_argument("--docs", type=Path, nargs="+", help="write docs/performance.md from these results")

@@ -41,8 +41,10 @@ def read_lines(
 ) -> Iterator[Line]:
     """The non-blank lines of `stream` past line `after`, each decoded as UTF-8 text.
 
-    Read in blocks split at C speed; a line not ended within `max_bytes` fails as soon as the
-    bytes read so far show it, so memory holds at most a block and one bounded line."""
+    Read in blocks; the whole lines of a block are decoded and split at C speed (a block that is
+    not UTF-8, or that could hold an over-long line, is taken line by line to name the line). A
+    line not ended within `max_bytes` fails as soon as the bytes read so far show it, so memory
+    holds at most a block and one bounded line."""
     if max_bytes < 1:
         raise RecordError(f"the maximum line length must be at least 1 byte, got {max_bytes}")
     read = getattr(stream, "read1", stream.read)
@@ -54,12 +56,33 @@ def read_lines(
             if carry:
                 yield from _decoded([carry], source, number, max_bytes, after)
             return
-        pieces = (carry + block).split(b"\n") if carry else block.split(b"\n")
-        carry = pieces.pop()
+        data = carry + block if carry else block
+        cut = data.rfind(b"\n")
+        whole, carry = (b"", data) if cut < 0 else (data[:cut], data[cut + 1 :])
+        if cut >= 0:  # the block's whole lines first: the first bad line is the one named
+            yield from _decoded_block(whole, source, number, max_bytes, after)
+            number += whole.count(b"\n") + 1
         if len(carry) > max_bytes:
-            raise _too_long(source, number + len(pieces) + 1, max_bytes)
-        yield from _decoded(pieces, source, number, max_bytes, after)
-        number += len(pieces)
+            raise _too_long(source, number + 1, max_bytes)
+
+
+_BLANK = " \t\n\r\x0b\x0c"
+"""What `bytes.strip()` strips: a line of only these is blank."""
+
+
+def _decoded_block(whole: bytes, source: str, number: int, max_bytes: int, after: int) -> Iterator[Line]:
+    """Lines `number + 1`… of `whole` (lines joined by newlines), decoded in one go."""
+    try:
+        texts = whole.decode("utf-8").split("\n") if len(whole) <= max_bytes else None
+    except UnicodeDecodeError:
+        texts = None
+    if texts is None:
+        yield from _decoded(whole.split(b"\n"), source, number, max_bytes, after)
+        return
+    for text in texts:
+        number += 1
+        if number > after and text.strip(_BLANK):
+            yield Line(source, number, text.rstrip("\r"))
 
 
 def _decoded(pieces: list[bytes], source: str, number: int, max_bytes: int, after: int) -> Iterator[Line]:
@@ -107,7 +130,15 @@ def _stdlib_loads(text: str, where: object) -> Any:
 
 def rows(lines: Iterator[Line], rejected: Callable[[Line, RecordError], None] | None = None) -> Iterator[Row]:
     """`(line, object)` pairs; a line that is not a JSON object raises, or goes to `rejected`."""
+    loads, refused = orjson.loads, orjson.JSONDecodeError
     for line in lines:
+        try:  # the usual line, without parse_object's call
+            value = loads(line.text)
+        except refused:
+            value = None
+        if type(value) is dict:
+            yield line, value
+            continue
         try:
             yield line, parse_object(line.text, line)
         except RecordError as exc:

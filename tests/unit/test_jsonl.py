@@ -5,7 +5,10 @@ from __future__ import annotations
 import io
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from autonumber import jsonl
 from autonumber.errors import RecordError
 from autonumber.jsonl import read_lines, rows
 
@@ -35,3 +38,46 @@ def test_bad_lines_raise_or_go_to_the_rejected_callback() -> None:
     )
     assert [row for _, row in good] == [{"a": 1}]
     assert refused[0].startswith("f:1: expected a JSON object") and refused[1].startswith("f:3: invalid JSON")
+
+
+PIECES = st.sampled_from(
+    [b"a", b"\xc3\xa9", b"\xe2\x9c\x93", b" ", b"\t", b"\r", b"\n", b"\n", b"\xff", b"{}"]
+)
+
+
+def _reference(data: bytes, limit: int, after: int) -> list[tuple[int, str]] | str:
+    """Line by line, the obvious way: what the block reader must give (or the error it raises)."""
+    out: list[tuple[int, str]] = []
+    for number, raw in enumerate(data.split(b"\n"), 1):
+        if len(raw) > limit:
+            return f"f:{number}: line longer than {limit} bytes"
+        if number <= after or not raw.strip():
+            continue
+        try:
+            out.append((number, raw.decode("utf-8").rstrip("\r")))
+        except UnicodeDecodeError:
+            return f"f:{number}: not UTF-8"
+    return out
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    data=st.lists(PIECES, max_size=60).map(b"".join),
+    block=st.integers(1, 9),
+    limit=st.integers(1, 12),
+    after=st.integers(0, 3),
+)
+def test_the_block_reader_gives_what_reading_line_by_line_gives(
+    data: bytes, block: int, limit: int, after: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Blocks split anywhere (inside a character too), lines too long or not UTF-8 anywhere."""
+    monkeypatch.setattr(jsonl, "BLOCK_BYTES", block)
+    expected = _reference(data, limit, after)
+    try:
+        got: list[tuple[int, str]] | str = _read(data, limit, after)
+    except RecordError as exc:
+        got = str(exc)
+    if isinstance(expected, str):
+        assert isinstance(got, str) and got.startswith(expected), (got, expected)
+    else:
+        assert got == expected

@@ -44,7 +44,7 @@ SYSTEM_COLUMNS = ("Id", "CreatedDate")
 MAX_LIMIT = 10_000
 MAX_OFFSET = 1_000_000_000
 """Paging bounds every backend accepts (a larger offset is refused, not sent to the database)."""
-BATCH_SIZE = 5_000
+BATCH_SIZE = 20_000
 """Rows per batch of a streamed insert: one reservation per batch and counter, one bulk write."""
 INSIDE_UP_TO = 16
 """Largest group-commit group that reserves its numbers in the transaction writing its rows."""

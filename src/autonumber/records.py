@@ -594,10 +594,11 @@ class Records:
     def _leaves_alone(
         self, snapshot: CatalogSnapshot, object_name: str, rules: list[Rule], c: Connection
     ) -> bool:
-        """Whether `_write` sends nothing on `c` before its rows: no lookup to check, no token read
-        in the caller's transaction, no gapless rule or reservation on the caller's connection, and
+        """Whether `_write` sends nothing on `c` before its rows: a rule's reservation gives the
+        CreatedDate (with no rule the clock is read on `c`), no lookup to check, no token read in
+        the caller's transaction, no gapless rule or reservation on the caller's connection, and
         no RecordBeforeCreate handler (one may use the event's connection)."""
-        return not (
+        return bool(rules) and not (
             checked_lookups(snapshot, object_name)
             or self.engine.reserves_on_caller(c)
             or self.events.has_subscribers(RecordBeforeCreate)

@@ -271,3 +271,18 @@ def test_a_batch_refused_by_the_database_fails_the_import_and_stores_nothing(pla
     with pytest.raises(sa.exc.IntegrityError):
         list(platform.records.insert_stream("Case", labelled, batch_size=5))
     assert platform.records.count("Case") == 1
+
+
+def test_an_object_without_autonumbers_imports_in_batches_with_the_database_clock(
+    platform: Platform, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """No rule gives the batch its CreatedDate, so each batch reads the clock on the transaction's
+    connection: only once the batch before it is stored."""
+    code, out = run_cli(["object", "add", "Note__c", "--field", "Body:text(80)", "--db", db_url], capsys)
+    assert code == 0, out
+    platform.catalog.refresh()
+    labelled = ((f"row {i}", {"Body": f"b{i}"}) for i in range(1, 26))
+    assert [len(b) for b in platform.records.insert_stream("Note__c", labelled, batch_size=5)] == [5] * 5
+    stored = platform.records.list("Note__c", limit=100)
+    assert sorted(r["Body"] for r in stored) == sorted(f"b{i}" for i in range(1, 26))
+    assert all(r["CreatedDate"] for r in stored)

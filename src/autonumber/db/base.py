@@ -406,7 +406,11 @@ class Dialect:
         """Write many checked rows the fastest way this backend has, in `conn`'s transaction, with
         no RETURNING (an import knows its Ids). Here: one executemany per set of fields of a
         statement made once, with the values as tuples, which PyMySQL rewrites as multi-row INSERTs
-        and SQLite runs as one prepared statement."""
+        and SQLite runs as one prepared statement. A backend with a `bulk_sender` sends by it."""
+        send = self.bulk_sender(conn, table, rows)
+        if send is not None:
+            send()
+            return
         for fields, group in by_fields(rows).items():
             self.bulk_insert_group(conn, table, fields, group)
 

@@ -125,11 +125,4 @@ def _delimited_column(values: Sequence[Any], text: Callable[[Any], str]) -> Sequ
         joined = "".join(values)
         if not any(c in joined for c in ("\\", "\t", "\n", "\r", "\x00")):
             return values
-    out: list[str] = []
-    last: Any = _UNSET
-    done = ""
-    for value in values:
-        if value is not last:
-            last, done = value, text(value)
-        out.append(done)
-    return out
+    return _processed(values, text)

@@ -137,13 +137,6 @@ class PostgreSQLDialect(Dialect):
     def insert(self, table: sa.Table) -> Any:
         return pg_insert(table)
 
-    def bulk_insert(self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
-        send = self.bulk_sender(conn, table, rows)
-        if send is None:
-            super().bulk_insert(conn, table, rows)
-        else:
-            send()
-
     def bulk_sender(
         self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
     ) -> Callable[[], None] | None:

@@ -49,9 +49,9 @@ def _mysql(engine: sa.Engine) -> MySQLDialect:
     return dialect
 
 
-def _loads(conn: sa.Connection) -> int:
-    """LOAD DATA statements this session has run."""
-    return int(conn.exec_driver_sql("SHOW SESSION STATUS LIKE 'Com_load'").one()[1])
+def _loads(conn: sa.Connection, statement: str = "load") -> int:
+    """LOAD DATA statements (or `statement`'s: show_warnings) this session has run."""
+    return int(conn.exec_driver_sql(f"SHOW SESSION STATUS LIKE 'Com_{statement}'").one()[1])
 
 
 def _rows(n: int, subjects: list[str | None]) -> list[dict[str, Any]]:
@@ -80,9 +80,10 @@ def test_load_data_stores_every_value_as_sent(platform: Platform, engine: sa.Eng
     rows[3]["CreatedDate"] = datetime(2026, 1, 1)  # no microseconds: PyMySQL's other format
     with engine.begin() as conn:
         assert _mysql(engine).loads_local(conn), "the server has local_infile ON: LOAD DATA expected"
-        before = _loads(conn)
+        before, shown = _loads(conn), _loads(conn, "show_warnings")
         _mysql(engine).bulk_insert(conn, table, rows)
         assert _loads(conn) == before + 1, "one LOAD DATA for the batch"
+        assert _loads(conn, "show_warnings") == shown, "no SHOW WARNINGS after a reply counting none"
     with engine.connect() as conn:
         stored = _stored(conn)
     assert stored == [(r["Id"], r["CreatedDate"], r["Subject"], r["CaseNumber"]) for r in rows]

@@ -117,6 +117,14 @@ def test_every_records_command_has_help_with_an_example() -> None:
         assert "Example: autonumber records " + name in (command.help or ""), name
 
 
+def test_insert_many_batches_as_the_library_does_by_default() -> None:
+    from autonumber.records import BATCH_SIZE
+
+    group = typer.main.get_command(app).commands["records"]  # type: ignore[attr-defined]
+    (option,) = [p for p in group.commands["insert-many"].params if p.name == "batch_size"]
+    assert option.default == BATCH_SIZE
+
+
 def test_progress_is_plain_lines_when_stderr_is_not_a_terminal(
     db: str, tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -52,7 +52,7 @@ def insert_many(
     db: DbOption = DEFAULT_URL,
     batch_size: Annotated[
         int, typer.Option("--batch-size", min=1, max=1_000_000, help="Rows per batch (one reservation each).")
-    ] = 5000,
+    ] = 20_000,
     commit_every: Annotated[
         int | None,
         typer.Option(

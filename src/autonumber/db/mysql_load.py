@@ -11,7 +11,8 @@ Why it is safe to turn on (docs/import.md, "MariaDB: LOAD DATA LOCAL, fed from m
   conversion errors into warnings and skips or truncates the row. Every LOAD DATA is therefore
   followed by SHOW WARNINGS: any warning, or fewer rows stored than sent, raises the error the
   INSERT would have raised (1062 as IntegrityError, 1265 as DataError, …), and the caller's
-  transaction rolls back. Nothing is skipped silently.
+  transaction rolls back. Nothing is skipped silently. (The server's reply counts the warnings:
+  when it says none and every row was stored, SHOW WARNINGS is not sent.)
 
 It uses two private names of PyMySQL (`_send_local_file`, `Connection._local_infile`); when either
 is missing the multi-row INSERT is used (`available()`, `MySQLDialect.loads_local`).
@@ -142,10 +143,15 @@ def load_local(
     setattr(raw, ARMED, (FILE_NAME.encode(), payload))
     raw._local_infile = True  # type: ignore[union-attr]
     try:
-        stored = conn.exec_driver_sql(sql, execution_options={"no_parameters": True}).rowcount
+        result = conn.exec_driver_sql(sql, execution_options={"no_parameters": True})
     finally:
         raw._local_infile = False  # type: ignore[union-attr]
         setattr(raw, ARMED, None)
+    stored = result.rowcount
+    # the server's reply counts its warnings: SHOW WARNINGS (a round trip) only when it has some
+    # or when this PyMySQL does not say
+    if stored == rows and getattr(result.context.cursor, "warning_count", None) == 0:
+        return
     warnings = conn.exec_driver_sql("SHOW WARNINGS").all()
     if stored != rows or warnings:
         raise _refusal(conn, sql, table, rows, stored, warnings)

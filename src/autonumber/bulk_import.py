@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .collection import collect_young, paused_collection
+from .collection import collect_young, paused_collection, quick_switches
 from .errors import (
     AutonumberError,
     CommitOutcomeUnknown,
@@ -174,7 +174,7 @@ def run_import(
         before_commit=before_commit,
     )
     try:
-        with paused_collection():
+        with paused_collection(), quick_switches():
             for batch in stream:
                 summary.inserted += len(batch)
                 summary.last_line = batch.labels[-1].number

@@ -20,6 +20,7 @@ import sqlalchemy as sa
 from engine_support import ReservationLog, assert_unique_contiguous
 
 from autonumber.bulk_import import Checkpoint, ImportOptions, run_import
+from autonumber.collection import SWITCH_INTERVAL
 from autonumber.errors import RecordError
 from autonumber.events import RecordBeforeCreate
 from autonumber.jsonl import Line, read_lines
@@ -130,6 +131,27 @@ def test_errors_mode_writes_rejected_lines_and_imports_the_rest(
     assert rejected[1]["text"] == '{"CaseNumber": "9"}'
     assert sorted(_subjects(platform)) == sorted(f"s{i}" for i in range(1, 31) if i not in (4, 12, 29))
     assert_unique_contiguous(_case_numbers(platform))
+
+
+def test_an_import_pauses_the_collector_and_switches_threads_quickly_then_restores_both(
+    platform: Platform, tmp_path: Path
+) -> None:
+    import gc
+
+    file = tmp_path / "cases.jsonl"
+    _write_cases(file, 12)
+    seen: list[tuple[bool, float]] = []
+    before = sys.getswitchinterval()
+    assert gc.isenabled()
+    run_import(
+        platform.records,
+        "Case",
+        lambda after: read_lines(file.open("rb"), str(file), after=after),
+        ImportOptions(batch_size=5),
+        stored=lambda _batch: seen.append((gc.isenabled(), sys.getswitchinterval())),
+    )
+    assert seen == [(False, min(before, SWITCH_INTERVAL))] * 3
+    assert gc.isenabled() and sys.getswitchinterval() == before
 
 
 def test_resume_after_a_failure_before_and_after_a_commit(

@@ -1,16 +1,18 @@
-"""The collector pause of a bulk import: off while imports run, restored to what it was when the
-last one ends, and a young collection still frees reference cycles."""
+"""The interpreter settings of a bulk import: the collector off and threads switching every
+millisecond while imports run, each restored to what it was when the last one ends; a young
+collection still frees reference cycles."""
 
 from __future__ import annotations
 
 import gc
+import sys
 import threading
 import weakref
 from collections.abc import Iterator
 
 import pytest
 
-from autonumber.collection import collect_young, paused_collection
+from autonumber.collection import SWITCH_INTERVAL, collect_young, paused_collection, quick_switches
 
 
 @pytest.fixture(autouse=True)
@@ -68,3 +70,18 @@ def test_a_young_collection_frees_cycles_made_while_paused() -> None:
         assert gone() is not None  # a cycle: reference counting alone does not free it
         collect_young()
         assert gone() is None
+
+
+@pytest.mark.parametrize("before", [0.005, SWITCH_INTERVAL / 2])
+def test_threads_switch_quickly_while_imports_run_then_as_before(before: float) -> None:
+    was = sys.getswitchinterval()
+    sys.setswitchinterval(before)
+    try:
+        with quick_switches():
+            assert sys.getswitchinterval() == pytest.approx(min(before, SWITCH_INTERVAL))
+            with quick_switches():  # a second import at the same time
+                pass
+            assert sys.getswitchinterval() == pytest.approx(min(before, SWITCH_INTERVAL))
+        assert sys.getswitchinterval() == pytest.approx(before)
+    finally:
+        sys.setswitchinterval(was)

@@ -79,10 +79,11 @@ def _decoded_block(whole: bytes, source: str, number: int, max_bytes: int, after
     if texts is None:
         yield from _decoded(whole.split(b"\n"), source, number, max_bytes, after)
         return
+    make = tuple.__new__  # Line's own __new__ is a Python function: one call less per line
     for text in texts:
         number += 1
         if number > after and text.strip(_BLANK):
-            yield Line(source, number, text.rstrip("\r"))
+            yield make(Line, (source, number, text.rstrip("\r")))
 
 
 def _decoded(pieces: list[bytes], source: str, number: int, max_bytes: int, after: int) -> Iterator[Line]:

@@ -20,6 +20,8 @@ def _read(data: bytes, limit: int = 10, after: int = 0) -> list[tuple[int, str]]
 def test_lines_are_numbered_blank_ones_skipped_and_crlf_stripped() -> None:
     assert _read(b'{"a":1}\r\n\n  \n{"b":2}') == [(1, '{"a":1}'), (4, '{"b":2}')]
     assert _read(b"1\n2\n3\n", after=2) == [(3, "3")]
+    (line,) = read_lines(io.BytesIO(b"x\n"), "f")
+    assert type(line) is jsonl.Line and line == ("f", 1, "x") and str(line) == "f:1"
 
 
 def test_the_bound_counts_bytes_without_the_newline() -> None:

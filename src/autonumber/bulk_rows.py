@@ -5,11 +5,10 @@ the batch's record Ids made in one go, in index order (docs/import.md, "Speed").
 from __future__ import annotations
 
 import os
+import struct
 import sys
 import time
-from array import array
 from collections.abc import Callable, Mapping
-from operator import add
 from typing import Any
 
 import sqlalchemy as sa
@@ -56,13 +55,24 @@ def ordered_ids(n: int) -> list[str]:
     The Unix time in ms leads, so an import appends to the right edge of the Id index instead of
     touching a random page of it per row (a random uuid4 Id made a 1M-row import several times
     slower on every backend). After it: 12 random bits per batch, a counter from a random start
-    (the rows' order within the batch), and 32 random bits per row. Ids are unique, not secret."""
+    (the rows' order within the batch), and 32 random bits per row. Ids are unique, not secret.
+
+    The batch's 16-byte values are laid out in one buffer, column by column, and turned into hex
+    in one call: half the time of formatting each row's 128-bit integer."""
     if n >= 1 << (COUNTER_BITS - 1):
         raise ValueError(f"a batch of {n} rows is too large for one Id counter")
     ms = time.time_ns() // 1_000_000
     seed = int.from_bytes(os.urandom(6))
     rand_a, start = seed >> 36, (seed >> 7) & ((1 << (COUNTER_BITS - 1)) - 1)
-    base = (ms << 80) | (0x7 << 76) | (rand_a << 64) | (0b10 << 62) | (start << 32)
-    step = 1 << 32
-    tails = array("I", os.urandom(4 * n)) if n else array("I")
-    return [f"{value:032x}" for value in map(add, range(base, base + n * step, step), tails)]
+    head = ((ms << 16) | (0x7 << 12) | rand_a).to_bytes(8, "big")
+    first = (0b10 << COUNTER_BITS) | start
+    counters = struct.pack(f">{n}I", *range(first, first + n))
+    tails = os.urandom(4 * n)
+    values = bytearray(16 * n)
+    for k in range(8):
+        values[k::16] = head[k : k + 1] * n
+    for k in range(4):
+        values[8 + k :: 16] = counters[k::4]
+        values[12 + k :: 16] = tails[k::4]
+    text = values.hex()
+    return [text[i : i + 32] for i in range(0, 32 * n, 32)]

@@ -3,6 +3,7 @@ are ordered UUIDv7s, bound tuples match what `execute` binds."""
 
 from __future__ import annotations
 
+import time
 import uuid
 from collections.abc import Mapping
 from datetime import UTC, datetime
@@ -66,6 +67,17 @@ def test_ordered_ids_are_increasing_unique_uuid7_across_batches() -> None:
         assert len(record_id) == 32 and parsed.version == 7 and parsed.variant == uuid.RFC_4122
     with pytest.raises(ValueError, match="too large"):
         ordered_ids(1 << 29)
+
+
+def test_an_ids_fields_are_the_time_one_batch_value_a_counter_and_a_random_tail() -> None:
+    before = time.time_ns() // 1_000_000
+    values = [int(i, 16) for i in ordered_ids(3_000)]
+    after = time.time_ns() // 1_000_000
+    assert {v >> 80 for v in values} <= set(range(before, after + 1))  # one time per batch
+    assert len({(v >> 64) & 0xFFF for v in values}) == 1  # rand_a, one per batch
+    counters = [(v >> 32) & ((1 << 30) - 1) for v in values]
+    assert counters == list(range(counters[0], counters[0] + 3_000))
+    assert len({v & 0xFFFFFFFF for v in values}) > 2_900  # 32 random bits per row
 
 
 def test_bound_tuples_apply_the_dialect_processor_once_per_repeated_value() -> None:

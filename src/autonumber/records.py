@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from . import idempotency
 from .batch_sender import BatchSender
-from .bulk_rows import RowCheck, ordered_ids
+from .bulk_rows import Rejected, RowCheck, ordered_ids
 from .catalog import Catalog, CatalogSnapshot, Rule
 from .db.base import Dialect, Numbered, by_fields, to_utc
 from .db.driver import statement
@@ -48,8 +48,6 @@ BATCH_SIZE = 20_000
 """Rows per batch of a streamed insert: one reservation per batch and counter, one bulk write."""
 INSIDE_UP_TO = 16
 """Largest group-commit group that reserves its numbers in the transaction writing its rows."""
-Rejected = Callable[[Any, RecordError], None]
-"""Hears a row refused by the checks (its label and why) when the caller imports the rest."""
 
 
 @dataclass(frozen=True)
@@ -369,24 +367,17 @@ class Records:
         batch_size: int,
         rejected: Rejected | None,
     ) -> Iterator[tuple[list[Any], list[dict[str, Any]]]]:
-        labels: list[Any] = []
-        records: list[dict[str, Any]] = []
-        check = self._row_check(object_name, table)
-        for label, row in rows:
-            try:
-                record = check(row, label)
-            except RecordError as exc:
-                if rejected is None:
-                    raise
-                rejected(label, exc)
-                continue
-            labels.append(label)
-            records.append(record)
-            if len(records) >= batch_size:
+        """Batches of up to `batch_size` accepted rows, each checked against the catalog as it is
+        when its batch starts."""
+        pairs = iter(rows)
+        while True:
+            labels: list[Any] = []
+            records: list[dict[str, Any]] = []
+            self._row_check(object_name, table).fill(pairs, labels, records, batch_size, rejected)
+            if records:
                 yield labels, self._with_ids(object_name, records)
-                labels, records, check = [], [], self._row_check(object_name, table)
-        if records:
-            yield labels, self._with_ids(object_name, records)
+            if len(records) < batch_size:  # the rows ended
+                return
 
     def _row_check(self, object_name: str, table: sa.Table) -> RowCheck:
         """The row check of a batch, against the catalog as it is now."""

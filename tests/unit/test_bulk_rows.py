@@ -16,6 +16,7 @@ from sqlalchemy.dialects import sqlite
 from autonumber.bulk_rows import RowCheck, ordered_ids
 from autonumber.db.base import by_fields
 from autonumber.db.bulk import bound_tuples, text_datetimes
+from autonumber.errors import RecordError
 
 TABLE = sa.Table(
     "Case",
@@ -53,6 +54,22 @@ def test_plain_text_passes_as_a_copy_and_anything_else_goes_to_the_full_check() 
     ]:
         assert check(data, label) == {"full": True}  # type: ignore[arg-type]
     assert calls == ["long", "nul", "accent", "number", "unknown", "system", "list"]
+
+
+def test_fill_takes_rows_until_the_batch_is_full_and_leaves_refused_ones_out() -> None:
+    def full(data: Mapping[str, Any], label: Any) -> dict[str, Any]:
+        raise RecordError(f"{label}: refused")
+
+    check = RowCheck(TABLE, frozenset({"Subject"}), full)
+    pairs = iter([("1", {"Subject": "a"}), ("2", {"Subject": "toolong"}), ("3", {}), ("4", {"Subject": "b"})])
+    labels: list[Any] = []
+    records: list[dict[str, Any]] = []
+    refused: list[str] = []
+    check.fill(pairs, labels, records, 2, lambda label, exc: refused.append(str(exc)))
+    assert (labels, records, refused) == (["1", "3"], [{"Subject": "a"}, {}], ["2: refused"])
+    assert next(pairs) == ("4", {"Subject": "b"}), "the rest stays for the next batch"
+    with pytest.raises(RecordError, match=r"^2: refused$"):
+        check.fill(iter([("1", {"Subject": "a"}), ("2", {"Subject": "é"})]), [], [], 5, None)
 
 
 def test_ordered_ids_are_increasing_unique_uuid7_across_batches() -> None:

@@ -54,6 +54,7 @@ class RowCheck:
         limits, plain_keys, full = self.text_limit, self.text_keys.issuperset, self.full
         add_label, add_record = labels.append, records.append
         for label, data in pairs:
+            record = None
             if type(data) is dict and plain_keys(data):
                 for key, value in data.items():
                     if type(value) is not str or len(value) > limits[key]:
@@ -61,28 +62,19 @@ class RowCheck:
                     if not value.isascii() or "\x00" in value:
                         break
                 else:
-                    add_label(label)
-                    add_record(dict(data))
-                    if len(records) >= size:
-                        return
+                    record = dict(data)
+            if record is None:
+                try:
+                    record = full(data, label)
+                except RecordError as exc:
+                    if rejected is None:
+                        raise
+                    rejected(label, exc)
                     continue
-            try:
-                record = full(data, label)
-            except RecordError as exc:
-                if rejected is None:
-                    raise
-                rejected(label, exc)
-                continue
             add_label(label)
             add_record(record)
             if len(records) >= size:
                 return
-
-    def __call__(self, data: Mapping[str, Any], label: Any) -> dict[str, Any]:
-        """The record to write for one row (`fill` of that row alone)."""
-        records: list[dict[str, Any]] = []
-        self.fill(iter([(label, data)]), [], records, 1, None)
-        return records[0]
 
 
 def ordered_ids(n: int) -> list[str]:

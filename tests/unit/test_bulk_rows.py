@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -28,14 +28,22 @@ TABLE = sa.Table(
 )
 
 
-def _check() -> tuple[RowCheck, list[Any]]:
+def _check() -> tuple[Callable[[Any, Any], dict[str, Any]], list[Any]]:
+    """A one-row check: `RowCheck.fill` of that row alone."""
     calls: list[Any] = []
 
     def full(data: Mapping[str, Any], label: Any) -> dict[str, Any]:
         calls.append(label)
         return {"full": True}
 
-    return RowCheck(TABLE, frozenset({"Subject", "Count"}), full), calls
+    row_check = RowCheck(TABLE, frozenset({"Subject", "Count"}), full)
+
+    def one(data: Any, label: Any) -> dict[str, Any]:
+        records: list[dict[str, Any]] = []
+        row_check.fill(iter([(label, data)]), [], records, 1, None)
+        return records[0]
+
+    return one, calls
 
 
 def test_plain_text_passes_as_a_copy_and_anything_else_goes_to_the_full_check() -> None:

@@ -17,8 +17,8 @@ The peers (each in a fresh process, so its peak RSS is its own):
   binds it). What those rows cost through the driver, with no checks, numbers or reservations:
   the peer ÷ floor ratio is the part of a miss the rows themselves explain.
 - server floor: the same Case-shaped rows, made before the clock starts, written by the backend's
-  bulk path (COPY text on PostgreSQL, LOAD DATA LOCAL files on MariaDB, executemany of ready
-  tuples on SQLite), 5,000 a batch, one transaction: what the server alone needs for the rows an
+  bulk path (COPY text on PostgreSQL, LOAD DATA LOCAL files on MariaDB, multi-row INSERTs of
+  ready values on SQLite), 5,000 a batch, one transaction: what the server alone needs for the rows an
   import writes, with no Python per row inside the measured time. When it is slower than the
   executemany peer, no import into this table shape can reach the peer.
 The import itself runs the real CLI entry point in its own process (all or nothing, its default batch size).
@@ -33,6 +33,7 @@ import resource
 import subprocess
 import sys
 import time
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -152,7 +153,7 @@ def _floor(cursor: Any, prep: Any, placeholder: str, lines: Any) -> int:
 def _server_rows(url: str, path: Path, workdir: Path) -> list[Any]:
     """The server floor's batches, made before its clock starts: the import's Case-shaped rows
     (Ids, timestamp, subject, number) as the backend's bulk path takes them — COPY text on
-    PostgreSQL, LOAD DATA files on MariaDB, tuples for executemany on SQLite."""
+    PostgreSQL, LOAD DATA files on MariaDB, tuples for multi-row INSERTs on SQLite."""
     from datetime import UTC, datetime
 
     from autonumber.bulk_rows import ordered_ids
@@ -190,8 +191,11 @@ def _server_floor(url: str, batches: list[Any]) -> int:
     )
     count = 0
     for batch in batches:
-        if isinstance(batch, list):
-            cursor.executemany(f"INSERT INTO {FLOOR_TABLE} ({names}) VALUES (?, ?, ?, ?)", batch)
+        if isinstance(batch, list):  # SQLite's bulk path: one multi-row INSERT per batch
+            values = ", ".join(["(?, ?, ?, ?)"] * len(batch))
+            cursor.execute(
+                f"INSERT INTO {FLOOR_TABLE} ({names}) VALUES {values}", list(chain.from_iterable(batch))
+            )
             count += len(batch)
         elif isinstance(batch, bytes):
             with cursor.copy(f"COPY {FLOOR_TABLE} ({names}) FROM STDIN") as copy:

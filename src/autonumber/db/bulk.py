@@ -87,16 +87,16 @@ def _processed(values: Sequence[Any], process: Callable[[Any], Any]) -> tuple[An
     return tuple(out)
 
 
-def insert_text(conn: sa.Connection, table: sa.Table, fields: Sequence[str]) -> str | None:
-    """The driver's INSERT of `fields` with positional placeholders, names quoted by the dialect;
-    None for a paramstyle without positional `?` or `%s`."""
+def insert_text(conn: sa.Connection, table: sa.Table, fields: Sequence[str], rows: int = 1) -> str | None:
+    """The driver's INSERT of `rows` rows of `fields` with positional placeholders, names quoted by
+    the dialect; None for a paramstyle without positional `?` or `%s`."""
     marks = {"qmark": "?", "format": "%s", "pyformat": "%s"}.get(conn.dialect.paramstyle)
     if marks is None:
         return None
     prep = conn.dialect.identifier_preparer
     names = ", ".join(prep.quote(name) for name in fields)
-    values = ", ".join([marks] * len(fields))
-    return f"INSERT INTO {prep.format_table(table)} ({names}) VALUES ({values})"
+    values = ", ".join([f"({', '.join([marks] * len(fields))})"] * rows)
+    return f"INSERT INTO {prep.format_table(table)} ({names}) VALUES {values}"
 
 
 class NotDelimitable(Exception):

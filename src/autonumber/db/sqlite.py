@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
+from itertools import chain
 from typing import Any
 
 import sqlalchemy as sa
@@ -13,7 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
-from .base import Counter, Dialect, Numbered, to_utc
+from .base import Counter, Dialect, Numbered, by_fields, to_utc
 from .bulk import bound_tuples, insert_text
 from .driver import execute_rows, kept, statement
 from .lease import lease_lock
@@ -21,6 +22,9 @@ from .lease import lease_lock
 BUSY_TIMEOUT_MS = 30_000
 READONLY = "autonumber_readonly"
 """Execution option: a connection that only reads begins a deferred transaction (no write lock)."""
+ROWS_PER_INSERT = 5_000
+"""A bulk write's rows per multi-row INSERT (fewer where the columns would pass SQLite's limit of
+bound variables): one call into SQLite per 5,000 rows, each run without Python's lock."""
 
 
 class SQLiteDialect(Dialect):
@@ -102,17 +106,48 @@ class SQLiteDialect(Dialect):
         execute_rows(conn, self._insert(conn, table, fields), bound_tuples(conn.dialect, table, fields, full))
         return [(v, created) for v in values]
 
+    def bulk_sender(
+        self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
+    ) -> Callable[[], None] | None:
+        """Multi-row INSERTs of `ROWS_PER_INSERT` rows, their values bound now, run by the call
+        returned. SQLite releases Python's lock while it runs a statement, so one long statement per
+        5,000 rows lets it store them while the import reads its next batch; an executemany would
+        take the lock back after every row. A refusal is raised as SQLAlchemy's DBAPIError, named
+        by the one-row INSERT (the statement run is thousands of rows long)."""
+        driver = conn.connection.driver_connection
+        if not isinstance(driver, sqlite3.Connection):
+            return None
+        inserts: list[tuple[str, list[Any], str]] = []
+        for fields, group in by_fields(rows).items():
+            values = bound_tuples(conn.dialect, table, fields, group)
+            per = max(
+                1, min(ROWS_PER_INSERT, driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(fields))
+            )
+            for start in range(0, len(values), per):
+                part = values[start : start + per]
+                text = (
+                    self._insert(conn, table, fields, per)
+                    if len(part) == per
+                    else _insert_text(conn, table, fields, len(part))
+                )
+                inserts.append((text, list(chain.from_iterable(part)), self._insert(conn, table, fields)))
+
+        def send() -> None:
+            for text, params, named in inserts:
+                try:
+                    driver.execute(text, params)
+                except sqlite3.Error as exc:
+                    raise sa.exc.DBAPIError.instance(named, None, exc, sqlite3.Error) from exc
+
+        return send
+
     @staticmethod
-    def _insert(conn: Connection, table: sa.Table, fields: tuple[str, ...]) -> str:
-        """The driver's INSERT of `fields` into `table`, made once per set of fields."""
-
-        def make() -> str:
-            text = insert_text(conn, table, fields)
-            if text is None:
-                raise RuntimeError(f"no positional parameters in paramstyle {conn.dialect.paramstyle}")
-            return text
-
-        return kept(table, ("autonumber.sqlite_insert", fields), make)
+    def _insert(conn: Connection, table: sa.Table, fields: tuple[str, ...], rows: int = 1) -> str:
+        """`_insert_text`, made once per set of fields and row count (one row, or a full
+        multi-row INSERT: a bulk write's last, shorter INSERT is made each time)."""
+        return kept(
+            table, ("autonumber.sqlite_insert", fields, rows), lambda: _insert_text(conn, table, fields, rows)
+        )
 
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         return sa.func.strftime("%Y-%m-%d %H:%M:%f", "now")
@@ -126,3 +161,11 @@ class SQLiteDialect(Dialect):
 
     def is_duplicate_key(self, exc: BaseException) -> bool:
         return "unique constraint failed" in str(getattr(exc, "orig", exc)).lower()
+
+
+def _insert_text(conn: Connection, table: sa.Table, fields: tuple[str, ...], rows: int) -> str:
+    """The driver's INSERT of `rows` rows of `fields` into `table`."""
+    text = insert_text(conn, table, fields, rows)
+    if text is None:
+        raise RuntimeError(f"no positional parameters in paramstyle {conn.dialect.paramstyle}")
+    return text

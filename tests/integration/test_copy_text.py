@@ -60,10 +60,11 @@ def test_delimited_copy_text_stores_what_psycopg_stores(
     with raw.cursor() as cursor, Copy(cursor, binary=False, writer=FileWriter(theirs)) as formatter:
         for values in tuples:
             formatter.write_row(values)
-    assert _stored(raw, "ours", delimited(tuples, _copy_text)) == _stored(raw, "theirs", theirs.getvalue())
+    columns = [list(column) for column in zip(*tuples, strict=True)]
+    assert _stored(raw, "ours", delimited(columns, _copy_text)) == _stored(raw, "theirs", theirs.getvalue())
 
 
 def test_nul_and_other_types_take_psycopgs_path() -> None:
     for value in ("a\x00b", 1.5, b"bytes", True):
         with pytest.raises(NotDelimitable):
-            delimited([(value,)], _copy_text)
+            delimited([[value]], _copy_text)

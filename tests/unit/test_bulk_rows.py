@@ -15,7 +15,7 @@ from sqlalchemy.dialects import sqlite
 
 from autonumber.bulk_rows import RowCheck, ordered_ids
 from autonumber.db.base import by_fields
-from autonumber.db.bulk import bound_tuples, text_datetimes
+from autonumber.db.bulk import bound_columns, bound_tuples, flat_rows, text_datetimes
 from autonumber.errors import RecordError
 
 TABLE = sa.Table(
@@ -112,6 +112,8 @@ def test_bound_tuples_apply_the_dialect_processor_once_per_repeated_value() -> N
     got = bound_tuples(sqlite.dialect(), TABLE, fields, group)
     assert fields == ("CreatedDate", "Id", "Subject")
     assert got == [("2026-01-02 03:04:05.000000", "a", "x"), ("2026-01-02 03:04:05.000000", "b", None)]
+    assert flat_rows(bound_columns(sqlite.dialect(), TABLE, fields, group)) == [v for row in got for v in row]
+    assert flat_rows([]) == []
 
 
 def test_by_fields_groups_rows_by_the_fields_they_set() -> None:
@@ -121,8 +123,9 @@ def test_by_fields_groups_rows_by_the_fields_they_set() -> None:
 
 def test_text_datetimes_are_psycopgs_text_made_once_per_value() -> None:
     stamp = datetime(2026, 12, 3, 17, 5, 1, 250, tzinfo=UTC)
-    rows = [("a", stamp, "x", 1), ("b", stamp, None, 2), ("c", None, "z", 3)]
-    out = text_datetimes(TABLE, ["Id", "CreatedDate", "Subject", "Count"], rows)
+    columns = [["a", "b", "c"], [stamp, stamp, None], ["x", None, "z"], [1, 2, 3]]
+    out = text_datetimes(TABLE, ["Id", "CreatedDate", "Subject", "Count"], columns)
     assert out == [("a", str(stamp), "x", 1), ("b", str(stamp), None, 2), ("c", None, "z", 3)]
     assert out[0][1] is out[1][1]
-    assert text_datetimes(TABLE, ["Id", "Subject"], [("a", "x")]) == [("a", "x")]
+    assert text_datetimes(TABLE, ["Id", "Subject"], [["a"], ["x"]]) == [("a", "x")]
+    assert text_datetimes(TABLE, ["Id", "Subject"], [[], []]) == []

@@ -1,6 +1,6 @@
-"""The rows of a bulk write as the driver takes them: tuples in a fixed column order, made at C
-speed, with SQLAlchemy's bind processing applied per column (a value repeated down a column, such
-as a batch's CreatedDate, converted once)."""
+"""The rows of a bulk write as the driver takes them: their values a column at a time (or as tuples
+in a fixed column order), made at C speed, with SQLAlchemy's bind processing applied per column (a
+value repeated down a column, such as a batch's CreatedDate, converted once)."""
 
 from __future__ import annotations
 
@@ -16,50 +16,58 @@ from .driver import kept
 _UNSET = object()
 
 
-def row_tuples(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> list[tuple[Any, ...]]:
-    """Each row's values of `fields`, in that order."""
-    if len(fields) == 1:
-        only = fields[0]
-        return [(row[only],) for row in rows]
-    return list(map(itemgetter(*fields), rows))
-
-
 def text_datetimes(
-    table: sa.Table, fields: Sequence[str], tuples: list[tuple[Any, ...]]
+    table: sa.Table, fields: Sequence[str], columns: Sequence[Sequence[Any]]
 ) -> list[tuple[Any, ...]]:
-    """`tuples` with the values of `fields`' DateTime columns as their text, made once per distinct
-    value: psycopg's text dumper of a datetime is `str()`, but it is chosen anew for each value,
-    which doubled the cost of a COPY row (a batch's CreatedDate is one value)."""
-    dated = [i for i, name in enumerate(fields) if isinstance(table.c[name].type, sa.DateTime)]
-    if not dated or not tuples:
-        return tuples
-    columns = list(zip(*tuples, strict=True))
-    for i in dated:
-        columns[i] = _processed(columns[i], _datetime_text)
-    return list(zip(*columns, strict=True))
+    """The rows of `columns` as tuples, the values of `fields`' DateTime columns as their text, made
+    once per distinct value: psycopg's text dumper of a datetime is `str()`, but it is chosen anew
+    for each value, which doubled the cost of a COPY row (a batch's CreatedDate is one value)."""
+    texts = [
+        _processed(column, _datetime_text) if isinstance(table.c[name].type, sa.DateTime) else column
+        for name, column in zip(fields, columns, strict=True)
+    ]
+    return list(zip(*texts, strict=True))
 
 
 def _datetime_text(value: Any) -> Any:
     return str(value) if isinstance(value, datetime) else value
 
 
+def row_columns(rows: Sequence[Mapping[str, Any]], fields: Sequence[str]) -> list[Sequence[Any]]:
+    """Each of `fields`' values down `rows`, a list per field (no transposition of row tuples)."""
+    return [list(map(itemgetter(name), rows)) for name in fields]
+
+
+def bound_columns(
+    dialect: sa.Dialect, table: sa.Table, fields: Sequence[str], rows: Sequence[Mapping[str, Any]]
+) -> list[Sequence[Any]]:
+    """`row_columns` with each column's bind processor of `dialect` applied (what `execute` does)."""
+    columns = row_columns(rows, fields)
+    for i, process in _processors(dialect, table, tuple(fields)):
+        columns[i] = _processed(columns[i], process)
+    return columns
+
+
 def bound_tuples(
     dialect: sa.Dialect, table: sa.Table, fields: Sequence[str], rows: Sequence[Mapping[str, Any]]
 ) -> list[tuple[Any, ...]]:
-    """`row_tuples` with each column's bind processor of `dialect` applied (what `execute` does)."""
-    processors = _processors(dialect, table, tuple(fields))
+    """`bound_columns` as a tuple per row."""
     if len(rows) == 1:  # a row alone (the group writer's one record): no column pass
         values = [rows[0][name] for name in fields]
-        for i, process in processors:
+        for i, process in _processors(dialect, table, tuple(fields)):
             values[i] = process(values[i])
         return [tuple(values)]
-    tuples = row_tuples(rows, fields)
-    if not processors or not tuples:
-        return tuples
-    columns = list(zip(*tuples, strict=True))
-    for i, process in processors:
-        columns[i] = _processed(columns[i], process)
-    return list(zip(*columns, strict=True))
+    return list(zip(*bound_columns(dialect, table, fields, rows), strict=True))
+
+
+def flat_rows(columns: Sequence[Sequence[Any]]) -> list[Any]:
+    """The rows' values one row after another (a multi-row INSERT's parameters), laid out a column
+    at a time at C speed."""
+    width = len(columns)
+    flat: list[Any] = [None] * (width * len(columns[0]) if columns else 0)
+    for i, column in enumerate(columns):
+        flat[i::width] = column
+    return flat
 
 
 def _processors(
@@ -76,7 +84,7 @@ def _processors(
     return kept(table, ("autonumber.bind_processors", dialect.name, dialect.driver, fields), make)
 
 
-def _processed(values: Sequence[Any], process: Callable[[Any], Any]) -> tuple[Any, ...]:
+def _processed(values: Sequence[Any], process: Callable[[Any], Any]) -> Sequence[Any]:
     out = []
     last: Any = _UNSET
     done: Any = None
@@ -84,7 +92,7 @@ def _processed(values: Sequence[Any], process: Callable[[Any], Any]) -> tuple[An
         if value is not last:
             last, done = value, process(value)
         out.append(done)
-    return tuple(out)
+    return out
 
 
 def insert_text(conn: sa.Connection, table: sa.Table, fields: Sequence[str], rows: int = 1) -> str | None:
@@ -104,15 +112,15 @@ class NotDelimitable(Exception):
     driver's own path for that batch."""
 
 
-def delimited(rows: Sequence[tuple[Any, ...]], text: Callable[[Any], str]) -> bytes:
-    """`rows` as UTF-8 text with a tab between fields and a newline after each row (LOAD DATA's
-    and COPY's text formats), built a column at a time: a column of plain text with no backslash,
-    tab, newline, carriage return or NUL goes as it is (one scan of the joined column at C speed),
-    any other value through `text` (which escapes it, or raises NotDelimitable), a repeated value
-    once."""
-    if not rows:
+def delimited(columns: Sequence[Sequence[Any]], text: Callable[[Any], str]) -> bytes:
+    """The rows whose values `columns` hold as UTF-8 text with a tab between fields and a newline
+    after each row (LOAD DATA's and COPY's text formats), built a column at a time: a column of
+    plain text with no backslash, tab, newline, carriage return or NUL goes as it is (one scan of
+    the joined column at C speed), any other value through `text` (which escapes it, or raises
+    NotDelimitable), a repeated value once."""
+    if not columns or not columns[0]:
         return b""
-    columns = [_delimited_column(c, text) for c in zip(*rows, strict=True)]
+    columns = [_delimited_column(c, text) for c in columns]
     joined = "\n".join(map("\t".join, zip(*columns, strict=True)))
     try:
         return (joined + "\n").encode("utf-8")

@@ -21,7 +21,7 @@ from autonumber.errors import LockTimeout
 
 from . import mysql_load
 from .base import Counter, Dialect, Numbered, by_fields, forget_server_flag, server_flag, to_utc
-from .bulk import NotDelimitable, bound_tuples, insert_text
+from .bulk import NotDelimitable, bound_columns, bound_tuples, insert_text
 from .driver import DriverStatement, execute, execute_batch, kept, statement
 from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
@@ -456,20 +456,20 @@ class MySQLDialect(Dialect):
         text = insert_text(conn, table, fields)
         if text is None or not self.loads_local(conn):
             return None
-        rows = bound_tuples(conn.dialect, table, fields, group)
+        columns = bound_columns(conn.dialect, table, fields, group)
         try:
-            payload = mysql_load.tsv(rows)
+            payload = mysql_load.tsv(columns)
         except NotDelimitable:
             return None
 
         def load() -> None:
             try:
-                mysql_load.load_local(conn, table, fields, len(rows), payload)
+                mysql_load.load_local(conn, table, fields, len(group), payload)
             except sa.exc.DBAPIError as exc:
                 if mysql_errno(exc) not in mysql_load.NOT_ALLOWED:
                     raise
                 forget_server_flag(conn.engine, "local_infile", False)
-                conn.exec_driver_sql(text, rows)
+                conn.exec_driver_sql(text, list(zip(*columns, strict=True)))
 
         return load
 

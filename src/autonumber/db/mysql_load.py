@@ -109,10 +109,11 @@ def _text(value: Any) -> str:
     raise NotDelimitable(kind.__name__)
 
 
-def tsv(rows: Sequence[tuple[Any, ...]]) -> bytes:
-    """The batch as LOAD DATA reads it with `CLAUSES`: a tab between fields, a newline after each
-    row, backslash escapes, NULL as \\N, UTF-8. Raises NotDelimitable for a value of another type."""
-    return delimited(rows, _text)
+def tsv(columns: Sequence[Sequence[Any]]) -> bytes:
+    """The batch whose values `columns` hold, as LOAD DATA reads it with `CLAUSES`: a tab between
+    fields, a newline after each row, backslash escapes, NULL as \\N, UTF-8. Raises NotDelimitable
+    for a value of another type."""
+    return delimited(columns, _text)
 
 
 CLAUSES = (

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.errors import LockTimeout
 
 from .base import Counter, Dialect, Numbered, by_fields, driver_code, lock_key, server_flag, to_utc
-from .bulk import NotDelimitable, delimited, row_tuples, text_datetimes
+from .bulk import NotDelimitable, delimited, row_columns, text_datetimes
 from .driver import statement
 from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
@@ -157,15 +157,15 @@ class PostgreSQLDialect(Dialect):
         copies: list[tuple[sql.Composed, bytes]] = []
         for fields, group in by_fields(rows).items():
             columns = sql.SQL(", ").join(sql.Identifier(f) for f in fields)
-            tuples = row_tuples(group, fields)
+            values_of = row_columns(group, fields)
             try:
                 if not utf8:
                     raise NotDelimitable(raw.info.encoding)
-                data = delimited(tuples, _copy_text)
+                data = delimited(values_of, _copy_text)
             except NotDelimitable:
                 out = io.BytesIO()
                 with raw.cursor() as cursor, Copy(cursor, binary=False, writer=FileWriter(out)) as formatter:
-                    for values in text_datetimes(table, fields, tuples):
+                    for values in text_datetimes(table, fields, values_of):
                         formatter.write_row(values)
                 data = out.getvalue()
             copies.append((sql.SQL("COPY {} ({}) FROM STDIN").format(name, columns), data))

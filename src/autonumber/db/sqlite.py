@@ -6,7 +6,6 @@ import sqlite3
 from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager
 from datetime import datetime
-from itertools import chain
 from typing import Any
 
 import sqlalchemy as sa
@@ -15,7 +14,7 @@ from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
 from .base import Counter, Dialect, Numbered, by_fields, to_utc
-from .bulk import bound_tuples, insert_text
+from .bulk import bound_columns, bound_tuples, flat_rows, insert_text
 from .driver import execute_rows, kept, statement
 from .lease import lease_lock
 
@@ -119,18 +118,18 @@ class SQLiteDialect(Dialect):
             return None
         inserts: list[tuple[str, list[Any], str]] = []
         for fields, group in by_fields(rows).items():
-            values = bound_tuples(conn.dialect, table, fields, group)
-            per = max(
-                1, min(ROWS_PER_INSERT, driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // len(fields))
-            )
-            for start in range(0, len(values), per):
-                part = values[start : start + per]
+            values = flat_rows(bound_columns(conn.dialect, table, fields, group))
+            width = len(fields)
+            per = max(1, min(ROWS_PER_INSERT, driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+            for start in range(0, len(group), per):
+                count = min(per, len(group) - start)
                 text = (
                     self._insert(conn, table, fields, per)
-                    if len(part) == per
-                    else _insert_text(conn, table, fields, len(part))
+                    if count == per
+                    else _insert_text(conn, table, fields, count)
                 )
-                inserts.append((text, list(chain.from_iterable(part)), self._insert(conn, table, fields)))
+                part = values[start * width : (start + count) * width]
+                inserts.append((text, part, self._insert(conn, table, fields)))
 
         def send() -> None:
             for text, params, named in inserts:

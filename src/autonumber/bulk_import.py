@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .collection import collect_young, paused_collection, quick_switches
+from .collection import YoungCollections, paused_collection, quick_switches
 from .errors import (
     AutonumberError,
     CommitOutcomeUnknown,
@@ -173,13 +173,14 @@ def run_import(
         rejected=keep,
         before_commit=before_commit,
     )
+    collections = YoungCollections()
     try:
         with paused_collection(), quick_switches():
             for batch in stream:
                 summary.inserted += len(batch)
                 summary.last_line = batch.labels[-1].number
                 stored(batch)
-                collect_young()
+                collections.after(len(batch))
     except (CommitOutcomeUnknown, DatabaseUnavailable) as exc:
         known = _what_is_stored(exc, summary, options, pending[0])
         if known is exc:

@@ -1,10 +1,10 @@
 """Two process-wide settings of the interpreter while a bulk import runs (docs/import.md, "Speed").
 
-The garbage collector is paused, and run once per batch instead. It runs a young pass every 700
-new containers and each pass walks every live young object, so it walked each row of a 5,000-row
-batch hundreds of times: 30 % of an import's time. The rows are freed by reference counting, not
-by the collector; only reference cycles need it, and the young collection after each batch still
-frees those (the import's and other threads').
+The garbage collector is paused, and run every COLLECT_EVERY_ROWS rows instead. It runs a young
+pass every 700 new containers and each pass walks every live young object, so it walked each row
+of a 5,000-row batch hundreds of times: 30 % of an import's time. The rows are freed by reference
+counting, not by the collector; only reference cycles need it, and the young collection every
+COLLECT_EVERY_ROWS rows still frees those (the import's and other threads').
 
 Threads switch every millisecond instead of every five. The batch sender's thread needs Python's
 lock for a moment each time the server answers, while the importing thread holds it to read the
@@ -25,6 +25,10 @@ from typing import Any
 
 SWITCH_INTERVAL = 0.001
 """Seconds a thread runs before another one waiting for Python's lock gets it, during an import."""
+COLLECT_EVERY_ROWS = 100_000
+"""Rows an import writes between two young collections. Each walks the live objects of the batch in
+hand (its 20,000 line labels), about 3 ms, and a plain import makes no cycle for it to free: once
+per 20,000-row batch it was 4 % of a SQLite import's time."""
 
 
 class _Shared:
@@ -74,7 +78,7 @@ _switching = _Shared(_quicken, sys.setswitchinterval)
 
 @contextmanager
 def paused_collection() -> Iterator[None]:
-    """Automatic collection off while the block runs; call `collect_young` after each batch."""
+    """Automatic collection off while the block runs; a `YoungCollections` collects instead."""
     with _collector.held():
         yield
 
@@ -89,3 +93,18 @@ def quick_switches() -> Iterator[None]:
 def collect_young() -> None:
     """Free the reference cycles among objects made since the last collection."""
     gc.collect(1)
+
+
+class YoungCollections:
+    """`collect_young` each time `every` rows have been written since the last one."""
+
+    def __init__(self, every: int = COLLECT_EVERY_ROWS) -> None:
+        self._every = every
+        self._since = 0
+
+    def after(self, rows: int) -> None:
+        """`rows` more rows were written."""
+        self._since += rows
+        if self._since >= self._every:
+            self._since = 0
+            collect_young()

@@ -12,7 +12,13 @@ from collections.abc import Iterator
 
 import pytest
 
-from autonumber.collection import SWITCH_INTERVAL, collect_young, paused_collection, quick_switches
+from autonumber.collection import (
+    SWITCH_INTERVAL,
+    YoungCollections,
+    collect_young,
+    paused_collection,
+    quick_switches,
+)
 
 
 @pytest.fixture(autouse=True)
@@ -70,6 +76,30 @@ def test_a_young_collection_frees_cycles_made_while_paused() -> None:
         assert gone() is not None  # a cycle: reference counting alone does not free it
         collect_young()
         assert gone() is None
+
+
+def test_young_collections_run_once_every_so_many_rows() -> None:
+    class Node:
+        other: object
+
+    collections = YoungCollections(every=10)
+    with paused_collection():
+        a, b = Node(), Node()
+        a.other, b.other = b, a
+        gone = weakref.ref(a)
+        del a, b
+        collections.after(6)
+        assert gone() is not None, "6 rows of 10: no collection yet"
+        collections.after(4)
+        assert gone() is None, "10 rows: collected"
+        c, d = Node(), Node()
+        c.other, d.other = d, c
+        again = weakref.ref(c)
+        del c, d
+        collections.after(9)
+        assert again() is not None, "the count starts over after a collection"
+        collections.after(1)
+        assert again() is None
 
 
 @pytest.mark.parametrize("before", [0.005, SWITCH_INTERVAL / 2])

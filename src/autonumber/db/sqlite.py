@@ -22,8 +22,9 @@ BUSY_TIMEOUT_MS = 30_000
 READONLY = "autonumber_readonly"
 """Execution option: a connection that only reads begins a deferred transaction (no write lock)."""
 ROWS_PER_INSERT = 5_000
-"""A bulk write's rows per multi-row INSERT (fewer where the columns would pass SQLite's limit of
-bound variables): one call into SQLite per 5,000 rows, each run without Python's lock."""
+"""A bulk write's rows per multi-row INSERT (fewer where the columns would pass SQLite's limits on
+bound variables or statement length): one call into SQLite per 5,000 rows, each run without
+Python's lock."""
 
 
 class SQLiteDialect(Dialect):
@@ -120,7 +121,7 @@ class SQLiteDialect(Dialect):
         for fields, group in by_fields(rows).items():
             values = flat_rows(bound_columns(conn.dialect, table, fields, group))
             width = len(fields)
-            per = max(1, min(ROWS_PER_INSERT, driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width))
+            per = _rows_per_insert(driver, self._insert(conn, table, fields), width)
             for start in range(0, len(group), per):
                 count = min(per, len(group) - start)
                 text = (
@@ -160,6 +161,15 @@ class SQLiteDialect(Dialect):
 
     def is_duplicate_key(self, exc: BaseException) -> bool:
         return "unique constraint failed" in str(getattr(exc, "orig", exc)).lower()
+
+
+def _rows_per_insert(driver: sqlite3.Connection, one_row: str, width: int) -> int:
+    """ROWS_PER_INSERT, or fewer where the connection's limits on bound variables or on the
+    length of a statement (`one_row` is the one-row INSERT) would refuse that many."""
+    variables = driver.getlimit(sqlite3.SQLITE_LIMIT_VARIABLE_NUMBER) // width
+    head, values, row = one_row.encode().rpartition(b" VALUES ")
+    length = (driver.getlimit(sqlite3.SQLITE_LIMIT_SQL_LENGTH) - len(head + values)) // (len(row) + 2)
+    return max(1, min(ROWS_PER_INSERT, variables, length))
 
 
 def _insert_text(conn: Connection, table: sa.Table, fields: tuple[str, ...], rows: int) -> str:

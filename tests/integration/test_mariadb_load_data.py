@@ -6,7 +6,7 @@ way to the multi-row INSERT when the server's local_infile is off or refuses LOC
 from __future__ import annotations
 
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -34,13 +34,6 @@ AWKWARD = [
     "four-byte 🦄 and é",
     "trailing backslash\\",
 ]
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[sa.Engine]:
-    e = create_engine(db_url)
-    yield e
-    e.dispose()
 
 
 def _mysql(engine: sa.Engine) -> MySQLDialect:

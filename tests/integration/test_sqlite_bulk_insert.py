@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import sqlite3
 import threading
-from collections.abc import Iterator
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -15,7 +14,7 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 
-from autonumber.db import create_engine, dialect_for
+from autonumber.db import dialect_for
 from autonumber.db.sqlite import ROWS_PER_INSERT, SQLiteDialect
 from autonumber.runtime import Platform
 from support import run_cli
@@ -23,13 +22,6 @@ from support import run_cli
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
 AWKWARD = ["tab\there", "new\nline", "quote ' \" and ;", "four-byte 🦄 and é", "", None]
-
-
-@pytest.fixture
-def engine(db_url: str) -> Iterator[sa.Engine]:
-    e = create_engine(db_url)
-    yield e
-    e.dispose()
 
 
 def _sqlite(engine: sa.Engine) -> SQLiteDialect:

@@ -64,38 +64,34 @@ def test_nested_and_concurrent_pauses_end_with_the_last() -> None:
     assert gc.isenabled()
 
 
-def test_a_young_collection_frees_cycles_made_while_paused() -> None:
-    class Node:
-        other: object
+class _Node:
+    other: object
 
+
+def _cycle() -> weakref.ref[_Node]:
+    """Two objects that refer to each other and to nothing else: only a collection frees them."""
+    a, b = _Node(), _Node()
+    a.other, b.other = b, a
+    return weakref.ref(a)
+
+
+def test_a_young_collection_frees_cycles_made_while_paused() -> None:
     with paused_collection():
-        a, b = Node(), Node()
-        a.other, b.other = b, a
-        gone = weakref.ref(a)
-        del a, b
+        gone = _cycle()
         assert gone() is not None  # a cycle: reference counting alone does not free it
         collect_young()
         assert gone() is None
 
 
 def test_young_collections_run_once_every_so_many_rows() -> None:
-    class Node:
-        other: object
-
     collections = YoungCollections(every=10)
     with paused_collection():
-        a, b = Node(), Node()
-        a.other, b.other = b, a
-        gone = weakref.ref(a)
-        del a, b
+        gone = _cycle()
         collections.after(6)
         assert gone() is not None, "6 rows of 10: no collection yet"
         collections.after(4)
         assert gone() is None, "10 rows: collected"
-        c, d = Node(), Node()
-        c.other, d.other = d, c
-        again = weakref.ref(c)
-        del c, d
+        again = _cycle()
         collections.after(9)
         assert again() is not None, "the count starts over after a collection"
         collections.after(1)

@@ -109,8 +109,8 @@ class SQLiteDialect(Dialect):
     def bulk_sender(
         self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
     ) -> Callable[[], None] | None:
-        """Multi-row INSERTs of `ROWS_PER_INSERT` rows, their values bound now, run by the call
-        returned. SQLite releases Python's lock while it runs a statement, so one long statement per
+        """Multi-row INSERTs of `ROWS_PER_INSERT` rows, their parameters laid out now, run by the
+        call returned. SQLite releases Python's lock while it runs a statement, so one long statement per
         5,000 rows lets it store them while the import reads its next batch; an executemany would
         take the lock back after every row. A refusal is raised as SQLAlchemy's DBAPIError, named
         by the one-row INSERT (the statement run is thousands of rows long)."""

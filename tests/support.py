@@ -6,6 +6,7 @@ import re
 import threading
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -29,6 +30,13 @@ def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, s
         main(argv)
     out, err = capsys.readouterr()
     return int(info.value.code or 0), out + err
+
+
+def import_cases(
+    path: Path, db_url: str, capsys: pytest.CaptureFixture[str], *options: str
+) -> tuple[int, str]:
+    """`autonumber records insert-many Case --file PATH OPTIONS… --db URL`, run by `run_cli`."""
+    return run_cli(["records", "insert-many", "Case", "--file", str(path), *options, "--db", db_url], capsys)
 
 
 def bootstrap_url(url: str) -> None:

@@ -26,7 +26,7 @@ from autonumber.events import RecordBeforeCreate
 from autonumber.jsonl import Line, read_lines
 from autonumber.records import Batch
 from autonumber.runtime import Platform
-from support import run_cli
+from support import import_cases, run_cli
 
 
 def _subjects(p: Platform) -> list[str]:
@@ -95,9 +95,7 @@ def test_a_bad_line_in_the_middle_writes_nothing(
 ) -> None:
     file = tmp_path / "cases.jsonl"
     _write_cases(file, 50, {27: '{"Subject": 7}'})
-    code, out = run_cli(
-        ["records", "insert-many", "Case", "--file", str(file), "--batch-size", "10", "--db", db_url], capsys
-    )
+    code, out = import_cases(file, db_url, capsys, "--batch-size", "10")
     assert code == 2
     assert f"{file}:27: Case.Subject must be text" in out, out
     assert len(out.strip().splitlines()) == 1, "no record printed: nothing was stored"

@@ -18,7 +18,7 @@ from autonumber.db import create_engine, dialect_for, mysql_load
 from autonumber.db.base import forget_server_flag
 from autonumber.db.mysql import MySQLDialect, galera_on, local_infile_on
 from autonumber.runtime import Platform
-from support import run_cli
+from support import import_cases
 
 MARIADB = [pytest.param("mysql", id="mysql", marks=pytest.mark.mysql)]
 pytestmark = pytest.mark.parametrize("db_url", MARIADB, indirect=True)
@@ -96,21 +96,7 @@ def test_a_duplicate_number_fails_the_whole_import_and_writes_nothing(
     file = tmp_path / "cases.jsonl"
     file.write_text("".join(f'{{"Subject": "s{i}"}}\n' for i in range(1, 21)), encoding="utf-8")
 
-    code, out = run_cli(
-        [
-            "records",
-            "insert-many",
-            "Case",
-            "--file",
-            str(file),
-            "--batch-size",
-            "5",
-            "--quiet",
-            "--db",
-            db_url,
-        ],
-        capsys,
-    )
+    code, out = import_cases(file, db_url, capsys, "--batch-size", "5", "--quiet")
 
     assert code != 0, out
     assert f"Duplicate entry '{taken}'" in out, out

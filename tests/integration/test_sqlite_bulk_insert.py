@@ -17,7 +17,7 @@ import sqlalchemy as sa
 from autonumber.db import dialect_for
 from autonumber.db.sqlite import ROWS_PER_INSERT, SQLiteDialect
 from autonumber.runtime import Platform
-from support import run_cli
+from support import import_cases
 
 pytestmark = pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 
@@ -151,21 +151,7 @@ def test_an_import_writes_its_rows_on_the_sender_thread(
     file = tmp_path / "cases.jsonl"
     file.write_text("".join(f'{{"Subject": "s{i}"}}\n' for i in range(25)), encoding="utf-8")
 
-    code, out = run_cli(
-        [
-            "records",
-            "insert-many",
-            "Case",
-            "--file",
-            str(file),
-            "--batch-size",
-            "10",
-            "--quiet",
-            "--db",
-            db_url,
-        ],
-        capsys,
-    )
+    code, out = import_cases(file, db_url, capsys, "--batch-size", "10", "--quiet")
 
     assert code == 0, out
     assert len(threads) == 3 and all(t.startswith("autonumber-batch-send") for t in threads), threads

@@ -120,8 +120,8 @@ class SQLiteDialect(Dialect):
         inserts: list[tuple[str, list[Any], str]] = []
         for fields, group in by_fields(rows).items():
             values = flat_rows(bound_columns(conn.dialect, table, fields, group))
-            width = len(fields)
-            per = _rows_per_insert(driver, self._insert(conn, table, fields), width)
+            width, one_row = len(fields), self._insert(conn, table, fields)
+            per = _rows_per_insert(driver, one_row, width)
             for start in range(0, len(group), per):
                 count = min(per, len(group) - start)
                 text = (
@@ -130,7 +130,7 @@ class SQLiteDialect(Dialect):
                     else _insert_text(conn, table, fields, count)
                 )
                 part = values[start * width : (start + count) * width]
-                inserts.append((text, part, self._insert(conn, table, fields)))
+                inserts.append((text, part, one_row))
 
         def send() -> None:
             for text, params, named in inserts:

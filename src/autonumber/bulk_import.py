@@ -15,7 +15,7 @@ from __future__ import annotations
 import json
 import os
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -136,7 +136,7 @@ class Checkpoint:
 def run_import(
     records: Records,
     object_name: str,
-    lines: Callable[[int], Iterator[Line]],
+    lines: Callable[[int], Iterable[Line]],
     options: ImportOptions,
     *,
     stored: Callable[[Batch], None] = lambda _: None,

@@ -8,8 +8,10 @@ import os
 import struct
 import sys
 import time
-from collections.abc import Callable, Iterator, Mapping
-from typing import Any
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import islice
+from operator import itemgetter
+from typing import Any, Protocol, runtime_checkable
 
 import sqlalchemy as sa
 
@@ -24,12 +26,53 @@ COUNTER_BITS = 30
 """Bits of an Id's in-batch counter (the top of rand_b): a batch holds fewer than 2**29 rows."""
 
 
+@runtime_checkable
+class PairBlocks(Protocol):
+    """A source of `(label, values)` pairs that hands them over a block at a time (jsonl.RowBlocks),
+    each block's values new dicts nobody else holds: they are kept as the records, not copied."""
+
+    def blocks(self) -> Iterator[tuple[list[Any], list[Any]]]: ...
+
+
+class PairChunks:
+    """`(label, values)` pairs taken as a list of labels and a list of values: a block source's
+    blocks (the rest of one kept for the next take), any other source's pairs up to the count
+    asked for (so a slow source is never waited on for more rows than a batch needs)."""
+
+    def __init__(self, rows: Iterable[tuple[Any, Mapping[str, Any]]] | PairBlocks) -> None:
+        self._blocks = rows.blocks() if isinstance(rows, PairBlocks) else None
+        self._pairs = iter(rows) if self._blocks is None else None  # type: ignore[arg-type]
+        self._rest: tuple[list[Any], list[Any]] = ([], [])
+        self.owned = self._blocks is not None
+        """Whether the values are a block source's new dicts, kept as the records (no copy)."""
+
+    def take(self, most: int) -> tuple[list[Any], list[Any]]:
+        """Up to `most` pairs (at least one unless the source has ended)."""
+        if self._pairs is not None:
+            taken = list(islice(self._pairs, most))
+            return [label for label, _ in taken], [data for _, data in taken]
+        assert self._blocks is not None
+        labels, datas = self._rest
+        while not labels:
+            block = next(self._blocks, None)
+            if block is None:
+                return [], []
+            labels, datas = block
+        if len(labels) > most:
+            self._rest = (labels[most:], datas[most:])
+            return labels[:most], datas[:most]
+        self._rest = ([], [])
+        return labels, datas
+
+
 class RowCheck:
     """Checks the rows of one object against one catalog snapshot.
 
-    A row whose every field is an ordinary text column holding ASCII text without NUL that fits
-    (an import's usual row) is taken as it is; any other row goes to `full`, the check every
-    insert uses, which accepts it (converting its values) or raises the error naming the label."""
+    Rows whose every field is an ordinary text column holding ASCII text without NUL that fits
+    (an import's usual rows) are taken as they are, checked a column at a time for a whole chunk
+    of rows; a chunk with any other row goes row by row, and such a row to `full`, the check
+    every insert uses, which accepts it (converting its values) or raises the error naming the
+    label."""
 
     def __init__(self, table: sa.Table, writable: frozenset[str], full: FullCheck) -> None:
         self.full = full
@@ -41,19 +84,55 @@ class RowCheck:
 
     def fill(
         self,
-        pairs: Iterator[tuple[Any, Mapping[str, Any]]],
+        chunks: PairChunks,
         labels: list[Any],
         records: list[dict[str, Any]],
         size: int,
         rejected: Rejected | None,
     ) -> None:
-        """Take `(label, row)` pairs until `records` holds `size` or `pairs` ends, appending each
-        accepted row's record (without its Id, which the batch gives) and label. A refused row
-        raises, or goes to `rejected` and is left out. One loop for the batch: a call per row cost
-        as much as the check itself."""
+        """Take pairs until `records` holds `size` or the pairs end, appending each accepted row's
+        record (without its Id, which the batch gives) and label. A refused row raises, or goes
+        to `rejected` and is left out."""
+        while len(records) < size:
+            got, datas = chunks.take(size - len(records))
+            if not got:
+                return
+            if self._all_plain(datas):
+                labels += got
+                records += datas if chunks.owned else map(dict, datas)
+            else:
+                self._one_by_one(got, datas, labels, records, rejected)
+
+    def _all_plain(self, datas: list[Any]) -> bool:
+        """Whether every row is a dict of the same plain text fields, checked a column at a time
+        at C speed (one pass per check instead of a Python loop per row)."""
+        if set(map(type, datas)) != {dict}:
+            return False
+        fields = datas[0].keys()
+        if not self.text_keys.issuperset(fields) or set(map(len, datas)) != {len(fields)}:
+            return False
+        for name in fields:
+            try:
+                column = list(map(itemgetter(name), datas))
+            except KeyError:  # rows with as many fields, but other ones
+                return False
+            if set(map(type, column)) != {str} or max(map(len, column)) > self.text_limit[name]:
+                return False
+            joined = "".join(column)
+            if not joined.isascii() or "\x00" in joined:
+                return False
+        return True
+
+    def _one_by_one(
+        self,
+        got: list[Any],
+        datas: list[Any],
+        labels: list[Any],
+        records: list[dict[str, Any]],
+        rejected: Rejected | None,
+    ) -> None:
         limits, plain_keys, full = self.text_limit, self.text_keys.issuperset, self.full
-        add_label, add_record = labels.append, records.append
-        for label, data in pairs:
+        for label, data in zip(got, datas, strict=True):
             record = None
             if type(data) is dict and plain_keys(data):
                 for key, value in data.items():
@@ -71,10 +150,8 @@ class RowCheck:
                         raise
                     rejected(label, exc)
                     continue
-            add_label(label)
-            add_record(record)
-            if len(records) >= size:
-                return
+            labels.append(label)
+            records.append(record)
 
 
 def ordered_ids(n: int) -> list[str]:

@@ -15,7 +15,7 @@ from sqlalchemy.engine import Connection
 
 from . import idempotency
 from .batch_sender import BatchSender
-from .bulk_rows import Rejected, RowCheck, ordered_ids
+from .bulk_rows import PairChunks, Rejected, RowCheck, ordered_ids
 from .catalog import Catalog, CatalogSnapshot, Rule
 from .db.base import Dialect, Numbered, by_fields, to_utc
 from .db.driver import statement
@@ -369,11 +369,11 @@ class Records:
     ) -> Iterator[tuple[list[Any], list[dict[str, Any]]]]:
         """Batches of up to `batch_size` accepted rows, each checked against the catalog as it is
         when its batch starts."""
-        pairs = iter(rows)
+        chunks = PairChunks(rows)
         while True:
             labels: list[Any] = []
             records: list[dict[str, Any]] = []
-            self._row_check(object_name, table).fill(pairs, labels, records, batch_size, rejected)
+            self._row_check(object_name, table).fill(chunks, labels, records, batch_size, rejected)
             if records:
                 yield labels, self._with_ids(object_name, records)
             if len(records) < batch_size:  # the rows ended

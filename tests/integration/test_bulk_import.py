@@ -11,7 +11,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Any
 
@@ -162,7 +162,7 @@ def test_resume_after_a_failure_before_and_after_a_commit(
     options = ImportOptions(commit_every=10, checkpoint=checkpoint)
     resumed = ImportOptions(commit_every=10, checkpoint=checkpoint, resume=True)
 
-    def lines(after: int) -> Iterator[Line]:
+    def lines(after: int) -> Iterable[Line]:
         return read_lines(file.open("rb"), str(file), after=after)
 
     class Died(Exception):

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import io
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import replace
 from pathlib import Path
@@ -56,8 +56,8 @@ def cut_batch(p: Platform, proxy: FaultProxy, where: str, batch: int) -> None:
     p.events.subscribe(RecordBeforeCreate, on_create)
 
 
-def body_lines(body: bytes = BODY) -> Callable[[int], Iterator[Line]]:
-    def lines(after: int) -> Iterator[Line]:
+def body_lines(body: bytes = BODY) -> Callable[[int], Iterable[Line]]:
+    def lines(after: int) -> Iterable[Line]:
         return read_lines(io.BytesIO(body), "body", after=after)
 
     return lines

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from datetime import UTC, datetime
 from typing import Any
 
@@ -13,7 +13,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
-from autonumber.bulk_rows import RowCheck, ordered_ids
+from autonumber.bulk_rows import PairChunks, RowCheck, ordered_ids
 from autonumber.db.base import by_fields
 from autonumber.db.bulk import bound_columns, bound_tuples, flat_rows, text_datetimes
 from autonumber.errors import RecordError
@@ -40,7 +40,7 @@ def _check() -> tuple[Callable[[Any, Any], dict[str, Any]], list[Any]]:
 
     def one(data: Any, label: Any) -> dict[str, Any]:
         records: list[dict[str, Any]] = []
-        row_check.fill(iter([(label, data)]), [], records, 1, None)
+        row_check.fill(PairChunks([(label, data)]), [], records, 1, None)
         return records[0]
 
     return one, calls
@@ -73,11 +73,83 @@ def test_fill_takes_rows_until_the_batch_is_full_and_leaves_refused_ones_out() -
     labels: list[Any] = []
     records: list[dict[str, Any]] = []
     refused: list[str] = []
-    check.fill(pairs, labels, records, 2, lambda label, exc: refused.append(str(exc)))
+    check.fill(PairChunks(pairs), labels, records, 2, lambda label, exc: refused.append(str(exc)))
     assert (labels, records, refused) == (["1", "3"], [{"Subject": "a"}, {}], ["2: refused"])
     assert next(pairs) == ("4", {"Subject": "b"}), "the rest stays for the next batch"
     with pytest.raises(RecordError, match=r"^2: refused$"):
-        check.fill(iter([("1", {"Subject": "a"}), ("2", {"Subject": "é"})]), [], [], 5, None)
+        check.fill(PairChunks([("1", {"Subject": "a"}), ("2", {"Subject": "é"})]), [], [], 5, None)
+
+
+class _Blocks:
+    """A block source (as jsonl.RowBlocks), recording how many blocks were taken."""
+
+    def __init__(self, blocks: list[list[tuple[Any, Any]]]) -> None:
+        self.given = 0
+        self._blocks = blocks
+
+    def blocks(self) -> Iterator[tuple[list[Any], list[Any]]]:
+        for block in self._blocks:
+            self.given += 1
+            yield [label for label, _ in block], [data for _, data in block]
+
+
+def test_a_block_source_fills_batches_across_its_blocks_and_keeps_the_rest_of_one() -> None:
+    full_calls: list[Any] = []
+
+    def full(data: Mapping[str, Any], label: Any) -> dict[str, Any]:
+        full_calls.append(label)
+        return {"Subject": "full"}
+
+    check = RowCheck(TABLE, frozenset({"Subject", "Count"}), full)
+    rows = [(i, {"Subject": f"s{i}"}) for i in range(7)]
+    rows[5] = (5, {"Count": 5})  # not text: this chunk goes row by row, this row to the full check
+    chunks_first = rows[0][1]
+    source = _Blocks([rows[:3], [], rows[3:7]])
+    chunks = PairChunks(source)
+    batches = []
+    for _ in range(3):
+        labels: list[Any] = []
+        records: list[dict[str, Any]] = []
+        check.fill(chunks, labels, records, 4, None)
+        batches.append((labels, records))
+    assert [labels for labels, _ in batches] == [[0, 1, 2, 3], [4, 5, 6], []]
+    subjects = [r["Subject"] for r in batches[0][1] + batches[1][1]]
+    assert subjects == ["s0", "s1", "s2", "s3", "s4", "full", "s6"]
+    assert full_calls == [5] and source.given == 3
+    assert batches[0][1][0] is chunks_first, "a block source's plain dicts are kept, not copied"
+
+
+@pytest.mark.parametrize(
+    ("rows", "plain"),
+    [
+        ([{"Subject": "a"}, {"Subject": "bcd"}], True),
+        ([{"Subject": "a", "Count": "1"}, {"Count": "2", "Subject": "b"}], False),  # Count is not text
+        ([{"Subject": "a"}, {"Subject": "abcdef"}], False),  # the second is longer than the column
+        ([{"Subject": "a"}, {"Subject": "\x00"}], False),
+        ([{"Subject": "a"}, {"Subject": "é"}], False),
+        ([{"Subject": "a"}, {"Subject": 1}], False),
+        ([{"Subject": "a"}, {"Nope": "b"}], False),
+        ([{"Subject": "a"}, {}], False),
+        ([{}, {}], True),
+        ([{"Subject": "a"}, ["Subject"]], False),
+    ],
+)
+def test_a_chunk_is_taken_a_column_at_a_time_only_when_every_row_is_plain_text(
+    rows: list[Any], plain: bool
+) -> None:
+    calls: list[Any] = []
+
+    def full(data: Any, label: Any) -> dict[str, Any]:
+        calls.append(label)
+        return {"full": label}
+
+    check = RowCheck(TABLE, frozenset({"Subject"}), full)
+    assert check._all_plain(rows) is plain
+    records: list[dict[str, Any]] = []
+    check.fill(PairChunks(list(enumerate(rows))), [], records, 10, None)
+    assert records == [{"full": i} if i in calls else row for i, row in enumerate(rows)]
+    assert not any(record is row for record, row in zip(records, rows, strict=True))
+    assert not plain or calls == []
 
 
 def test_ordered_ids_are_increasing_unique_uuid7_across_batches() -> None:

@@ -42,6 +42,27 @@ def test_bad_lines_raise_or_go_to_the_rejected_callback() -> None:
     assert refused[0].startswith("f:1: expected a JSON object") and refused[1].startswith("f:3: invalid JSON")
 
 
+def test_a_block_with_a_bad_line_hands_on_the_good_lines_before_it_first() -> None:
+    """The rows before a bad line are checked before that line fails: the first bad line of the
+    input is named, whether the first problem is its JSON or a field value."""
+    data = b'{"a": 1}\n{"b": 2}\n{oops\n{"c": 3}\n'
+    blocks = rows(read_lines(io.BytesIO(data), "f")).blocks()
+    lines, objects = next(blocks)
+    assert [line.number for line in lines] == [1, 2] and objects == [{"a": 1}, {"b": 2}]
+    with pytest.raises(RecordError, match=r"^f:3: invalid JSON"):
+        next(blocks)
+    refused: list[int] = []
+    kept = list(rows(read_lines(io.BytesIO(data), "f"), lambda line, _: refused.append(line.number)).blocks())
+    assert [[line.number for line in lines] for lines, _ in kept] == [[1, 2], [4]] and refused == [3]
+
+
+def test_a_block_of_objects_is_one_block_of_rows() -> None:
+    data = b"".join(b'{"n": %d}\n' % i for i in range(1, 101))
+    (block,) = list(rows(read_lines(io.BytesIO(data), "f")).blocks())
+    assert [line.number for line in block[0]] == list(range(1, 101))
+    assert block[1] == [{"n": i} for i in range(1, 101)]
+
+
 PIECES = st.sampled_from(
     [b"a", b"\xc3\xa9", b"\xe2\x9c\x93", b" ", b"\t", b"\r", b"\n", b"\n", b"\xff", b"{}"]
 )

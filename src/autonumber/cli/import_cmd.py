@@ -8,7 +8,7 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterable
 from contextlib import ExitStack
 from pathlib import Path
 from typing import IO, BinaryIO
@@ -115,7 +115,7 @@ def run_file_import(
             if rejects is not None:
                 rejects.write(json.dumps({"line": line.number, "error": str(exc), "text": line.text}) + "\n")
 
-        def lines(after: int) -> Iterator[Line]:
+        def lines(after: int) -> Iterable[Line]:
             return read_lines(stream, source, max_line_bytes, after)
 
         streaming = options.commit_every is not None  # each batch is committed: print it at once

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Literal
 
@@ -169,7 +169,7 @@ class Console:
             if len(rejected) < MAX_REJECTED:
                 rejected.append(RejectedLine(line=line.number, error=str(exc)))
 
-        def lines(after: int) -> Iterator[Line]:
+        def lines(after: int) -> Iterable[Line]:
             return read_lines(stream, "body", after=after)
 
         try:

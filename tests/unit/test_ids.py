@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import multiprocessing
 import time
 import uuid
 
@@ -28,3 +29,16 @@ def test_ids_made_later_sort_after_earlier_ones() -> None:
 def test_ids_of_one_millisecond_differ_in_their_random_bits() -> None:
     tails = {new_id()[13:] for _ in range(1000)}  # after the time and the version digit
     assert len(tails) == 1000
+
+
+def test_a_forked_child_makes_other_ids_than_its_parent() -> None:
+    """The generator is reseeded in a child: a pre-fork worker never repeats its parent's Ids."""
+    context = multiprocessing.get_context("fork")
+    with context.Pool(1) as pool:
+        theirs = pool.apply(_tails, (200,))
+    ours = _tails(200)
+    assert len(set(ours)) == len(set(theirs)) == 200 and not set(ours) & set(theirs)
+
+
+def _tails(n: int) -> list[str]:
+    return [new_id()[13:] for _ in range(n)]

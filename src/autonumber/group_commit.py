@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import threading
 import time
+from _thread import LockType
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -38,11 +39,23 @@ MAX_GATHER = 0.005
 """The longest such wait, in seconds, however long the last flight took."""
 
 
+def _held_lock() -> LockType:
+    """A lock taken already: its next `acquire` waits for a `release` from another thread. A
+    caller waits on one of its own, a C call each way, where threading.Event adds the Python of a
+    Condition per waiter."""
+    lock = threading.Lock()
+    lock.acquire()
+    return lock
+
+
 @dataclass(eq=False)
 class _Group:
     rows: list[Row] = field(default_factory=list)
-    lead: threading.Event = field(default_factory=threading.Event)
-    done: threading.Event = field(default_factory=threading.Event)
+    lead: LockType = field(default_factory=_held_lock)
+    """Released when the group is handed its flight (its leader waits on it)."""
+    members: list[LockType] = field(default_factory=list)
+    """One per member after the leader, each released once the group's write has ended; the list
+    is complete when the leader departs (no member joins a departed group)."""
     stored: list[Row] | None = None
     error: BaseException | None = None
     led: bool = False
@@ -125,11 +138,11 @@ class GroupCommit:
         if group is None:  # nobody in flight or waiting: a group of one, written with no hand-off
             return self._alone(object_name, row)
         if index == 0:
-            group.lead.wait()
+            group.lead.acquire()
             self._depart(object_name, group)
             self._run(object_name, group)
         else:
-            group.done.wait()
+            group.members[index - 1].acquire()
         if group.error is None:
             assert group.stored is not None
             return group.stored[index]
@@ -153,14 +166,17 @@ class GroupCommit:
                     return None, 0
                 group = _Group([row])
                 self._hand_flight(group, landing.rows, landing.seconds, now)
-                group.lead.set()
+                group.lead.release()
                 slot.waiting.append(group)
                 return group, 0
             if not slot.waiting or len(slot.waiting[-1].rows) >= self.max_group:
                 slot.waiting.append(_Group())
             group = slot.waiting[-1]
             group.rows.append(row)
-            self._joined.notify_all()
+            if len(group.rows) > 1:
+                group.members.append(_held_lock())
+            if group.led:  # its leader may be gathering
+                self._joined.notify_all()
             return group, len(group.rows) - 1
 
     def _hand_flight(self, group: _Group, rows: int, seconds: float, now: float) -> None:
@@ -193,7 +209,8 @@ class GroupCommit:
         except BaseException as exc:  # every member sees it, then retries its own row
             group.error = exc
         finally:
-            group.done.set()
+            for member in group.members:
+                member.release()
             self._land(object_name, len(group.rows), started, failed=group.error is not None)
 
     def _land(self, object_name: str, rows: int, started: float, *, failed: bool) -> None:
@@ -215,4 +232,4 @@ class GroupCommit:
             else:
                 self._hand_flight(following, rows + len(following.rows), now - started, now)
         if following is not None:
-            following.lead.set()
+            following.lead.release()

@@ -103,7 +103,7 @@ class Engine:
 
     def resolve(
         self, field: str, records: Sequence[Record], conn: Connection | None = None
-    ) -> list[dict[str, str]]:
+    ) -> Sequence[Mapping[str, str]]:
         """The cross-record token values of each record (TokenResolveError when one fails closed)."""
         snapshot = self.catalog.current()
         return self.resolver.resolve(snapshot, snapshot.rule(field), records, conn)

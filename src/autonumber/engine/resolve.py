@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from contextlib import ExitStack
 from dataclasses import dataclass
+from types import MappingProxyType
 from typing import Any
 
 import sqlalchemy as sa
@@ -29,6 +30,10 @@ Record = Mapping[str, Any]
 Cache = dict[tuple[str, str, str], Any]
 """(object, field, Id) → the field's value, for rows read in this call."""
 _ABSENT = object()
+
+
+NO_TOKENS: Mapping[str, str] = MappingProxyType({})
+"""The token values of a record whose rule has no cross-record token."""
 
 
 def _present(value: Any) -> bool:
@@ -56,11 +61,14 @@ class Resolver:
         rule: Rule,
         records: Sequence[Record],
         conn: Connection | None,
-    ) -> list[dict[str, str]]:
+    ) -> Sequence[Mapping[str, str]]:
         """Per record, the map `Object.Field` → value for every cross token of the rule.
 
         Raises TokenResolveError (fail closed) for the first record a token cannot resolve.
+        A rule without cross tokens gets one empty, read-only map for every record.
         """
+        if not rule.token_refs:
+            return [NO_TOKENS] * len(records)
         out: list[dict[str, str]] = [{} for _ in records]
         caches: dict[str, Cache] = {}
         with ExitStack() as stack:

@@ -40,8 +40,12 @@ class PairChunks:
     asked for (so a slow source is never waited on for more rows than a batch needs)."""
 
     def __init__(self, rows: Iterable[tuple[Any, Mapping[str, Any]]] | PairBlocks) -> None:
-        self._blocks = rows.blocks() if isinstance(rows, PairBlocks) else None
-        self._pairs = iter(rows) if self._blocks is None else None  # type: ignore[arg-type]
+        self._blocks: Iterator[tuple[list[Any], list[Any]]] | None = None
+        self._pairs: Iterator[tuple[Any, Mapping[str, Any]]] | None = None
+        if isinstance(rows, PairBlocks):
+            self._blocks = rows.blocks()
+        else:
+            self._pairs = iter(rows)
         self._rest: tuple[list[Any], list[Any]] = ([], [])
         self.owned = self._blocks is not None
         """Whether the values are a block source's new dicts, kept as the records (no copy)."""

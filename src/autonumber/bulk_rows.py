@@ -47,8 +47,11 @@ class PairChunks:
         else:
             self._pairs = iter(rows)
         self._rest: tuple[list[Any], list[Any]] = ([], [])
-        self.owned = self._blocks is not None
+
+    @property
+    def owned(self) -> bool:
         """Whether the values are a block source's new dicts, kept as the records (no copy)."""
+        return self._blocks is not None
 
     def take(self, most: int) -> tuple[list[Any], list[Any]]:
         """Up to `most` pairs (at least one unless the source has ended)."""

@@ -6,9 +6,10 @@ of a 5,000-row batch hundreds of times: 30 % of an import's time. The rows are f
 counting, not by the collector; only reference cycles need it, and the young collection every
 COLLECT_EVERY_ROWS rows still frees those (the import's and other threads').
 
-Threads switch every millisecond instead of every five. The batch sender's thread needs Python's
-lock for a moment each time the server answers, while the importing thread holds it to read the
-next batch: at five milliseconds a wait, the server sat idle between its steps.
+Threads switch every SWITCH_INTERVAL (half a millisecond) instead of every five milliseconds.
+The batch sender's thread needs Python's lock for a moment each time the server answers, while
+the importing thread holds it to read the next batch: at five milliseconds a wait, the server sat
+idle between its steps.
 
 Nested and concurrent imports share each change: it is undone when the last one ends, back to what
 it was before the first.

@@ -36,6 +36,8 @@ class Line(NamedTuple):
 
 
 Row = tuple[Line, dict[str, Any]]
+Refused = Callable[[Line, RecordError], None]
+"""Hears a line that is not a JSON object, with why, when the caller imports the rest."""
 
 
 class LineBlocks:
@@ -184,7 +186,7 @@ class RowBlocks:
         return self._blocks
 
 
-def rows(lines: Iterable[Line], rejected: Callable[[Line, RecordError], None] | None = None) -> RowBlocks:
+def rows(lines: Iterable[Line], rejected: Refused | None = None) -> RowBlocks:
     """`(line, object)` pairs; a line that is not a JSON object raises, or goes to `rejected`.
     A block of LineBlocks is parsed in one pass; one with a bad line goes line by line, its good
     lines before the bad one handed on first, so the first bad line of the input is the one named."""
@@ -193,7 +195,7 @@ def rows(lines: Iterable[Line], rejected: Callable[[Line, RecordError], None] | 
 
 
 def _row_blocks(
-    blocks: Iterator[list[Line]], rejected: Callable[[Line, RecordError], None] | None
+    blocks: Iterator[list[Line]], rejected: Refused | None
 ) -> Iterator[tuple[list[Line], list[dict[str, Any]]]]:
     loads, refused = orjson.loads, orjson.JSONDecodeError
     for block in blocks:
@@ -208,7 +210,7 @@ def _row_blocks(
 
 
 def _one_by_one(
-    block: list[Line], rejected: Callable[[Line, RecordError], None] | None
+    block: list[Line], rejected: Refused | None
 ) -> Iterator[tuple[list[Line], list[dict[str, Any]]]]:
     lines: list[Line] = []
     objects: list[dict[str, Any]] = []

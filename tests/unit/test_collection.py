@@ -26,8 +26,7 @@ def _enabled() -> Iterator[None]:
     was = gc.isenabled()
     gc.enable()
     yield
-    if not was:
-        gc.disable()
+    (gc.enable if was else gc.disable)()  # as it was, whatever the test left
 
 
 def test_paused_inside_and_restored_after_even_on_error() -> None:

@@ -22,6 +22,10 @@ The peers (each in a fresh process, so its peak RSS is its own):
   import writes, with no Python per row inside the measured time. When it is slower than the
   executemany peer, no import into this table shape can reach the peer.
 The import itself runs the real CLI entry point in its own process (all or nothing, its default batch size).
+
+`--sqlite-page-size 16384` makes every SQLite file with 16 KiB pages (`autonumber db init
+--page-size`) instead of SQLite's 4 KiB, the peers' tables in the same file: the import row for a
+database made for bulk loads (docs/import.md, "Page size"). Not the target's row: that is the default.
 """
 
 from __future__ import annotations
@@ -54,14 +58,14 @@ def write_file(path: Path, rows: int) -> None:
             out.write(f'{{"Subject": "import {i}"}}\n')
 
 
-def _prepare(url: str) -> None:
-    """Recreate the scratch database (created when missing, as on a fresh machine), bootstrap the
-    core pack, create the peers' sequence table."""
+def _prepare(url: str, page_size: int | None = None) -> None:
+    """Recreate the scratch database (created when missing, as on a fresh machine; a SQLite file
+    with `page_size`-byte pages when given), bootstrap the core pack, create the peers' tables."""
     from autonumber.db import create_engine
 
     from .database import recreate
 
-    recreate(url)
+    recreate(url, page_size=page_size)
     engine = create_engine(url)
     try:
         if engine.dialect.name == "postgresql":  # the WAL of the run before written out, for every contestant
@@ -270,7 +274,13 @@ def _child(url: str, path: Path, how: str) -> dict[str, Any]:
 
 
 def bench_backend(
-    url: str, sizes: list[int], workdir: Path, *, peers: int | None = None, floor: bool = True
+    url: str,
+    sizes: list[int],
+    workdir: Path,
+    *,
+    peers: int | None = None,
+    floor: bool = True,
+    page_size: int | None = None,
 ) -> dict[str, Any]:
     """Each size: a fresh database, then the import, the executemany peer, (PostgreSQL) COPY and
     the floor; only the import for the sizes past the first `peers` (the memory-only rows)."""
@@ -284,7 +294,7 @@ def bench_backend(
         point: dict[str, Any] = {"rows": size, "load_average": list(os.getloadavg())}
         hows = ["import", "executemany", *(["copy"] if backend == "postgresql" else []), *floor_how]
         for how in hows if size in sizes[:peers] else ["import"]:
-            _prepare(url)
+            _prepare(url, page_size)
             point[how] = _child(url, path, how)
         point["load_average_end"] = list(os.getloadavg())
         if "executemany" in point:
@@ -302,14 +312,20 @@ def bench_backend(
             point["vs_copy"] = round(point["copy"]["seconds"] / point["import"]["seconds"], 2)
         points.append(point)
         print(f"  {backend} {size:>9,}: " + json.dumps(point), flush=True)
-    return {"backend": backend, "points": points}
+    return {"backend": backend, "points": points, **({"page_size": page_size} if page_size else {})}
 
 
 def run(
-    quick: bool, urls: dict[str, str], sizes: list[int] | None = None, *, peers: int | None = None
+    quick: bool,
+    urls: dict[str, str],
+    sizes: list[int] | None = None,
+    *,
+    peers: int | None = None,
+    page_size: int | None = None,
 ) -> dict[str, Any]:
     """The import row on each scratch database (10k and 50k rows with quick, else 100k and 1M);
-    `peers`: how many of the sizes (the first) also run the peers."""
+    `peers`: how many of the sizes (the first) also run the peers; `page_size`: SQLite files made
+    with pages of that many bytes (`autonumber db init --page-size`) instead of SQLite's default."""
     chosen = sizes or ([10_000, 50_000] if quick else [100_000, 1_000_000])
     workdir = RESULTS / "import-files"
     workdir.mkdir(parents=True, exist_ok=True)
@@ -317,7 +333,9 @@ def run(
         "benchmark": "bulk_import",
         "sizes": chosen,
         "started": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
-        "backends": [bench_backend(url, chosen, workdir, peers=peers) for url in urls.values()],
+        "backends": [
+            bench_backend(url, chosen, workdir, peers=peers, page_size=page_size) for url in urls.values()
+        ],
     }
     stamp = time.strftime("%Y%m%dT%H%M%SZ", time.gmtime())
     (RESULTS / f"import-{stamp}.json").write_text(json.dumps(doc, indent=2) + "\n")
@@ -393,6 +411,7 @@ def main() -> int:
     p.add_argument("--file", type=Path)
     p.add_argument("--peers", type=int, help="run the peers for the first N sizes only (default: all)")
     p.add_argument("--docs", type=Path, nargs="+", help="write docs/performance.md from these results")
+    p.add_argument("--sqlite-page-size", type=int, help="make the SQLite files with pages of this many bytes")
     args = p.parse_args()
     if args.docs:
         write_docs(args.docs, Path(__file__).resolve().parent.parent / "docs" / "performance.md")
@@ -400,7 +419,8 @@ def main() -> int:
     if args.measure:
         print(json.dumps(measure(args.db[0], args.file, args.measure)))
         return 0
-    run(args.quick, {str(i): url for i, url in enumerate(args.db)}, args.rows, peers=args.peers)
+    urls = {str(i): url for i, url in enumerate(args.db)}
+    run(args.quick, urls, args.rows, peers=args.peers, page_size=args.sqlite_page_size)
     return 0
 
 

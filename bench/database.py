@@ -10,6 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from autonumber.db import create_engine, mask, parse_url
+from autonumber.db.sqlite import make_file
 from autonumber.errors import ConfigError
 from autonumber.identifiers import check_api_name
 from autonumber.setup.bootstrap import bootstrap
@@ -51,8 +52,9 @@ def backend_of(url: str) -> str:
     return "mysql" if name == "mariadb" else name
 
 
-def recreate(url: str) -> None:
-    """Drop and create the database `url` names (a file for SQLite), then bootstrap the core pack."""
+def recreate(url: str, *, page_size: int | None = None) -> None:
+    """Drop and create the database `url` names (a file for SQLite, with `page_size`-byte pages
+    when given), then bootstrap the core pack."""
     parsed = parse_url(url)
     backend = backend_of(url)
     if backend == "sqlite":
@@ -62,6 +64,8 @@ def recreate(url: str) -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         for suffix in ("", "-wal", "-shm"):
             Path(f"{path}{suffix}").unlink(missing_ok=True)
+        if page_size is not None:
+            make_file(parsed, page_size)
     else:
         name = check_api_name(parsed.database, "database name")
         if GUARD not in name.lower():

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sqlite3
 from pathlib import Path
 
 import pytest
@@ -125,3 +126,68 @@ def test_no_arguments_prints_help_without_traceback(capsys: pytest.CaptureFixtur
     out, err = capsys.readouterr()
     assert "Traceback" not in out + err
     assert "Usage" in out + err
+
+
+def _page_size(path: Path) -> int:
+    with sqlite3.connect(path) as conn:
+        return int(conn.execute("PRAGMA page_size").fetchone()[0])
+
+
+def test_init_page_size_makes_a_new_file_with_those_pages_and_it_takes_records(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "big.db"
+    url = f"sqlite:///{path}"
+    assert _run(["db", "init", "--page-size", "16384", "--db", url]) in (0, None)
+    assert "16384-byte pages" in capsys.readouterr().out
+    assert _page_size(path) == 16384
+    assert _run(["setup", "apply", "--db", url]) in (0, None)
+    rows = tmp_path / "rows.jsonl"
+    rows.write_text("".join(f'{{"Subject": "s{i}"}}\n' for i in range(300)))
+    capsys.readouterr()
+    assert _run(["records", "insert-many", "Case", "--file", str(rows), "--quiet", "--db", url]) in (0, None)
+    assert "inserted 300 Case records" in capsys.readouterr().out
+    with sqlite3.connect(path) as conn:
+        numbers = [r[0] for r in conn.execute('SELECT "CaseNumber" FROM "Case"')]
+        assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    assert len(numbers) == len(set(numbers)) == 300
+    assert _page_size(path) == 16384
+    # again with the same size: nothing to do, the file is kept
+    assert _run(["db", "init", "--page-size", "16384", "--db", url]) in (0, None)
+
+
+@pytest.mark.parametrize(
+    ("size", "url", "says"),
+    [
+        pytest.param("1000", "sqlite:///x.db", "power of two from 512 to 65536", id="not-a-power-of-two"),
+        pytest.param("131072", "sqlite:///x.db", "power of two from 512 to 65536", id="too-large"),
+        pytest.param("16384", "sqlite://", "SQLite database file", id="in-memory"),
+        pytest.param(
+            "16384",
+            f"postgresql+psycopg://postgres:{SECRET}@127.0.0.1:1/x",
+            "SQLite database file",
+            id="server",
+        ),
+    ],
+)
+def test_init_page_size_refuses_what_sqlite_cannot_make(
+    size: str, url: str, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert _run(["db", "init", "--page-size", size, "--db", url]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and says in err and SECRET not in err
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_init_page_size_leaves_an_existing_file_of_another_size_untouched(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "old.db"
+    assert _run(["db", "init", "--db", f"sqlite:///{path}"]) in (0, None)
+    before = path.read_bytes()
+    assert _page_size(path) == 4096
+    capsys.readouterr()
+    assert _run(["db", "init", "--page-size", "16384", "--db", f"sqlite:///{path}"]) == 2
+    err = capsys.readouterr().err
+    assert "exists with 4096-byte pages" in err and "applies only to a new file" in err
+    assert path.read_bytes() == before

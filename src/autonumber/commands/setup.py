@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
+from autonumber.db import parse_url
+from autonumber.db.sqlite import make_file
 from autonumber.db.status import DatabaseStatus, database_status
 from autonumber.progress import Reporter
 from autonumber.rules import Finding, verify
@@ -66,11 +68,14 @@ def scratch_report(url: str, rows: int) -> Report:
     return run_report(url, rows=rows)
 
 
-def upgrade_schema(url: str, reporter: Reporter | None = None) -> list[str]:
+def upgrade_schema(url: str, reporter: Reporter | None = None, *, page_size: int | None = None) -> list[str]:
     """Create the system tables at this release's schema version, or bring an older database up
-    to it with the numbered migrations (`db init` and `db upgrade`); the changes made."""
+    to it with the numbered migrations (`db init` and `db upgrade`); the changes made.
+    `page_size`: a SQLite file that does not exist yet is made with pages of that many bytes."""
+    made = page_size is not None and make_file(parse_url(url), page_size)
     with opened(url, schema=False) as engine:
-        return upgrade(engine, reporter)
+        changes = upgrade(engine, reporter)
+    return [f"database file made with {page_size}-byte pages", *changes] if made else changes
 
 
 def status(url: str) -> DatabaseStatus:

@@ -170,7 +170,8 @@ def ordered_ids(n: int) -> list[str]:
     (the rows' order within the batch), and 32 random bits per row. Ids are unique, not secret.
 
     The batch's 16-byte values are laid out in one buffer, column by column, and turned into hex
-    in one call: half the time of formatting each row's 128-bit integer."""
+    Ids in two C calls (hex with a separator every 16 bytes, then split): a quarter of the time of
+    formatting each row's 128-bit integer."""
     if n >= 1 << (COUNTER_BITS - 1):
         raise ValueError(f"a batch of {n} rows is too large for one Id counter")
     ms = time.time_ns() // 1_000_000
@@ -186,5 +187,4 @@ def ordered_ids(n: int) -> list[str]:
     for k in range(4):
         values[8 + k :: 16] = counters[k::4]
         values[12 + k :: 16] = tails[k::4]
-    text = values.hex()
-    return [text[i : i + 32] for i in range(0, 32 * n, 32)]
+    return values.hex(" ", 16).split(" ") if n else []

@@ -309,18 +309,19 @@ class MySQLDialect(Dialect):
         *,
         commit: bool = False,
     ) -> list[tuple[str, datetime]] | None:
-        """`UPDATE counter SET value = LAST_INSERT_ID(@next := value + n), stamp = (@stamp :=
-        <clock>) …` (the value also comes back in the OK packet), then `INSERT … SELECT …,
-        CONCAT(before, LPAD(@next - n + i, width, '0'), after), @stamp WHERE @next IS NOT NULL …
-        RETURNING number, created`: the values built from the session variables the UPDATE set, so
-        a connection that takes statement batches (the group writer's: `statement_batches`) sends
-        both in one round trip, and no row reads the counter row again. The text clears @next
-        first, so an UPDATE that matched no row (a missing or full counter) inserts nothing.
-        `commit`: the text holds START TRANSACTION before the UPDATE and COMMIT last, the whole
-        transaction in one round trip (SQLAlchemy's COMMIT after it is then not sent:
-        `configure_engine`); a failure stops the text before its COMMIT, and the transaction left
-        open is rolled back. Every returned value is checked against the one built here from the
-        UPDATE's value (db/driver.py runs both); with `commit` that check comes after the COMMIT."""
+        """`UPDATE counter SET value = LAST_INSERT_ID(@next := value + n), stamp = (@stamp := <clock>) …`
+        (the value also comes back in the OK packet), then `INSERT … SELECT …, CONCAT(before,
+        LPAD(@next - n + i, width, '0'), after), @stamp … WHERE @next IS NOT NULL RETURNING
+        number, created` (`_numbered_insert`): the values built from the session variables the
+        UPDATE set, so a connection that takes statement batches (the group writer's:
+        `statement_batches`) sends both in one round trip, and no row reads the counter row again.
+        The text clears @next first, so an UPDATE that matched no row (a missing or full counter)
+        inserts nothing. `commit`: the text holds START TRANSACTION before the UPDATE and COMMIT
+        last, the whole transaction in one round trip (SQLAlchemy's COMMIT after it is then not
+        sent: `configure_engine`); a failure stops the text before its COMMIT, and the transaction
+        left open is rolled back. Every returned value is checked against the one built here from
+        the UPDATE's value (db/driver.py runs both); with `commit` that check comes after the
+        COMMIT."""
         bump = self._bump_into_variables(conn, counter)
         given = number.given(rows[0])
         insert = _numbered_insert(conn, table, given, number, len(rows))
@@ -611,23 +612,37 @@ def _multi_statements() -> int:
 def _numbered_insert(
     conn: Connection, table: sa.Table, given: tuple[str, ...], number: Numbered, rows: int
 ) -> str:
-    """`INSERT INTO t (given…, number, created) SELECT %(r0_0)s…, CONCAT(…@next…), @stamp FROM
-    DUAL WHERE @next IS NOT NULL UNION ALL … RETURNING number, created` for `rows` rows (row i's
-    own values bound as r<i>_<j>), made once per table, fields and row count (a group holds at
-    most a few)."""
+    """`INSERT INTO t (given…, number, created) SELECT …, CONCAT(before, LPAD(@next - k, width,
+    '0'), after), @stamp … WHERE @next IS NOT NULL RETURNING number, created` for `rows` rows (row
+    i's own values bound as r<i>_<j>, k = rows - i), made once per table, fields and row count (a
+    group holds at most a few). One row selects its values FROM DUAL; several select them from one
+    table value constructor (`VALUES (…), (…)`) under a first SELECT of NULLs that names its
+    columns: MariaDB took about 65 µs more per row for a UNION ALL of one SELECT per row (a group
+    of 7: 650–710 µs against 420–450 µs, by hand)."""
 
     def make() -> str:
         prep = conn.dialect.identifier_preparer
         names = ", ".join(prep.quote(name) for name in (*given, number.column, number.created))
-        rows_sql = " UNION ALL ".join(
-            "SELECT "
-            + "".join(f"%(r{i}_{j})s, " for j in range(len(given)))
-            + f"CONCAT(%(autonumber_before)s, LPAD({NEXT_VARIABLE} - {rows - i}, {int(number.width)}, '0'), "
-            + f"%(autonumber_after)s), {STAMP_VARIABLE} FROM DUAL WHERE {NEXT_VARIABLE} IS NOT NULL"
-            for i in range(rows)
+        numbered = (
+            f"CONCAT(%(autonumber_before)s, LPAD({NEXT_VARIABLE} - {{k}}, {int(number.width)}, '0'), "
+            f"%(autonumber_after)s), {STAMP_VARIABLE}"
         )
         returned = f"{prep.quote(number.column)}, {prep.quote(number.created)}"
-        return f"INSERT INTO {prep.format_table(table)} ({names}) {rows_sql} RETURNING {returned}"
+        into = f"INSERT INTO {prep.format_table(table)} ({names})"
+        if rows == 1:
+            values = "".join(f"%(r0_{j})s, " for j in range(len(given)))
+            select = f"SELECT {values}{numbered.format(k=1)} FROM DUAL"
+        else:
+            columns = [f"c{j}" for j in range(len(given))]
+            named = ", ".join(f"NULL AS {c}" for c in (*columns, "k"))
+            own = ["".join(f"%(r{i}_{j})s, " for j in range(len(given))) for i in range(rows)]
+            constructed = ", ".join(f"({values}{rows - i})" for i, values in enumerate(own))
+            picked = "".join(f"v.{c}, " for c in columns)
+            select = (
+                f"SELECT {picked}{numbered.format(k='v.k')} "
+                f"FROM (SELECT {named} FROM DUAL WHERE FALSE UNION ALL VALUES {constructed}) AS v"
+            )
+        return f"{into} {select} WHERE {NEXT_VARIABLE} IS NOT NULL RETURNING {returned}"
 
     key = ("autonumber.mysql_numbered", given, number.column, number.width, number.created, rows)
     return kept(table, key, make)

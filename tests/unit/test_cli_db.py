@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -191,3 +192,24 @@ def test_init_page_size_leaves_an_existing_file_of_another_size_untouched(
     err = capsys.readouterr().err
     assert "exists with 4096-byte pages" in err and "applies only to a new file" in err
     assert path.read_bytes() == before
+
+
+@pytest.mark.parametrize(
+    ("make", "says"),
+    [
+        pytest.param(
+            lambda p: p.write_bytes(b"not a database at all" * 10), "is not a SQLite database", id="junk"
+        ),
+        pytest.param(lambda p: None, "cannot create", id="no-such-directory"),
+    ],
+)
+def test_init_page_size_refuses_a_file_it_cannot_read_or_make(
+    make: Any, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = tmp_path / "junk.db" if says != "cannot create" else tmp_path / "missing" / "x.db"
+    make(path)
+    before = path.read_bytes() if path.exists() else None
+    assert _run(["db", "init", "--page-size", "16384", "--db", f"sqlite:///{path}"]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and says in err
+    assert (path.read_bytes() if path.exists() else None) == before

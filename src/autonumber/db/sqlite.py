@@ -47,18 +47,30 @@ def make_file(url: sa.URL, page_size: int) -> bool:
         raise ConfigError(f"--page-size is for a SQLite database file, not {mask(url)!r}")
     path = Path(name)
     if path.exists() and path.stat().st_size > 0:
-        with closing(sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)) as existing:
-            (have,) = existing.execute("PRAGMA page_size").fetchone()
+        have = _page_size_of(path)
         if have != page_size:
             raise ConfigError(
                 f"{path} exists with {have}-byte pages: --page-size {page_size} applies only to a new "
                 'file (docs/import.md, "Page size", says how to convert one)'
             )
         return False
-    with closing(sqlite3.connect(path)) as new:
-        new.execute(f"PRAGMA page_size={page_size}")
-        new.execute("PRAGMA journal_mode=WAL")
+    try:
+        with closing(sqlite3.connect(path)) as new:
+            new.execute(f"PRAGMA page_size={page_size}")
+            new.execute("PRAGMA journal_mode=WAL")
+    except sqlite3.Error as exc:
+        raise ConfigError(f"cannot create {path}: {exc}") from None
     return True
+
+
+def _page_size_of(path: Path) -> int:
+    """The page size in the header of the SQLite file at `path` (ConfigError if it is none)."""
+    with path.open("rb") as file:
+        header = file.read(100)
+    if len(header) < 100 or not header.startswith(b"SQLite format 3\x00"):
+        raise ConfigError(f"{path} is not a SQLite database")
+    size = int.from_bytes(header[16:18], "big")
+    return 65_536 if size == 1 else size
 
 
 class SQLiteDialect(Dialect):

@@ -181,11 +181,9 @@ def test_the_first_insert_of_a_new_server_url_probes_on_the_writers_own_connecti
 TYPED = ["Name:text(80)", "Qty:integer", "Weight:number", "Paid:boolean", "ShipDate:date", "LeftAt:datetime"]
 
 
-def test_every_column_type_goes_through_the_numbered_insert(
-    db_url: str, capsys: pytest.CaptureFixture[str]
-) -> None:
-    """A custom object with a column of each type the platform creates: the row is stored with
-    each value as given (PostgreSQL binds them into the INSERT … SELECT of the one statement)."""
+def _parcels(db_url: str, capsys: pytest.CaptureFixture[str]) -> Platform:
+    """A platform on a database with the custom object Parcel__c: a column of each TYPED type and
+    the autonumber field Parcel_No__c (P-0001, …), made through the CLI."""
     make_platform(db_url).close()
     fields = [arg for spec in TYPED for arg in ("--field", spec)]
     for argv in (
@@ -195,7 +193,15 @@ def test_every_column_type_goes_through_the_numbered_insert(
         with pytest.raises(SystemExit) as done:
             main([*argv, "--db", db_url])
         assert done.value.code == 0, capsys.readouterr()
-    p = make_platform(db_url, poll_interval=3600.0)
+    return make_platform(db_url, poll_interval=3600.0)
+
+
+def test_every_column_type_goes_through_the_numbered_insert(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A custom object with a column of each type the platform creates: the row is stored with
+    each value as given (PostgreSQL binds them into the INSERT … SELECT of the one statement)."""
+    p = _parcels(db_url, capsys)
     try:
         given = {
             "Name": "crate",
@@ -230,18 +236,9 @@ def test_a_group_of_typed_rows_goes_through_the_numbered_insert(
     """The group writer's rows of every column type, one row all NULLs and the others with
     values of different sizes: each stored as given, in order, with contiguous numbers (on MariaDB
     the rows' values are one table value constructor, its column types taken over all the rows)."""
-    make_platform(db_url).close()
-    fields = [arg for spec in TYPED for arg in ("--field", spec)]
-    for argv in (
-        ["object", "add", "Parcel__c", *fields],
-        ["field", "add", "Parcel__c", "Parcel_No__c", "--format", "P-{0000}"],
-    ):
-        with pytest.raises(SystemExit) as done:
-            main([*argv, "--db", db_url])
-        assert done.value.code == 0, capsys.readouterr()
-    p = make_platform(db_url, poll_interval=3600.0)
+    p = _parcels(db_url, capsys)
     try:
-        given = [
+        given: list[dict[str, Any]] = [
             {"Name": "crate", "Qty": 12, "Weight": Decimal("3.2500"), "Paid": True,
              "ShipDate": "2026-12-03", "LeftAt": "2026-12-03T10:20:30.123456+00:00"},
             {name.split(":")[0]: None for name in TYPED},

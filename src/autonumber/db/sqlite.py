@@ -43,8 +43,8 @@ def make_file(url: sa.URL, page_size: int) -> bool:
     if page_size not in PAGE_SIZES:
         raise ConfigError(f"--page-size {page_size}: SQLite takes a power of two from 512 to 65536")
     name = url.database or ""
-    if url.get_backend_name() != "sqlite" or name in ("", ":memory:") or url.query.get("mode") == "memory":
-        raise ConfigError(f"--page-size is for a SQLite database file, not {mask(url)!r}")
+    if url.get_backend_name() != "sqlite" or name in ("", ":memory:") or url.query:
+        raise ConfigError(f"--page-size is for a SQLite file named by a plain path, not {mask(url)!r}")
     path = Path(name)
     if path.exists() and path.stat().st_size > 0:
         have = _page_size_of(path)

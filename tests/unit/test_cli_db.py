@@ -162,14 +162,14 @@ def test_init_page_size_makes_a_new_file_with_those_pages_and_it_takes_records(
     [
         pytest.param("1000", "sqlite:///x.db", "power of two from 512 to 65536", id="not-a-power-of-two"),
         pytest.param("131072", "sqlite:///x.db", "power of two from 512 to 65536", id="too-large"),
-        pytest.param("16384", "sqlite://", "SQLite database file", id="in-memory"),
+        pytest.param("16384", "sqlite://", "SQLite file", id="in-memory"),
         pytest.param(
             "16384", "sqlite:///file:x.db?mode=memory&cache=shared&uri=true", "plain path", id="uri-in-memory"
         ),
         pytest.param(
             "16384",
             f"postgresql+psycopg://postgres:{SECRET}@127.0.0.1:1/x",
-            "SQLite database file",
+            "SQLite file",
             id="server",
         ),
     ],

@@ -155,6 +155,9 @@ def test_init_page_size_makes_a_new_file_with_those_pages_and_it_takes_records(
     assert _page_size(path) == 16384
     # again with the same size: nothing to do, the file is kept
     assert _run(["db", "init", "--page-size", "16384", "--db", url]) in (0, None)
+    capsys.readouterr()
+    assert _run(["db", "status", "--db", url]) in (0, None)
+    assert "16384 bytes" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(

@@ -80,6 +80,8 @@ def print_status(st: DatabaseStatus) -> None:
     table = Table(title=f"autonumber database {st.url}", show_header=False)
     table.add_row("backend", f"{st.backend} {st.server_version}".strip())
     table.add_row("database clock (UTC)", st.clock.isoformat())
+    if st.page_size is not None:
+        table.add_row("page size", f"{st.page_size} bytes")
     from autonumber.db.version import SCHEMA_VERSION
 
     found = "none (no system tables)" if st.schema_version is None else str(st.schema_version)

@@ -28,6 +28,8 @@ class DatabaseStatus:
     counter_rows: int
     schema_version: int | None = None
     """None: no system tables yet; 0: made by 0.1.0 or 0.2.0 (docs/upgrading.md)."""
+    page_size: int | None = None
+    """SQLite: bytes per page of the database file (`db init --page-size`); None elsewhere."""
 
 
 def database_status(engine: Engine) -> DatabaseStatus:
@@ -56,4 +58,7 @@ def database_status(engine: Engine) -> DatabaseStatus:
             autonumber_fields=count(system_field, system_field.c.auto_number_format.is_not(None)),
             counter_rows=count(counter_table),
             schema_version=schema_version,
+            page_size=int(conn.exec_driver_sql("PRAGMA page_size").scalar_one())
+            if dialect.name == "sqlite"
+            else None,
         )

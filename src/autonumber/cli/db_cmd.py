@@ -25,8 +25,8 @@ def init(
             "--page-size",
             metavar="BYTES",
             help="SQLite only: make a file that does not exist yet with pages of this many bytes "
-            "(512-65536, a power of two; SQLite's default 4096). 16384 stores a bulk import's rows "
-            "in about half the time and makes each single insert slower (docs/import.md).",
+            "(512-65536, a power of two; SQLite's default 4096). 16384 makes a bulk import faster "
+            "and each single insert slower (docs/import.md).",
         ),
     ] = None,
 ) -> None:

@@ -38,8 +38,8 @@ PAGE_SIZES = tuple(2**k for k in range(9, 17))
 def make_file(url: sa.URL, page_size: int) -> bool:
     """Make the database file `url` names with `page_size`-byte pages, in WAL mode, before any
     table exists (a WAL file's page size is fixed once its first page is written); True if made,
-    False if the file already has that page size. Larger pages store a bulk import's rows in
-    about half the time and cost each single insert more (docs/import.md, "Page size")."""
+    False if the file already has that page size. Larger pages make a bulk import faster and each
+    single insert slower (docs/import.md, "Page size")."""
     if page_size not in PAGE_SIZES:
         raise ConfigError(f"--page-size {page_size}: SQLite takes a power of two from 512 to 65536")
     name = url.database or ""

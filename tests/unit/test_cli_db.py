@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import sqlite3
 from pathlib import Path
-from typing import Any
 
 import pytest
 
@@ -201,19 +200,18 @@ def test_init_page_size_leaves_an_existing_file_of_another_size_untouched(
 
 
 @pytest.mark.parametrize(
-    ("make", "says"),
+    ("name", "content", "says"),
     [
-        pytest.param(
-            lambda p: p.write_bytes(b"not a database at all" * 10), "is not a SQLite database", id="junk"
-        ),
-        pytest.param(lambda p: None, "cannot create", id="no-such-directory"),
+        pytest.param("junk.db", b"not a database at all" * 10, "is not a SQLite database", id="junk"),
+        pytest.param("missing/x.db", None, "cannot create", id="no-such-directory"),
     ],
 )
 def test_init_page_size_refuses_a_file_it_cannot_read_or_make(
-    make: Any, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+    name: str, content: bytes | None, says: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    path = tmp_path / "junk.db" if says != "cannot create" else tmp_path / "missing" / "x.db"
-    make(path)
+    path = tmp_path / name
+    if content is not None:
+        path.write_bytes(content)
     before = path.read_bytes() if path.exists() else None
     assert _run(["db", "init", "--page-size", "16384", "--db", f"sqlite:///{path}"]) == 2
     err = capsys.readouterr().err

@@ -137,6 +137,10 @@ class Dialect:
         """Sample the database clock once, as an aware UTC datetime."""
         return to_utc(conn.execute(sa.select(self.utc_now_expr())).scalar_one())
 
+    def page_size(self, conn: Connection) -> int | None:
+        """Bytes per page of a database file (`db status`); None where the server sets it."""
+        return None
+
     def named_lock(self, engine: Engine, name: str, timeout: float) -> AbstractContextManager[None]:
         """An exclusive lock across processes, held until the context exits; LockTimeout if not taken."""
         raise NotImplementedError

@@ -623,15 +623,18 @@ def _numbered_insert(
     def make() -> str:
         prep = conn.dialect.identifier_preparer
         names = ", ".join(prep.quote(name) for name in (*given, number.column, number.created))
-        numbered = (
-            f"CONCAT(%(autonumber_before)s, LPAD({NEXT_VARIABLE} - {{k}}, {int(number.width)}, '0'), "
-            f"%(autonumber_after)s), {STAMP_VARIABLE}"
-        )
+
+        def numbered(k: str) -> str:  # the number built from @next and the row's offset k, and @stamp
+            return (
+                f"CONCAT(%(autonumber_before)s, LPAD({NEXT_VARIABLE} - {k}, {int(number.width)}, '0'), "
+                f"%(autonumber_after)s), {STAMP_VARIABLE}"
+            )
+
         returned = f"{prep.quote(number.column)}, {prep.quote(number.created)}"
         into = f"INSERT INTO {prep.format_table(table)} ({names})"
         if rows == 1:
             values = "".join(f"%(r0_{j})s, " for j in range(len(given)))
-            select = f"SELECT {values}{numbered.format(k=1)} FROM DUAL"
+            select = f"SELECT {values}{numbered('1')} FROM DUAL"
         else:
             columns = [f"c{j}" for j in range(len(given))]
             named = ", ".join(f"NULL AS {c}" for c in (*columns, "k"))
@@ -639,7 +642,7 @@ def _numbered_insert(
             constructed = ", ".join(f"({values}{rows - i})" for i, values in enumerate(own))
             picked = "".join(f"v.{c}, " for c in columns)
             select = (
-                f"SELECT {picked}{numbered.format(k='v.k')} "
+                f"SELECT {picked}{numbered('v.k')} "
                 f"FROM (SELECT {named} FROM DUAL WHERE FALSE UNION ALL VALUES {constructed}) AS v"
             )
         return f"{into} {select} WHERE {NEXT_VARIABLE} IS NOT NULL RETURNING {returned}"

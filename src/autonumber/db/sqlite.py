@@ -198,6 +198,9 @@ class SQLiteDialect(Dialect):
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         return sa.func.strftime("%Y-%m-%d %H:%M:%f", "now")
 
+    def page_size(self, conn: Connection) -> int | None:
+        return int(conn.exec_driver_sql("PRAGMA page_size").scalar_one())
+
     def named_lock(self, engine: Engine, name: str, timeout: float) -> AbstractContextManager[None]:
         return lease_lock(self, engine, name, timeout)
 

@@ -58,7 +58,5 @@ def database_status(engine: Engine) -> DatabaseStatus:
             autonumber_fields=count(system_field, system_field.c.auto_number_format.is_not(None)),
             counter_rows=count(counter_table),
             schema_version=schema_version,
-            page_size=int(conn.exec_driver_sql("PRAGMA page_size").scalar_one())
-            if dialect.name == "sqlite"
-            else None,
+            page_size=dialect.page_size(conn),
         )

@@ -18,12 +18,12 @@ from .batch_sender import BatchSender
 from .bulk_rows import PairChunks, Rejected, RowCheck, ordered_ids
 from .catalog import Catalog, CatalogSnapshot, Rule
 from .db.base import Dialect, Numbered, by_fields, to_utc
-from .db.driver import statement
+from .db.driver import savepoint, statement, watched
 from .db.held import HeldConnection
 from .db.objects import key_column
 from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
-from .engine.reservation import STAMPED_AT, stamp_params
+from .engine.reservation import RESERVATION_SAVEPOINT, STAMPED_AT, stamp_params
 from .errors import (
     AutonumberError,
     CommitOutcomeUnknown,
@@ -125,8 +125,7 @@ def _insert_one(conn: Connection, table: sa.Table, record: Mapping[str, Any]) ->
     """One row on the driver's cursor (db/driver.py): SQLAlchemy's execute path costs a caller's
     transaction more client CPU than the INSERT itself. Through SQLAlchemy when anything listens
     to the connection's statements (a caller's tracing or logging), so that it sees this one too."""
-    on = conn.dispatch
-    if on.before_execute or on.after_execute or on.before_cursor_execute or on.after_cursor_execute:
+    if watched(conn):
         conn.execute(plain_insert(table), record)
         return
     fields = tuple(record)
@@ -541,15 +540,20 @@ class Records:
             sender.settle_if_done()
         read = check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
-        if inside and not (adopted or bulk) and self._skips_clock_read(rules):
+        # a caller's transaction on SQLite, unless its statements are watched (the numbered
+        # insert runs on the driver's cursor)
+        on_caller = not inside and self.engine.reserves_on_caller(c) and not watched(c)
+        if (inside or on_caller) and not (adopted or bulk) and self._skips_clock_read(rules):
             number = self.engine.numbered_by_insert(rules[0], c)
             if number is not None and len(by_fields(records)) == 1:  # one INSERT … SELECT writes all
                 commit = alone and not read and self.engine.dialect.commits_alone(c)
-                stored = self._insert_numbered(object_name, c, table, rules[0], records, number, commit)
+                stored = self._insert_numbered(
+                    object_name, c, table, rules[0], records, number, commit, in_caller=on_caller
+                )
                 for record, (value, created) in zip(records, stored, strict=True):
                     record[number.column], record[number.created] = value, created
                 return
-            if len(records) == 1 and self.engine.stamps_later(rules[0], c):
+            if inside and len(records) == 1 and self.engine.stamps_later(rules[0], c):
                 self._write_stamped(c, table, rules[0], records[0])
                 return
         # Every token resolves before any reservation: one that fails closed consumes no number.
@@ -608,11 +612,18 @@ class Records:
         records: list[dict[str, Any]],
         number: Numbered,
         commit: bool,
+        *,
+        in_caller: bool = False,
     ) -> list[tuple[str, datetime]]:
         """Engine.insert_numbered; with `commit` the statement commits by itself (no BEGIN or
         COMMIT round trip of its own), so a connection lost while it runs leaves the COMMIT's
-        outcome unknown: CommitOutcomeUnknown naming the records' Ids (`_write_own` then looks)."""
+        outcome unknown: CommitOutcomeUnknown naming the records' Ids (`_write_own` then looks).
+        `in_caller`: in a savepoint of the caller's transaction (SQLite), so rows refused, or
+        values found wrong, leave no number taken and no row behind when the caller goes on."""
         try:
+            if in_caller:
+                with savepoint(c, RESERVATION_SAVEPOINT):
+                    return self.engine.insert_numbered(rule, c, table, records, number)
             return self.engine.insert_numbered(rule, c, table, records, number, commit=commit)
         except sa.exc.DBAPIError as exc:
             if commit and self.engine.dialect.is_unavailable(exc):

@@ -305,3 +305,108 @@ def test_a_group_is_numbered_by_one_statement_contiguous_and_stored_as_returned(
         assert insert.count("@autonumber_next - ") == 1, seen  # one expression for the group's rows
         assert "_System_AutoNumberCounter" not in insert, seen  # no row reads the counter row again
         assert "COMMIT" not in seen, seen  # the text's own COMMIT ends each transaction
+
+
+# ---- SQLite: a record in a caller's transaction -------------------------------------------------
+#
+# SQLite reserves on the caller's connection (it holds the one write lock from BEGIN), so the
+# group writer's two statements serve there too, in a savepoint of the caller's transaction.
+
+IN_CALLER = ["SAVEPOINT", "UPDATE", "INSERT", "RELEASE"]
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_in_a_callers_transaction_a_refused_row_gives_its_number_back(alone: Platform) -> None:
+    """The database refuses a row (a unique index of the user's): the savepoint takes its number
+    back with it, the caller's transaction goes on, and what it commits is numbered without a gap."""
+    store_rules(alone, RuleSpec("Case", "CaseNumber", "C-{0000}"))
+    with alone.begin() as conn:
+        conn.execute(sa.text('CREATE UNIQUE INDEX "case_subject" ON "Case" ("Subject")'))
+    with traced(alone) as seen, alone.begin() as conn:
+        first = alone.records.insert("Case", {"Subject": "a"}, conn)
+        with pytest.raises(sa.exc.IntegrityError, match="UNIQUE constraint failed"):
+            alone.records.insert("Case", {"Subject": "a"}, conn)
+        second = alone.records.insert("Case", {"Subject": "b"}, conn)
+    assert [first["CaseNumber"], second["CaseNumber"]] == ["C-0001", "C-0002"]
+    assert counter_rows(alone, "Case.CaseNumber") == {"": 3}
+    assert [alone.records.get("Case", r["Id"]) for r in (first, second)] == [first, second]
+    assert alone.records.count("Case") == 2
+    refused = ["SAVEPOINT", "UPDATE", "INSERT", "ROLLBACK", "RELEASE"]
+    assert kinds(seen) == IN_CALLER + refused + IN_CALLER, seen
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_in_a_callers_transaction_a_wrong_value_leaves_no_row_behind(
+    alone: Platform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Values the database built otherwise than the renderer are found after the INSERT: in a
+    caller's transaction that goes on, the savepoint still takes the row and its number back."""
+    store_rules(alone, RuleSpec("Case", "CaseNumber", "W-{0000}"))
+    built = Engine.numbered_by_insert
+
+    def wrong(self: Engine, rule: Any, conn: Any) -> Numbered | None:
+        number = built(self, rule, conn)
+        assert number is not None
+        return Numbered(number.column, number.width, "V-", number.after, number.created)
+
+    with alone.begin() as conn:
+        monkeypatch.setattr(Engine, "numbered_by_insert", wrong)
+        monkeypatch.setattr(Engine, "check_numbered", staticmethod(lambda rule, number: True))
+        with pytest.raises(RuntimeError, match=r"the database built 'V-0001'"):
+            alone.records.insert("Case", {"Subject": "wrong"}, conn)
+        monkeypatch.undo()
+        kept = alone.records.insert("Case", {"Subject": "right"}, conn)
+    assert kept["CaseNumber"] == "W-0001"
+    assert [r["Subject"] for r in alone.records.list("Case", limit=10)] == ["right"]
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_in_a_callers_transaction_a_full_counter_takes_nothing_and_the_rest_commits(alone: Platform) -> None:
+    store_rules(alone, RuleSpec("Case", "CaseNumber", "F-{00}"))
+    set_next_value(alone, "Case.CaseNumber", 99)
+    with alone.begin() as conn:
+        last = alone.records.insert("Case", {"Subject": "last"}, conn)
+        with pytest.raises(CounterOverflow):
+            alone.records.insert("Case", {"Subject": "one too many"}, conn)
+        account = alone.records.insert("Account", {"Name": "still written"}, conn)
+    assert last["CaseNumber"] == "F-99"
+    assert alone.records.count("Case") == 1 and alone.records.get("Account", account["Id"]) == account
+    assert counter_rows(alone, "Case.CaseNumber") == {"": 100}
+
+
+@pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
+def test_callers_transactions_on_many_threads_commit_every_number_once_without_gaps(alone: Platform) -> None:
+    """Eight threads, each a run of callers' transactions of one to three records: some commit,
+    some roll back, some meet a refused row and go on. On SQLite a number leaves the counter only
+    with a committed row, so the stored numbers are exactly 1..N, each once."""
+    store_rules(alone, RuleSpec("Case", "CaseNumber", "T-{000000}"))
+    with alone.begin() as conn:
+        conn.execute(sa.text('CREATE UNIQUE INDEX "case_subject" ON "Case" ("Subject")'))
+    committed: list[str] = []
+    lock = threading.Lock()
+
+    def caller(t: int) -> None:
+        for i in range(25):
+            mine: list[str] = []
+            try:
+                with alone.begin() as conn:
+                    for j in range(1 + i % 3):
+                        record = alone.records.insert("Case", {"Subject": f"{t}-{i}-{j}"}, conn)
+                        mine.append(record["CaseNumber"])
+                    if i % 4 == 1:  # a refused row, caught: the transaction goes on
+                        with pytest.raises(sa.exc.IntegrityError):
+                            alone.records.insert("Case", {"Subject": f"{t}-{i}-0"}, conn)
+                    if i % 5 == 2:
+                        raise LookupError("rolled back on purpose")
+            except LookupError:
+                continue
+            with lock:
+                committed.extend(mine)
+
+    with ThreadPoolExecutor(8) as pool:
+        list(pool.map(caller, range(8)))
+    numbers = sorted(int(n.removeprefix("T-")) for n in committed)
+    assert numbers == list(range(1, len(numbers) + 1))
+    stored = {r["CaseNumber"] for r in alone.records.list("Case", limit=10_000)}
+    assert stored == set(committed) and len(stored) == len(committed)
+    assert counter_rows(alone, "Case.CaseNumber") == {"": len(numbers) + 1}

@@ -174,14 +174,16 @@ on PostgreSQL one statement in autocommit reserves the number, builds the value 
 row (a value that is fixed text around the counter: Engine.insert_numbered). The native INSERT
 a user could write makes INSERT, COMMIT."""
 IN_CALLER_TXN = {
-    "sqlite": ["SAVEPOINT", "UPDATE", "RELEASE", "INSERT", "COMMIT"],
+    "sqlite": ["SAVEPOINT", "UPDATE", "INSERT", "RELEASE", "COMMIT"],
     "mysql": ["SET", "INSERT", "COMMIT"],
     "postgresql": ["WITH", "INSERT", "COMMIT"],
 }
 """In a caller's transaction: the reservation's own transaction in one round trip that commits by
 itself (increment, journal line and clock sample: one statement in autocommit on PostgreSQL, one
 text of statements from `SET` to `COMMIT` on MariaDB), then the caller's INSERT and COMMIT. SQLite
-reserves in a savepoint of the caller's transaction instead."""
+reserves in a savepoint of the caller's transaction instead, with the row in the same savepoint:
+the group writer's two statements (the counter's UPDATE … RETURNING, the INSERT with the value
+built from it), so a refused row gives its number back."""
 
 
 def sent(p: Platform) -> AbstractContextManager[list[str]]:

@@ -22,7 +22,7 @@ from cachetools import TTLCache
 from sqlalchemy.engine import Connection, Engine
 
 from autonumber.catalog import Rule
-from autonumber.db import Dialect
+from autonumber.db import Dialect, driver
 from autonumber.db.base import Counter, Numbered
 from autonumber.db.tables import counter_table
 from autonumber.errors import CounterMissing, CounterOverflow, ReservationFailed
@@ -33,6 +33,8 @@ from .retry import RetryPolicy
 
 SEMAPHORE_TTL = 48 * 3600.0
 MAX_LAZY_CREATES = 3
+RESERVATION_SAVEPOINT = "autonumber_reservation"
+"""The savepoint a reservation takes in a caller's transaction (SQLite, gapless rules)."""
 T = counter_table
 _Got = TypeVar("_Got")
 
@@ -156,7 +158,7 @@ class Reserver:
             yield conn
             return
         if conn is not None:
-            with conn.begin_nested():
+            with driver.savepoint(conn, RESERVATION_SAVEPOINT):
                 yield conn
             return
         if alone:

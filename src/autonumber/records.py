@@ -23,7 +23,7 @@ from .db.held import HeldConnection
 from .db.objects import key_column
 from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
-from .engine.reservation import RESERVATION_SAVEPOINT, STAMPED_AT, stamp_params
+from .engine.reservation import STAMPED_AT, stamp_params
 from .errors import (
     AutonumberError,
     CommitOutcomeUnknown,
@@ -147,6 +147,8 @@ def plain_insert(table: sa.Table) -> sa.Insert:
 
 
 _PLAIN_INSERT = "autonumber.plain_insert"
+RECORD_SAVEPOINT = "autonumber_record"
+"""The savepoint records are written in within a caller's transaction that holds their numbers."""
 
 
 class Records:
@@ -531,7 +533,34 @@ class Records:
         `bulk`: the rows go by the backend's bulk path (COPY on PostgreSQL), without RETURNING;
         `alone`: the transaction is ours and holds nothing else (the group writer's), so where its
         whole work is one statement, that statement may commit it (`_insert_numbered`);
-        `sender`: bulk rows the backend can send from another thread are sent there."""
+        `sender`: bulk rows the backend can send from another thread are sent there.
+
+        In a caller's transaction that its numbers are reserved in (SQLite), the records are
+        written in a savepoint of it: rows the database refuses take their numbers back with them,
+        and the caller's transaction can go on without a gap."""
+        if not (inside or bulk) and self.engine.reserves_on_caller(c):
+            with savepoint(c, RECORD_SAVEPOINT):
+                self._write_in(snapshot, object_name, table, records, c, on_caller=True)
+            return
+        self._write_in(
+            snapshot, object_name, table, records, c, inside=inside, bulk=bulk, alone=alone, sender=sender
+        )
+
+    def _write_in(
+        self,
+        snapshot: CatalogSnapshot,
+        object_name: str,
+        table: sa.Table,
+        records: list[dict[str, Any]],
+        c: Connection,
+        *,
+        inside: bool = False,
+        bulk: bool = False,
+        alone: bool = False,
+        sender: BatchSender | None = None,
+        on_caller: bool = False,
+    ) -> None:
+        """`_write` in the transaction (or the caller's savepoint, `on_caller`) it chose."""
         adopted = snapshot.is_adopted(object_name)
         rules = _lock_order(snapshot.rules_of(object_name), inside)
         if sender is not None and not self._leaves_alone(snapshot, object_name, rules, c):
@@ -540,16 +569,14 @@ class Records:
             sender.settle_if_done()
         read = check_lookups(c, snapshot, object_name, records)  # before any number is reserved
         at = None
-        # a caller's transaction on SQLite, unless its statements are watched (the numbered
-        # insert runs on the driver's cursor)
-        on_caller = not inside and self.engine.reserves_on_caller(c) and not watched(c)
-        if (inside or on_caller) and not (adopted or bulk) and self._skips_clock_read(rules):
+        # the numbered insert runs on the driver's cursor: in a caller's transaction, only where
+        # nothing listens to its statements
+        numbered_here = inside or (on_caller and not watched(c))
+        if numbered_here and not (adopted or bulk) and self._skips_clock_read(rules):
             number = self.engine.numbered_by_insert(rules[0], c)
             if number is not None and len(by_fields(records)) == 1:  # one INSERT … SELECT writes all
                 commit = alone and not read and self.engine.dialect.commits_alone(c)
-                stored = self._insert_numbered(
-                    object_name, c, table, rules[0], records, number, commit, in_caller=on_caller
-                )
+                stored = self._insert_numbered(object_name, c, table, rules[0], records, number, commit)
                 for record, (value, created) in zip(records, stored, strict=True):
                     record[number.column], record[number.created] = value, created
                 return
@@ -612,18 +639,11 @@ class Records:
         records: list[dict[str, Any]],
         number: Numbered,
         commit: bool,
-        *,
-        in_caller: bool = False,
     ) -> list[tuple[str, datetime]]:
         """Engine.insert_numbered; with `commit` the statement commits by itself (no BEGIN or
         COMMIT round trip of its own), so a connection lost while it runs leaves the COMMIT's
-        outcome unknown: CommitOutcomeUnknown naming the records' Ids (`_write_own` then looks).
-        `in_caller`: in a savepoint of the caller's transaction (SQLite), so rows refused, or
-        values found wrong, leave no number taken and no row behind when the caller goes on."""
+        outcome unknown: CommitOutcomeUnknown naming the records' Ids (`_write_own` then looks)."""
         try:
-            if in_caller:
-                with savepoint(c, RESERVATION_SAVEPOINT):
-                    return self.engine.insert_numbered(rule, c, table, records, number)
             return self.engine.insert_numbered(rule, c, table, records, number, commit=commit)
         except sa.exc.DBAPIError as exc:
             if commit and self.engine.dialect.is_unavailable(exc):

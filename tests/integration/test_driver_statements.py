@@ -117,8 +117,8 @@ def test_a_row_in_a_callers_transaction_goes_on_the_driver_unless_its_statements
         finally:
             sa.event.remove(p.db, "before_cursor_execute", watch)
         assert "INSERT" in seen
-        if p.db.dialect.name == "sqlite":  # the reservation's savepoint is seen too
-            assert seen == ["SAVEPOINT", "UPDATE", "RELEASE", "INSERT"], seen
+        if p.db.dialect.name == "sqlite":  # the record's and the reservation's savepoints too
+            assert seen == ["SAVEPOINT", "SAVEPOINT", "UPDATE", "RELEASE", "INSERT", "RELEASE"], seen
         assert p.records.get("Case", watched["Id"]) == watched
         assert datetime.fromisoformat(watched["CreatedDate"]) >= datetime.fromisoformat(quiet["CreatedDate"])
     finally:

@@ -316,10 +316,12 @@ IN_CALLER = ["SAVEPOINT", "UPDATE", "INSERT", "RELEASE"]
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-def test_in_a_callers_transaction_a_refused_row_gives_its_number_back(alone: Platform) -> None:
-    """The database refuses a row (a unique index of the user's): the savepoint takes its number
-    back with it, the caller's transaction goes on, and what it commits is numbered without a gap."""
-    store_rules(alone, RuleSpec("Case", "CaseNumber", "C-{0000}"))
+@pytest.mark.parametrize("fmt", ["C-{0000}", "C-{YYYY}-{0000}"])
+def test_in_a_callers_transaction_a_refused_row_gives_its_number_back(alone: Platform, fmt: str) -> None:
+    """The database refuses a row (a unique index of the user's): the record's savepoint takes its
+    number back with it, the caller's transaction goes on, and what it commits is numbered without
+    a gap. A value of fixed text goes by the two statements, a dated one by the general path."""
+    store_rules(alone, RuleSpec("Case", "CaseNumber", fmt))
     with alone.begin() as conn:
         conn.execute(sa.text('CREATE UNIQUE INDEX "case_subject" ON "Case" ("Subject")'))
     with traced(alone) as seen, alone.begin() as conn:
@@ -327,12 +329,13 @@ def test_in_a_callers_transaction_a_refused_row_gives_its_number_back(alone: Pla
         with pytest.raises(sa.exc.IntegrityError, match="UNIQUE constraint failed"):
             alone.records.insert("Case", {"Subject": "a"}, conn)
         second = alone.records.insert("Case", {"Subject": "b"}, conn)
-    assert [first["CaseNumber"], second["CaseNumber"]] == ["C-0001", "C-0002"]
-    assert counter_rows(alone, "Case.CaseNumber") == {"": 3}
+    assert [first["CaseNumber"][-4:], second["CaseNumber"][-4:]] == ["0001", "0002"]
+    assert list(counter_rows(alone, "Case.CaseNumber").values()) == [3]
     assert [alone.records.get("Case", r["Id"]) for r in (first, second)] == [first, second]
     assert alone.records.count("Case") == 2
-    refused = ["SAVEPOINT", "UPDATE", "INSERT", "ROLLBACK", "RELEASE"]
-    assert kinds(seen) == IN_CALLER + refused + IN_CALLER, seen
+    if fmt == "C-{0000}":
+        refused = ["SAVEPOINT", "UPDATE", "INSERT", "ROLLBACK", "RELEASE"]
+        assert kinds(seen) == IN_CALLER + refused + IN_CALLER, seen
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
@@ -375,11 +378,15 @@ def test_in_a_callers_transaction_a_full_counter_takes_nothing_and_the_rest_comm
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
-def test_callers_transactions_on_many_threads_commit_every_number_once_without_gaps(alone: Platform) -> None:
+@pytest.mark.parametrize("fmt", ["T-{000000}", "T-{YYYY}-{000000}"])
+def test_callers_transactions_on_many_threads_commit_every_number_once_without_gaps(
+    alone: Platform, fmt: str
+) -> None:
     """Eight threads, each a run of callers' transactions of one to three records: some commit,
     some roll back, some meet a refused row and go on. On SQLite a number leaves the counter only
-    with a committed row, so the stored numbers are exactly 1..N, each once."""
-    store_rules(alone, RuleSpec("Case", "CaseNumber", "T-{000000}"))
+    with a committed row, so the stored numbers are exactly 1..N, each once (a value of fixed
+    text by the two statements, a dated one by the general path)."""
+    store_rules(alone, RuleSpec("Case", "CaseNumber", fmt))
     with alone.begin() as conn:
         conn.execute(sa.text('CREATE UNIQUE INDEX "case_subject" ON "Case" ("Subject")'))
     committed: list[str] = []
@@ -405,8 +412,8 @@ def test_callers_transactions_on_many_threads_commit_every_number_once_without_g
 
     with ThreadPoolExecutor(8) as pool:
         list(pool.map(caller, range(8)))
-    numbers = sorted(int(n.removeprefix("T-")) for n in committed)
+    numbers = sorted(int(n.rpartition("-")[2]) for n in committed)
     assert numbers == list(range(1, len(numbers) + 1))
     stored = {r["CaseNumber"] for r in alone.records.list("Case", limit=10_000)}
     assert stored == set(committed) and len(stored) == len(committed)
-    assert counter_rows(alone, "Case.CaseNumber") == {"": len(numbers) + 1}
+    assert list(counter_rows(alone, "Case.CaseNumber").values()) == [len(numbers) + 1]

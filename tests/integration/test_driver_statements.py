@@ -14,7 +14,7 @@ from engine_support import counter_rows, make_platform, set_next_value
 from sqlalchemy.dialects import postgresql
 
 from autonumber.db import create_engine
-from autonumber.db.driver import DriverStatement, execute, execute_batch, execute_rows
+from autonumber.db.driver import DriverStatement, execute, execute_batch, execute_rows, watched
 from autonumber.db.mysql import takes_batches
 
 META = sa.MetaData()
@@ -153,3 +153,27 @@ def test_a_batch_gives_each_statements_result_and_stops_at_a_failure(db_url: str
     finally:
         batches.dispose()
         plain.dispose()
+
+
+def test_the_sqlalchemy_integrations_own_listener_does_not_count_as_watching(db_url: str) -> None:
+    """Importing autonumber's SQLAlchemy integration puts a `before_execute` listener on every
+    engine; it has nothing to say about the rows autonumber writes, so they still go on the
+    driver. A listener of the caller's own still sends them through SQLAlchemy."""
+    import autonumber.integrations.sqlalchemy  # noqa: F401  (registers its listener)
+
+    p = make_platform(db_url, poll_interval=3600.0)
+
+    def mine(*args: object) -> None:
+        pass
+
+    try:
+        with p.begin() as conn:
+            assert not watched(conn)
+        sa.event.listen(p.db, "after_cursor_execute", mine)
+        try:
+            with p.begin() as conn:
+                assert watched(conn)
+        finally:
+            sa.event.remove(p.db, "after_cursor_execute", mine)
+    finally:
+        p.close()

@@ -126,11 +126,23 @@ def execute_rows(conn: Connection, sql: str, rows: Sequence[Any]) -> None:
         execute(conn, sql, rows, many=True)
 
 
+_BLIND: set[Callable[..., Any]] = set()
+
+
+def blind(listener: Callable[..., T]) -> Callable[..., T]:
+    """Mark a statement listener of autonumber's own that need not see the statements sent on the
+    driver's cursor (`watched` leaves it out). It must be registered as it is: SQLAlchemy wraps a
+    `before_execute` or `before_cursor_execute` listener that is not registered with `retval`."""
+    _BLIND.add(listener)
+    return listener
+
+
 def watched(conn: Connection) -> bool:
     """Whether anything listens to `conn`'s statements (a caller's tracing or logging): then they
     go through SQLAlchemy, so that it sees them, not on the driver's cursor."""
     on = conn.dispatch
-    return bool(on.before_execute or on.after_execute or on.before_cursor_execute or on.after_cursor_execute)
+    kinds = (on.before_execute, on.after_execute, on.before_cursor_execute, on.after_cursor_execute)
+    return any(kinds) and any(listener not in _BLIND for kind in kinds for listener in kind)
 
 
 @contextmanager

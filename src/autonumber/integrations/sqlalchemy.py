@@ -26,6 +26,7 @@ import sqlalchemy as sa
 from sqlalchemy import event
 from sqlalchemy.orm import InstrumentedAttribute, Mapper, Session, SessionTransaction, UOWTransaction
 
+from autonumber.db.driver import blind
 from autonumber.rules.store import RuleSpec
 from autonumber.runtime import Platform
 
@@ -137,12 +138,21 @@ def _insert_rows(statement: sa.Insert, multiparams: Any, params: Any) -> list[di
     return rows
 
 
-@event.listens_for(sa.engine.Engine, "before_execute")
+@event.listens_for(sa.engine.Engine, "before_execute", retval=True)
+@blind
 def _refuse_unnumbered_insert(
     conn: sa.Connection, clause: Any, multiparams: Any, params: Any, options: Any
-) -> None:
-    if not _bindings or not isinstance(clause, sa.Insert) or not isinstance(clause.table, sa.Table):
-        return  # every statement of every engine passes here: the common case returns at once
+) -> tuple[Any, Any, Any]:
+    """Every statement of every engine passes here (the common case returns at once). Registered
+    with `retval` so that the function SQLAlchemy holds is this one, which `blind` names: the rows
+    autonumber writes itself carry their numbers, so its statements may skip SQLAlchemy."""
+    if _bindings and isinstance(clause, sa.Insert) and isinstance(clause.table, sa.Table):
+        _refuse_if_unnumbered(clause, multiparams, params)
+    return clause, multiparams, params
+
+
+def _refuse_if_unnumbered(clause: sa.Insert, multiparams: Any, params: Any) -> None:
+    """ReadOnlyAutoNumber when a Core insert into a bound table leaves a row's number empty."""
     for binding in _bound():
         if clause.table is not binding.table and clause.table.name != binding.table.name:
             continue

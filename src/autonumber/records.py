@@ -4,7 +4,7 @@ inserted (docs/engine.md). Autonumber fields cannot be supplied by the caller no
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import datetime
 from decimal import Decimal
@@ -538,80 +538,59 @@ class Records:
         In a caller's transaction that its numbers are reserved in (SQLite), the records are
         written in a savepoint of it: rows the database refuses take their numbers back with them,
         and the caller's transaction can go on without a gap."""
-        if not (inside or bulk) and self.engine.reserves_on_caller(c):
-            with savepoint(c, RECORD_SAVEPOINT):
-                self._write_in(snapshot, object_name, table, records, c, on_caller=True)
-            return
-        self._write_in(
-            snapshot, object_name, table, records, c, inside=inside, bulk=bulk, alone=alone, sender=sender
-        )
-
-    def _write_in(
-        self,
-        snapshot: CatalogSnapshot,
-        object_name: str,
-        table: sa.Table,
-        records: list[dict[str, Any]],
-        c: Connection,
-        *,
-        inside: bool = False,
-        bulk: bool = False,
-        alone: bool = False,
-        sender: BatchSender | None = None,
-        on_caller: bool = False,
-    ) -> None:
-        """`_write` in the transaction (or the caller's savepoint, `on_caller`) it chose."""
-        adopted = snapshot.is_adopted(object_name)
-        rules = _lock_order(snapshot.rules_of(object_name), inside)
-        if sender is not None and not self._leaves_alone(snapshot, object_name, rules, c):
-            sender.settle()  # this batch reads or writes on `c` before its rows: the last one first
-        elif sender is not None:
-            sender.settle_if_done()
-        read = check_lookups(c, snapshot, object_name, records)  # before any number is reserved
-        at = None
-        # the numbered insert runs on the driver's cursor: in a caller's transaction, only where
-        # nothing listens to its statements
-        numbered_here = inside or (on_caller and not watched(c))
-        if numbered_here and not (adopted or bulk) and self._skips_clock_read(rules):
-            number = self.engine.numbered_by_insert(rules[0], c)
-            if number is not None and len(by_fields(records)) == 1:  # one INSERT … SELECT writes all
-                commit = alone and not read and self.engine.dialect.commits_alone(c)
-                stored = self._insert_numbered(object_name, c, table, rules[0], records, number, commit)
-                for record, (value, created) in zip(records, stored, strict=True):
-                    record[number.column], record[number.created] = value, created
-                return
-            if inside and len(records) == 1 and self.engine.stamps_later(rules[0], c):
-                self._write_stamped(c, table, rules[0], records[0])
-                return
-        # Every token resolves before any reservation: one that fails closed consumes no number.
-        crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
-        for rule in rules:  # so are the records' own dates of the rules dated by one
-            self.engine.check_dates(rule.field_id, records)
-        held: list[Pending] = []
-        for rule, cross in zip(rules, crosses, strict=True):
-            assigned = self.engine.assign(rule.field_id, records, c, cross=cross, inside=inside)
-            held.append(self._hold(c, assigned.detached))
-            at = assigned.assigned_at
-            for record, value in zip(records, assigned.values, strict=True):
-                record[rule.field_name] = value
-        if not adopted:
-            created = at if at is not None else self.engine.dialect.utc_now(c)
-            for record in records:
-                record["CreatedDate"] = created
-        self.events.publish(RecordBeforeCreate(object_name, records, c))
-        dialect = self.engine.dialect
-        send = dialect.bulk_sender(c, table, records) if bulk and sender and not adopted else None
-        if sender is not None:
-            if send is not None:
-                sender.start(lambda: _failing_gaps(send, held))
-                return
-            sender.settle()
-        if adopted:
-            _failing_gaps(lambda: _insert_adopted(c, table, records), held)
-        elif bulk:
-            _failing_gaps(lambda: dialect.bulk_insert(c, table, records), held)
-        else:
-            _failing_gaps(lambda: insert_rows(c, table, records, dialect), held)
+        on_caller = not (inside or bulk) and self.engine.reserves_on_caller(c)
+        with savepoint(c, RECORD_SAVEPOINT) if on_caller else nullcontext():
+            adopted = snapshot.is_adopted(object_name)
+            rules = _lock_order(snapshot.rules_of(object_name), inside)
+            if sender is not None and not self._leaves_alone(snapshot, object_name, rules, c):
+                sender.settle()  # this batch reads or writes on `c` before its rows: the last one first
+            elif sender is not None:
+                sender.settle_if_done()
+            read = check_lookups(c, snapshot, object_name, records)  # before any number is reserved
+            at = None
+            # the numbered insert runs on the driver's cursor: in a caller's transaction, only where
+            # nothing listens to its statements
+            numbered_here = inside or (on_caller and not watched(c))
+            if numbered_here and not (adopted or bulk) and self._skips_clock_read(rules):
+                number = self.engine.numbered_by_insert(rules[0], c)
+                if number is not None and len(by_fields(records)) == 1:  # one INSERT … SELECT writes all
+                    commit = alone and not read and self.engine.dialect.commits_alone(c)
+                    stored = self._insert_numbered(object_name, c, table, rules[0], records, number, commit)
+                    for record, (value, created) in zip(records, stored, strict=True):
+                        record[number.column], record[number.created] = value, created
+                    return
+                if inside and len(records) == 1 and self.engine.stamps_later(rules[0], c):
+                    self._write_stamped(c, table, rules[0], records[0])
+                    return
+            # Every token resolves before any reservation: one that fails closed consumes no number.
+            crosses = [self.engine.resolve(rule.field_id, records, c) for rule in rules]
+            for rule in rules:  # so are the records' own dates of the rules dated by one
+                self.engine.check_dates(rule.field_id, records)
+            held: list[Pending] = []
+            for rule, cross in zip(rules, crosses, strict=True):
+                assigned = self.engine.assign(rule.field_id, records, c, cross=cross, inside=inside)
+                held.append(self._hold(c, assigned.detached))
+                at = assigned.assigned_at
+                for record, value in zip(records, assigned.values, strict=True):
+                    record[rule.field_name] = value
+            if not adopted:
+                created = at if at is not None else self.engine.dialect.utc_now(c)
+                for record in records:
+                    record["CreatedDate"] = created
+            self.events.publish(RecordBeforeCreate(object_name, records, c))
+            dialect = self.engine.dialect
+            send = dialect.bulk_sender(c, table, records) if bulk and sender and not adopted else None
+            if sender is not None:
+                if send is not None:
+                    sender.start(lambda: _failing_gaps(send, held))
+                    return
+                sender.settle()
+            if adopted:
+                _failing_gaps(lambda: _insert_adopted(c, table, records), held)
+            elif bulk:
+                _failing_gaps(lambda: dialect.bulk_insert(c, table, records), held)
+            else:
+                _failing_gaps(lambda: insert_rows(c, table, records, dialect), held)
 
     def _leaves_alone(
         self, snapshot: CatalogSnapshot, object_name: str, rules: list[Rule], c: Connection

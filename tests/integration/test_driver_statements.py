@@ -175,5 +175,8 @@ def test_the_sqlalchemy_integrations_own_listener_does_not_count_as_watching(db_
                 assert watched(conn)
         finally:
             sa.event.remove(p.db, "after_cursor_execute", mine)
+        with p.begin() as conn:  # a listener on the one connection counts too
+            sa.event.listen(conn, "before_cursor_execute", mine)
+            assert watched(conn)
     finally:
         p.close()

@@ -139,10 +139,15 @@ def blind(listener: Callable[..., T]) -> Callable[..., T]:
 
 def watched(conn: Connection) -> bool:
     """Whether anything listens to `conn`'s statements (a caller's tracing or logging): then they
-    go through SQLAlchemy, so that it sees them, not on the driver's cursor."""
+    go through SQLAlchemy, so that it sees them, not on the driver's cursor. SQLAlchemy's own flags
+    answer first (1–2 µs): asking each listener collection whether it is empty cost 14 µs."""
+    if not (conn._has_events or conn.engine._has_events):
+        return False
     on = conn.dispatch
-    kinds = (on.before_execute, on.after_execute, on.before_cursor_execute, on.after_cursor_execute)
-    return any(kinds) and any(listener not in _BLIND for kind in kinds for listener in kind)
+    for kind in (on.before_execute, on.after_execute, on.before_cursor_execute, on.after_cursor_execute):
+        if any(listener not in _BLIND for listener in kind):
+            return True
+    return False
 
 
 @contextmanager

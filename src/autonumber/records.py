@@ -568,7 +568,9 @@ class Records:
                 self.engine.check_dates(rule.field_id, records)
             held: list[Pending] = []
             for rule, cross in zip(rules, crosses, strict=True):
-                assigned = self.engine.assign(rule.field_id, records, c, cross=cross, inside=inside)
+                assigned = self.engine.assign(
+                    rule.field_id, records, c, cross=cross, inside=inside, stored_by=True
+                )
                 held.append(self._hold(c, assigned.detached))
                 at = assigned.assigned_at
                 for record, value in zip(records, assigned.values, strict=True):

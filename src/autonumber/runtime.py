@@ -51,6 +51,7 @@ class Platform:
         journal: bool = True,
         group_commit: bool = GROUP_COMMIT,
         caller: str | None = None,
+        durable_reservations: bool = False,
     ) -> None:
         split = Budget.split(max_connections_from(max_connections), group_commit=group_commit)
         records = pool_size or split.records
@@ -92,6 +93,7 @@ class Platform:
             self.fresh_db,
             strategy=strategy,
             max_retries=max_retries,
+            defer_flush=not durable_reservations,
         )
         # The reservation journal behind `autonumber audit gaps` (off: reasons unknown, cost saved).
         self.engine.reserver.journal.enabled = journal
@@ -150,6 +152,7 @@ def connect(
     journal: bool = True,
     group_commit: bool = GROUP_COMMIT,
     caller: str | None = None,
+    durable_reservations: bool = False,
 ) -> Platform:
     """Open a Platform on `url` (the schema must exist: run `autonumber setup apply` first).
 
@@ -160,7 +163,10 @@ def connect(
     for a pooled connection; `poll_interval`: seconds between catalog checks for rule changes;
     `journal`: keep the reservation journal behind `autonumber audit gaps`; `group_commit`: let
     concurrent inserts of one object share one transaction; `caller` (default AUTONUMBER_CALLER): a
-    label for this application, kept on every journal line and shown by the gap audit.
+    label for this application, kept on every journal line and shown by the gap audit;
+    `durable_reservations`: on PostgreSQL, make every reservation's COMMIT wait for the disk, also
+    one whose numbers only a record in the caller's transaction stores (docs/engine.md, "A
+    reservation's COMMIT").
     """
     return Platform(
         url,
@@ -174,4 +180,5 @@ def connect(
         journal=journal,
         group_commit=group_commit,
         caller=caller,
+        durable_reservations=durable_reservations,
     )

@@ -108,6 +108,13 @@ class Dialect:
         saving the journal line's round trip."""
         return False
 
+    def defer_flush(self, conn: Connection) -> None:
+        """Let the transaction open on `conn` commit without waiting for its log to reach the disk,
+        where the backend has such a setting per transaction (PostgreSQL's `synchronous_commit`).
+        Only for a reservation whose numbers are stored by a later COMMIT on the same database: that
+        COMMIT, after it in the log, makes both durable (docs/engine.md, "A reservation's COMMIT").
+        Elsewhere nothing is sent."""
+
     def commits_alone(self, conn: Connection) -> bool:
         """Whether one round trip on `conn` (an own connection that has sent nothing in its
         transaction yet) may be that whole transaction and commit by itself: a reservation
@@ -251,6 +258,7 @@ class Dialect:
         guard: sa.ColumnElement[bool] | None = None,
         params: Mapping[str, Any] | None = None,
         line: Callable[[sa.CTE], sa.Insert] | None = None,
+        defer: bool = False,
     ) -> tuple[int, datetime] | None:
         """atomic_increment that also stamps `clock_column` with the database clock and returns that
         one sample: the clock rides on the UPDATE (one round trip fewer). None when no row.
@@ -259,7 +267,9 @@ class Dialect:
         `params` fills: the statement is then built once and reused (the hot path). `line`: an
         INSERT built from the increment's returned row, run in the same statement where the
         backend allows it (`folds_line`; a constant function, part of the statement's cache key);
-        elsewhere it is ignored and the caller writes its line itself."""
+        elsewhere it is ignored and the caller writes its line itself. `defer`: the statement commits
+        by itself without waiting for the disk, where the backend can say so in it
+        (`defer_flush`)."""
 
         def build() -> sa.Executable:
             return self.clocked_update(table, where, column, n, clock_column, guard)

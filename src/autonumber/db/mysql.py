@@ -173,6 +173,7 @@ class MySQLDialect(Dialect):
         guard: sa.ColumnElement[bool] | None = None,
         params: Mapping[str, Any] | None = None,
         line: Callable[[sa.CTE], sa.Insert] | None = None,
+        defer: bool = False,
     ) -> tuple[int, datetime] | None:
         """No UPDATE … RETURNING here: LAST_INSERT_ID(expr) carries the value, and the stamped clock
         is read back from the row this transaction holds locked. With `line`, on a connection that

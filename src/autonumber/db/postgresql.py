@@ -21,7 +21,7 @@ from .bulk import NotDelimitable, delimited, row_columns, text_datetimes
 from .driver import statement
 from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
-from .tables import AUTONUMBER_COLUMNS
+from .tables import AUTONUMBER_COLUMNS, counter_table
 
 RETRYABLE = {"40001", "40P01", "55P03"}
 """Serialization failure, deadlock, lock not available."""
@@ -29,6 +29,12 @@ RETRYABLE = {"40001", "40P01", "55P03"}
 
 TRANSACTION_IDLE = 0
 """psycopg.pq.TransactionStatus.IDLE (psycopg is imported only where a connection needs it)."""
+
+
+_DEFER_FLUSH = sa.func.set_config(
+    sa.literal_column("'synchronous_commit'"), sa.literal_column("'off'"), sa.true()
+)
+"""synchronous_commit off until the end of the current transaction."""
 
 
 class PostgreSQLDialect(Dialect):
@@ -50,11 +56,14 @@ class PostgreSQLDialect(Dialect):
         guard: sa.ColumnElement[bool] | None = None,
         params: Mapping[str, Any] | None = None,
         line: Callable[[sa.CTE], sa.Insert] | None = None,
+        defer: bool = False,
     ) -> tuple[int, datetime] | None:
         """With `line`: `WITH bumped AS (UPDATE … RETURNING …), line AS (INSERT … SELECT … FROM
         bumped) SELECT … FROM bumped` — increment, clock sample and line in one round trip; the
         line exists exactly when the increment changed a row. Run on the driver's cursor
-        (db/driver.py): the reservation of every caller's-transaction insert and `assign_one`."""
+        (db/driver.py): the reservation of every caller's-transaction insert and `assign_one`.
+        `defer`: the statement also sets `synchronous_commit` off for its own transaction, which it
+        is in autocommit (`defer_flush`)."""
         if line is None or params is None:
             return super().atomic_increment_clocked(
                 conn, table, where, column, n, clock_column, guard, params
@@ -68,14 +77,25 @@ class PostgreSQLDialect(Dialect):
                 .returning(table.c[column], table.c[clock_column])
                 .cte("bumped")
             )
-            return sa.select(bumped.c[column], bumped.c[clock_column]).add_cte(line(bumped).cte("line"))
+            folded = sa.select(bumped.c[column], bumped.c[clock_column]).add_cte(line(bumped).cte("line"))
+            if not defer:
+                return folded
+            # a volatile function in a joined CTE runs once, before the statement's implicit COMMIT
+            deferred = sa.select(_DEFER_FLUSH.label("deferred")).cte("deferred")
+            return folded.join_from(bumped, deferred, sa.true())
 
-        key = ("folded", where, column, n, clock_column, guard, line)
+        key = ("folded", where, column, n, clock_column, guard, line, defer)
         rows = statement(table, key, build, conn.dialect).run(conn, params).rows
         return (int(rows[0][0]), to_utc(rows[0][1])) if rows else None
 
     def folds_line(self, conn: Connection) -> bool:
         return True
+
+    def defer_flush(self, conn: Connection) -> None:
+        """`set_config(…, true)`: the setting ends with the transaction, so the pooled connection's
+        next user commits as it always does."""
+        flush = statement(counter_table, ("defer-flush",), lambda: sa.select(_DEFER_FLUSH), conn.dialect)
+        flush.run(conn, {})
 
     def commits_alone(self, conn: Connection) -> bool:
         """While the driver's connection has no transaction open: psycopg switches to autocommit

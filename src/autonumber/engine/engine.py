@@ -59,12 +59,16 @@ class Engine:
         *,
         strategy: Strategy = DEFAULT_STRATEGY,
         max_retries: int = DEFAULT_MAX_RETRIES,
+        defer_flush: bool = True,
     ) -> None:
         if strategy not in STRATEGIES:
             raise ValueError(f"unknown strategy {strategy!r}; choose one of {', '.join(STRATEGIES)}")
         self.catalog = catalog
         self.dialect = dialect
         self.strategy = strategy
+        self.defer_flush = defer_flush
+        """Whether `assign(…, stored_by=True)` lets its reservation commit without waiting for the
+        disk (Dialect.defer_flush)."""
         snapshot = catalog.current()
         fields = max(1, len(snapshot.rules) + len(snapshot.quarantined))
         self.reserver = Reserver(
@@ -116,11 +120,14 @@ class Engine:
         *,
         cross: Sequence[Mapping[str, str]] | None = None,
         inside: bool = False,
+        stored_by: bool = False,
     ) -> Assigned:
         """assign_batch that also returns the shared assigned-at; `cross` = already resolved values.
 
         `inside`: reserve in `conn`'s own short transaction (the group-commit writer; a savepoint
-        only on SQLite), so the numbers commit with the rows in one COMMIT and roll back with them."""
+        only on SQLite), so the numbers commit with the rows in one COMMIT and roll back with them.
+        `stored_by`: the numbers leave only in rows `conn`'s transaction writes on this database, so
+        a reservation of their own commits without waiting for the disk (Dialect.defer_flush)."""
         snapshot = self.catalog.current()
         rule = snapshot.rule(field)
         if not records:
@@ -140,6 +147,7 @@ class Engine:
         out: list[str] = [""] * len(records)
         at: datetime | None = None
         detached: list[Range] = []
+        defer = stored_by and self.defer_flush
         for indices in groups.values():
             values = cross[indices[0]]
             by = rule if dates is None else rule.pinned(dates[indices[0]])
@@ -154,9 +162,9 @@ class Engine:
             if by.gapless:
                 res, offset = reserve_gapless(self.reserver, by, len(indices), values, conn, at), 0
             elif len(records) == 1 and not inside and dates is None:
-                res, offset = self._reserve_single(by, values, conn)
+                res, offset = self._reserve_single(by, values, conn, defer)
             else:
-                res, offset = self._reserve(by, len(indices), values, conn, at, inside), 0
+                res, offset = self._reserve(by, len(indices), values, conn, at, inside, defer), 0
             if not by.gapless and not inside and self._on_caller(conn) is None:
                 detached.append(Range(rule.counter_id, res.scope_key, res.first + offset, len(indices)))
             at = res.assigned_at
@@ -277,6 +285,7 @@ class Engine:
         conn: Connection | None,
         at: datetime | None = None,
         inside: bool = False,
+        defer: bool = False,
     ) -> Reservation:
         target = conn if inside else self._on_caller(conn)
         if self.strategy == "cas":
@@ -284,15 +293,18 @@ class Engine:
         # inside the group writer's own short transaction the row lock lasts to its COMMIT anyway
         # (and on SQLite it holds the write lock from BEGIN): no savepoint round trips
         savepoint = not inside
-        return self.reserver.reserve_atomic(rule, n, cross, target, at, savepoint)
+        return self.reserver.reserve_atomic(rule, n, cross, target, at, savepoint, defer)
 
     def _reserve_single(
-        self, rule: Rule, cross: Mapping[str, str], conn: Connection | None
+        self, rule: Rule, cross: Mapping[str, str], conn: Connection | None, defer: bool
     ) -> tuple[Reservation, int]:
         if self.strategy != "combining" or self._on_caller(conn) is not None:
-            return self._reserve(rule, 1, cross, conn), 0
-        key = (rule.field_id, tuple(sorted(cross.items())))
-        return self.combiner.reserve_one(key, lambda n: self.reserver.reserve_atomic(rule, n, cross))
+            return self._reserve(rule, 1, cross, conn, defer=defer), 0
+        # a deferred reservation is shared only by callers whose numbers are all stored by later COMMITs
+        key = (rule.field_id, tuple(sorted(cross.items())), defer)
+        return self.combiner.reserve_one(
+            key, lambda n: self.reserver.reserve_atomic(rule, n, cross, defer=defer)
+        )
 
 
 def _numbers(pieces: Sequence[Piece]) -> list[tuple[int, Piece]]:

@@ -354,14 +354,17 @@ class Reserver:
         conn: Connection | None = None,
         at: datetime | None = None,
         savepoint: bool = True,
+        defer: bool = False,
     ) -> Reservation:
-        """One `UPDATE … next_value = next_value + n` returning the new value (dialect primitive)."""
+        """One `UPDATE … next_value = next_value + n` returning the new value (dialect primitive).
+        `defer`: its numbers are stored only by rows a later COMMIT on this database writes, so its
+        own transaction need not wait for the disk (Dialect.defer_flush)."""
         started = time.perf_counter()
         lazy = 0
         tries = self.policy.tries(self.policy.atomic_attempts, self.sleep)
         while True:
             try:
-                outcome = self._atomic_once(rule, n, cross, conn, at, savepoint)
+                outcome = self._atomic_once(rule, n, cross, conn, at, savepoint, defer)
             except _Lost:
                 if tries.again():
                     continue
@@ -380,11 +383,15 @@ class Reserver:
         conn: Connection | None,
         at: datetime | None,
         savepoint: bool = True,
+        defer: bool = False,
     ) -> Reservation | _Missing:
         clocked_here = rule.scope == "global" and at is None and self.hooks.clock is None
         # increment, clock sample and journal line in one round trip that commits by itself
         alone = clocked_here and conn is None and self.journal.enabled
         with self._attempt(conn, savepoint, alone) as c:
+            defer = defer and conn is None
+            if defer and not (alone and self.dialect.folds_line(c)):
+                self.dialect.defer_flush(c)
             if clocked_here:
                 # the scope key does not depend on the clock: sample it on the UPDATE itself, and
                 # where the backend allows, append the journal line in that same statement
@@ -402,6 +409,7 @@ class Reserver:
                     _FITS,
                     params,
                     line=reserved_line if fold else None,
+                    defer=defer,
                 )
                 if clocked is None:
                     _overflow_or_missing(c, rule, "", n)

@@ -6,7 +6,6 @@ reservation's COMMIT")."""
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -19,13 +18,6 @@ pytestmark = pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
 
 DEFERRED = "set_config('synchronous_commit', 'off', true)"
 SOURCE = "SELECT source FROM pg_settings WHERE name = 'synchronous_commit'"
-
-
-@pytest.fixture
-def platform(db_url: str) -> Iterator[Platform]:
-    p = make_platform(db_url, poll_interval=3600.0)
-    yield p
-    p.close()
 
 
 def reservations(seen: list[str]) -> list[str]:

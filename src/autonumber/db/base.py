@@ -108,6 +108,10 @@ class Dialect:
         saving the journal line's round trip."""
         return False
 
+    def defers_flush(self, conn: Connection) -> bool:
+        """Whether `defer_flush` (and `atomic_increment_clocked`'s `defer`) means anything here."""
+        return False
+
     def defer_flush(self, conn: Connection) -> None:
         """Let the transaction open on `conn` commit without waiting for its log to reach the disk,
         where the backend has such a setting per transaction (PostgreSQL's `synchronous_commit`).

@@ -91,6 +91,10 @@ class PostgreSQLDialect(Dialect):
     def folds_line(self, conn: Connection) -> bool:
         return True
 
+    def defers_flush(self, conn: Connection) -> bool:
+        """Not on CockroachDB, whose commits are replicated by consensus with no such setting."""
+        return not is_cockroach(conn.engine, conn)
+
     def defer_flush(self, conn: Connection) -> None:
         """`set_config(…, true)`: the setting ends with the transaction, so the pooled connection's
         next user commits as it always does."""

@@ -389,7 +389,7 @@ class Reserver:
         # increment, clock sample and journal line in one round trip that commits by itself
         alone = clocked_here and conn is None and self.journal.enabled
         with self._attempt(conn, savepoint, alone) as c:
-            defer = defer and conn is None
+            defer = defer and conn is None and self.dialect.defers_flush(c)
             if defer and not (alone and self.dialect.folds_line(c)):
                 self.dialect.defer_flush(c)
             if clocked_here:

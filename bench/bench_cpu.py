@@ -124,7 +124,8 @@ def measure_cell(url: str, callers: int, work_ms: float, seconds: float) -> dict
     ours.platform.engine.reserver.reserve_atomic = counting  # type: ignore[method-assign]
     try:
         rows = {ours.name: cell_cpu(ours.op_for(callers, work_ms / 1000), callers, seconds)}
-        rows[ours.name]["callers_per_reservation"] = round(sum(reservations) / max(1, len(reservations)), 2)
+        if reservations:  # SQLite numbers a caller's record by its own statements: none to count
+            rows[ours.name]["callers_per_reservation"] = round(sum(reservations) / len(reservations), 2)
     finally:
         ours.close()
     peer = NativeInsert(url, pool_max=PEER_POOL_MAX)

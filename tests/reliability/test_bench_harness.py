@@ -153,3 +153,36 @@ def test_pairs_alternate_both_sides_and_take_the_median_ratio(tmp_path: Path) ->
         assert len(ours) == len(peer) == 3 and min(ours) > 0 and min(peer) > 0
         assert cell["ratios"] == [round(a / b, 3) for a, b in zip(ours, peer, strict=True)]
         assert cell["median_ratio"] == sorted(cell["ratios"])[1]
+
+
+def test_the_cell_cpu_bench_measures_both_sides_and_counts_shared_reservations(tmp_path: Path) -> None:
+    from bench.bench_cpu import measure_cell
+
+    rows = measure_cell(f"sqlite:///{tmp_path / 'cell.db'}", callers=2, work_ms=0.0, seconds=0.6)
+    assert list(rows) == ["records.insert (peer's connections)", "peer:native-insert"]
+    for row in rows.values():
+        assert row["records_per_s"] > 0 and row["cpu_us_per_record"] > 0 and row["core_share"] > 0
+    # SQLite numbers a record in a caller's transaction by the counter's UPDATE and its INSERT in
+    # that transaction: no reservation of its own, so none is counted (nor for the peer)
+    assert all("callers_per_reservation" not in row for row in rows.values())
+
+
+def test_the_cell_cpu_bench_counts_the_callers_a_postgresql_reservation_served() -> None:
+    """On a server a record in a caller's transaction is numbered by a reservation of its own,
+    which concurrent callers may share (the combiner): each caller is counted once."""
+    import sqlalchemy as sa
+
+    from bench.bench_cpu import measure_cell
+    from conftest import server_url
+
+    test_url = sa.engine.make_url(server_url("postgresql"))
+    url = test_url.set(database=f"{test_url.database}_cellbench")
+    try:
+        rows = measure_cell(url.render_as_string(hide_password=False), callers=4, work_ms=1.0, seconds=0.6)
+        shared = rows["records.insert (peer's connections)"]["callers_per_reservation"]
+        assert 1.0 <= shared <= 4.0
+    finally:
+        admin = sa.create_engine(url.set(database="postgres"), isolation_level="AUTOCOMMIT")
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
+        admin.dispose()

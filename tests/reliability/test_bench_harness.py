@@ -167,15 +167,15 @@ def test_the_cell_cpu_bench_measures_both_sides_and_counts_shared_reservations(t
     assert all("callers_per_reservation" not in row for row in rows.values())
 
 
-def test_the_cell_cpu_bench_counts_the_callers_a_postgresql_reservation_served() -> None:
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_the_cell_cpu_bench_counts_the_callers_a_postgresql_reservation_served(db_url: str) -> None:
     """On a server a record in a caller's transaction is numbered by a reservation of its own,
     which concurrent callers may share (the combiner): each caller is counted once."""
     import sqlalchemy as sa
 
     from bench.bench_cpu import measure_cell
-    from conftest import server_url
 
-    test_url = sa.engine.make_url(server_url("postgresql"))
+    test_url = sa.engine.make_url(db_url)
     url = test_url.set(database=f"{test_url.database}_cellbench")
     try:
         rows = measure_cell(url.render_as_string(hide_password=False), callers=4, work_ms=1.0, seconds=0.6)

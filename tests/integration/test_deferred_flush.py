@@ -45,7 +45,8 @@ def test_a_reservation_for_a_callers_row_defers_its_flush_to_the_callers_commit(
         record = platform.records.insert("Case", {"Subject": "s"}, conn)
     (reservation,) = reservations(seen)
     assert DEFERRED in reservation, seen
-    assert session_settings(platform) and "session" not in session_settings(platform)
+    sources = session_settings(platform)
+    assert sources and "session" not in sources
     assert platform.records.get("Case", record["Id"])["CaseNumber"] == record["CaseNumber"]
 
 
@@ -62,7 +63,8 @@ def test_a_scoped_reservation_defers_its_flush_in_its_own_transaction(platform: 
     first = seen.index(scoped)
     assert any(s.startswith("SELECT") and DEFERRED in s for s in seen[:first]), seen
     assert "COMMIT" in seen[first:], seen
-    assert session_settings(platform) and "session" not in session_settings(platform)
+    sources = session_settings(platform)
+    assert sources and "session" not in sources
     stored = platform.records.get("Quote", record["Id"])
     assert stored["Quote_No__c"] == record["Quote_No__c"] and stored["Quote_No__c"].startswith("SG-QT-")
 

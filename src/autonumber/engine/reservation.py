@@ -389,13 +389,13 @@ class Reserver:
         # increment, clock sample and journal line in one round trip that commits by itself
         alone = clocked_here and conn is None and self.journal.enabled
         with self._attempt(conn, savepoint, alone) as c:
+            # where the backend allows, the journal line rides in the increment's statement
+            fold = alone and self.dialect.folds_line(c)
             defer = defer and conn is None and self.dialect.defers_flush(c)
-            if defer and not (alone and self.dialect.folds_line(c)):
+            if defer and not fold:  # a folded statement defers its own COMMIT
                 self.dialect.defer_flush(c)
             if clocked_here:
-                # the scope key does not depend on the clock: sample it on the UPDATE itself, and
-                # where the backend allows, append the journal line in that same statement
-                fold = alone and self.dialect.folds_line(c)
+                # the scope key does not depend on the clock: sample it on the UPDATE itself
                 if not (fold or c.in_transaction()):
                     raise RuntimeError(f"{self.dialect.name}: a reservation outside a transaction must fold")
                 params = {**_params(rule, "", n), **self.journal.params()} if fold else _params(rule, "", n)
@@ -409,7 +409,7 @@ class Reserver:
                     _FITS,
                     params,
                     line=reserved_line if fold else None,
-                    defer=defer,
+                    defer=defer and fold,
                 )
                 if clocked is None:
                     _overflow_or_missing(c, rule, "", n)

@@ -175,7 +175,7 @@ class GroupCommit:
             group.rows.append(row)
             if len(group.rows) > 1:
                 group.members.append(_held_lock())
-            if group.led:  # its leader may be gathering
+            if group.led and len(group.rows) == group.expect:  # its gathering leader may depart
                 self._joined.notify_all()
             return group, len(group.rows) - 1
 

@@ -115,3 +115,27 @@ def test_a_gathering_leader_departs_at_its_deadline_with_whoever_came() -> None:
 def test_gather_must_not_be_negative() -> None:
     with pytest.raises(ValueError, match="gather"):
         GroupCommit(SlowWriter(), gather=-0.1)
+
+
+class CountingCondition(threading.Condition):
+    """Counts the wake-ups sent to a gathering leader."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__(lock)
+        self.wakeups = 0
+
+    def notify_all(self) -> None:
+        self.wakeups += 1
+        super().notify_all()
+
+
+def test_a_gathering_leader_is_woken_once_per_flight_not_at_every_join() -> None:
+    """The joiners of a gathering group wake its leader only when the group holds the rows the
+    leader waits for: earlier wake-ups would only send it back to wait (a GIL hand-off each)."""
+    writer = SlowWriter()
+    gc = GroupCommit(writer)
+    counting = CountingCondition(gc._lock)
+    gc._joined = counting
+    closed_loop(gc)
+    assert gc.stats.gathered > 0
+    assert counting.wakeups <= gc.stats.groups, (counting.wakeups, gc.stats)

@@ -401,10 +401,24 @@ def write_docs(paths: list[Path], target: Path) -> None:
     target.write_text(f"{head}{BEGIN}\n{section}{END}{tail}", encoding="utf-8")
 
 
+def scratch_url(parser: argparse.ArgumentParser, value: str) -> str:
+    """A --db value: a database URL, or a backend's name for the bench's own scratch database."""
+    from .cli import DEFAULT_URLS
+
+    url = DEFAULT_URLS.get(value, value)
+    try:
+        sa.make_url(url)
+    except sa.exc.ArgumentError:
+        parser.error(f"--db {value!r}: neither a database URL nor one of {', '.join(DEFAULT_URLS)}")
+    return url
+
+
 def main() -> int:
     """`--measure` is the child; otherwise run the row on every --db."""
     p = argparse.ArgumentParser(prog="python -m bench.bench_import")
-    p.add_argument("--db", action="append", default=[])
+    p.add_argument(
+        "--db", action="append", default=[], help="a scratch database URL, or sqlite, mysql, postgresql"
+    )
     p.add_argument("--rows", type=int, action="append")
     p.add_argument("--quick", action="store_true")
     p.add_argument("--measure", choices=("import", "executemany", "copy", "floor", "server"))
@@ -419,7 +433,7 @@ def main() -> int:
     if args.measure:
         print(json.dumps(measure(args.db[0], args.file, args.measure)))
         return 0
-    urls = {str(i): url for i, url in enumerate(args.db)}
+    urls = {str(i): scratch_url(p, url) for i, url in enumerate(args.db)}
     run(args.quick, urls, args.rows, peers=args.peers, page_size=args.sqlite_page_size)
     return 0
 

@@ -186,3 +186,23 @@ def test_the_cell_cpu_bench_counts_the_callers_a_postgresql_reservation_served(d
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
         admin.dispose()
+
+
+def test_the_import_bench_takes_a_backend_name_or_a_url_and_refuses_anything_else(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    import argparse
+
+    from bench.bench_import import scratch_url
+    from bench.cli import DEFAULT_URLS
+
+    parser = argparse.ArgumentParser(prog="bench_import")
+    assert scratch_url(parser, "sqlite") == DEFAULT_URLS["sqlite"]
+    assert scratch_url(parser, "sqlite:///elsewhere.db") == "sqlite:///elsewhere.db"
+    with pytest.raises(SystemExit) as exited:
+        scratch_url(parser, "nonsense")
+    assert exited.value.code == 2
+    assert (
+        "--db 'nonsense': neither a database URL nor one of sqlite, mysql, postgresql"
+        in capsys.readouterr().err
+    )

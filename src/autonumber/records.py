@@ -18,7 +18,7 @@ from .batch_sender import BatchSender
 from .bulk_rows import PairChunks, Rejected, RowCheck, ordered_ids
 from .catalog import Catalog, CatalogSnapshot, Rule
 from .db.base import Dialect, Numbered, by_fields, to_utc
-from .db.driver import savepoint, statement, watched
+from .db.driver import kept, savepoint, statement, watched
 from .db.held import HeldConnection
 from .db.objects import key_column
 from .engine import Engine, metrics
@@ -68,7 +68,7 @@ class Batch:
 
     def records(self) -> list[dict[str, Any]]:
         """The records as stored, as JSON-ready dicts (made on demand: a quiet import never pays)."""
-        return [_plain({col.name: r.get(col.name) for col in self.table.c}) for r in self.rows]
+        return _stored_form(self.table, self.rows)
 
 
 def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
@@ -80,6 +80,29 @@ def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
             value = float(value)
         out[key] = value
     return out
+
+
+@dataclass(frozen=True)
+class _Shape:
+    """A table's columns by key and its column names in order, built once per table (kept in
+    `table.info`): `table.c`'s own lookups cost more than a one-row insert's every other check."""
+
+    columns: dict[str, sa.Column[Any]]
+    names: tuple[str, ...]
+
+
+def _shape(table: sa.Table) -> _Shape:
+    return kept(
+        table,
+        ("autonumber.records.shape",),
+        lambda: _Shape({c.key: c for c in table.c}, tuple(c.name for c in table.c)),
+    )
+
+
+def _stored_form(table: sa.Table, records: Sequence[Mapping[str, Any]]) -> list[dict[str, Any]]:
+    """The records as `insert` returns them: every column of the table, in its order."""
+    names = _shape(table).names
+    return [_plain({name: r.get(name) for name in names}) for r in records]
 
 
 def _record_ids(records: Sequence[Mapping[str, Any]]) -> list[str]:
@@ -296,7 +319,7 @@ class Records:
                 raise
             stored = landed
         else:
-            stored = [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
+            stored = _stored_form(table, records)
         metrics.records_created(object_name).inc(len(records))
         return stored
 
@@ -503,7 +526,7 @@ class Records:
                 snapshot, object_name, table, records, c, inside=self._reserve_inside(records), alone=True
             )
         metrics.records_created(object_name).inc(len(records))
-        return [_plain({col.name: r.get(col.name) for col in table.c}) for r in records]
+        return _stored_form(table, records)
 
     def _reserve_inside(self, records: list[dict[str, Any]]) -> bool:
         """Whether a group reserves its numbers in its own transaction.
@@ -695,6 +718,7 @@ class Records:
             raise RecordError(f"{where}: expected a JSON object of field values, got {type(data).__name__}")
         autonumbers = snapshot.autonumber_field_set(object_name)
         adopted = snapshot.is_adopted(object_name)
+        columns = _shape(table).columns
         record: dict[str, Any] = {}
         for key, value in data.items():
             if key in autonumbers:
@@ -704,9 +728,10 @@ class Records:
                 )
             if not adopted and key in SYSTEM_COLUMNS and not (allow_id and key == "Id"):
                 raise RecordError(f"{where}: {key} is set by the platform and cannot be supplied")
-            if key not in table.c:
+            column = columns.get(key)
+            if column is None:
                 raise RecordError(f"{where}: {object_name} has no field {key!r}")
-            record[key] = self._value(where, object_name, table.c[key], value)
+            record[key] = self._value(where, object_name, column, value)
         if not adopted:
             record["Id"] = new_id()
         return record

@@ -72,13 +72,15 @@ class Batch:
 
 
 def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
-    out: dict[str, Any] = {}
+    """A record as JSON-ready values: timestamps as ISO text in UTC, decimals as floats."""
+    out: dict[str, Any] = dict(row)
     for key, value in row.items():
-        if isinstance(value, datetime):
-            value = to_utc(value).isoformat()  # drivers return naive UTC; say so
+        if type(value) is str or value is None:  # most values: nothing to convert
+            continue
+        if isinstance(value, datetime):  # drivers return naive UTC; say so
+            out[key] = value.isoformat() + "+00:00" if value.tzinfo is None else to_utc(value).isoformat()
         elif isinstance(value, Decimal):
-            value = float(value)
-        out[key] = value
+            out[key] = float(value)
     return out
 
 

@@ -180,3 +180,22 @@ def test_the_sqlalchemy_integrations_own_listener_does_not_count_as_watching(db_
             assert watched(conn)
     finally:
         p.close()
+
+
+def test_a_listener_on_every_engine_counts_as_watching(engine: sa.Engine) -> None:
+    """A tracer registered on the Engine class hears every engine's statements: a connection
+    without listeners of its own is asked through its engine's collections."""
+
+    def tracer(*args: object) -> None:
+        pass
+
+    with engine.connect() as conn:
+        assert not watched(conn)
+    sa.event.listen(sa.engine.Engine, "before_cursor_execute", tracer)
+    try:
+        with engine.connect() as conn:
+            assert watched(conn)
+    finally:
+        sa.event.remove(sa.engine.Engine, "before_cursor_execute", tracer)
+    with engine.connect() as conn:
+        assert not watched(conn)

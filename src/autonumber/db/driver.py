@@ -143,7 +143,9 @@ def watched(conn: Connection) -> bool:
     answer first: asking each listener collection whether it is empty costs more than the rest."""
     if not (conn._has_events or conn.engine._has_events):
         return False
-    on = conn.dispatch
+    # without listeners of its own, a connection hears its engine's: ask the engine's collections,
+    # made once, not the joined ones SQLAlchemy builds anew for each connection
+    on = conn.dispatch if conn._has_events else conn.engine.dispatch
     for kind in (on.before_execute, on.after_execute, on.before_cursor_execute, on.after_cursor_execute):
         if any(listener not in _BLIND for listener in kind):
             return True

@@ -733,14 +733,10 @@ class Records:
             column = columns.get(key)
             if column is None:
                 raise RecordError(f"{where}: {object_name} has no field {key!r}")
-            record[key] = self._value(where, object_name, column, value)
+            record[key] = checked_value(where, object_name, column, value)
         if not adopted:
             record["Id"] = new_id()
         return record
-
-    @staticmethod
-    def _value(where: object, object_name: str, column: sa.Column[Any], value: Any) -> Any:
-        return checked_value(where, object_name, column, value)
 
     def get(self, object_name: str, record_id: str, conn: Connection | None = None) -> dict[str, Any]:
         """One record by Id, or RecordNotFound."""

@@ -108,16 +108,12 @@ class Dialect:
         saving the journal line's round trip."""
         return False
 
-    def defers_flush(self, conn: Connection) -> bool:
-        """Whether `defer_flush` (and `atomic_increment_clocked`'s `defer`) means anything here."""
-        return False
-
     def defer_flush(self, conn: Connection) -> None:
         """Let the transaction open on `conn` commit without waiting for its log to reach the disk,
         where the backend has such a setting per transaction (PostgreSQL's `synchronous_commit`).
         Only for a reservation whose numbers are stored by a later COMMIT on the same database: that
         COMMIT, after it in the log, makes both durable (docs/engine.md, "A reservation's COMMIT").
-        Elsewhere nothing is sent."""
+        Elsewhere nothing is sent, and `atomic_increment_clocked` ignores its `defer`."""
 
     def commits_alone(self, conn: Connection) -> bool:
         """Whether one round trip on `conn` (an own connection that has sent nothing in its

@@ -68,6 +68,7 @@ class PostgreSQLDialect(Dialect):
             return super().atomic_increment_clocked(
                 conn, table, where, column, n, clock_column, guard, params
             )
+        defer = defer and _defers(conn)
 
         def build() -> sa.ClauseElement:
             bumped = (
@@ -91,13 +92,11 @@ class PostgreSQLDialect(Dialect):
     def folds_line(self, conn: Connection) -> bool:
         return True
 
-    def defers_flush(self, conn: Connection) -> bool:
-        """Not on CockroachDB, whose commits are replicated by consensus with no such setting."""
-        return not is_cockroach(conn.engine, conn)
-
     def defer_flush(self, conn: Connection) -> None:
         """`set_config(…, true)`: the setting ends with the transaction, so the pooled connection's
-        next user commits as it always does."""
+        next user commits as it always does. Nothing on CockroachDB (`_defers`)."""
+        if not _defers(conn):
+            return
         flush = statement(counter_table, ("defer-flush",), lambda: sa.select(_DEFER_FLUSH), conn.dialect)
         flush.run(conn, {})
 
@@ -290,6 +289,12 @@ def _copy_text(value: Any) -> str:
     if kind is int or kind is datetime:
         return str(value)
     raise NotDelimitable(kind.__name__)
+
+
+def _defers(conn: Connection) -> bool:
+    """Whether a transaction may set `synchronous_commit`: not on CockroachDB, whose commits are
+    replicated by consensus with no such setting."""
+    return not is_cockroach(conn.engine, conn)
 
 
 def is_cockroach(engine: Engine, conn: Connection | None = None) -> bool:

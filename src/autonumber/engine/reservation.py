@@ -391,7 +391,7 @@ class Reserver:
         with self._attempt(conn, savepoint, alone) as c:
             # where the backend allows, the journal line rides in the increment's statement
             fold = alone and self.dialect.folds_line(c)
-            defer = defer and conn is None and self.dialect.defers_flush(c)
+            defer = defer and conn is None  # only a reservation's own transaction
             if defer and not fold:  # a folded statement defers its own COMMIT
                 self.dialect.defer_flush(c)
             if clocked_here:

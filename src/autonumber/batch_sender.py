@@ -5,13 +5,18 @@ for the other (docs/import.md, "Speed"). Only a backend whose bulk write splits 
 now" and "send later" takes part (`Dialect.bulk_sender`). The send touches only the transaction's
 driver connection, and nothing else uses that connection until the send is settled: the next
 batch's write, the COMMIT and a ROLLBACK all come after `settle`, or after the context ends.
+The importing thread goes on only once the send has handed its rows over (written them to the
+server, or to SQLite at once): until then both threads would take turns at Python's lock, and the
+server would wait for rows the send could not write.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from types import TracebackType
+
+from .db.bulk import Send
 
 
 class BatchSender:
@@ -21,12 +26,24 @@ class BatchSender:
         self._pool: ThreadPoolExecutor | None = None
         self._sending: Future[None] | None = None
 
-    def start(self, send: Callable[[], None]) -> None:
-        """Run `send` on the sender's thread once the send before it is settled."""
+    def start(self, send: Send) -> None:
+        """Run `send` on the sender's thread once the send before it is settled; return once it
+        has handed its rows over (or ended). While the rows go out, the send's Python needs the
+        lock often (a packet at a time) and the caller's would keep taking it back: on MariaDB
+        the server sat idle 4 ms per batch waiting for its rows (docs/performance.md)."""
         self.settle()
         if self._pool is None:
             self._pool = ThreadPoolExecutor(1, thread_name_prefix="autonumber-batch-send")
-        self._sending = self._pool.submit(send)
+        handed = threading.Event()
+
+        def run() -> None:
+            try:
+                send(handed.set)
+            finally:
+                handed.set()
+
+        self._sending = self._pool.submit(run)
+        handed.wait()
 
     def settle(self) -> None:
         """Wait for the send in flight, if any; its error is raised here."""

@@ -609,7 +609,7 @@ class Records:
             send = dialect.bulk_sender(c, table, records) if bulk and sender and not adopted else None
             if sender is not None:
                 if send is not None:
-                    sender.start(lambda: _failing_gaps(send, held))
+                    sender.start(lambda handed: _failing_gaps(lambda: send(handed), held))
                     return
                 sender.settle()
             if adopted:

@@ -128,7 +128,7 @@ def test_the_server_gets_only_the_batch_never_a_file(
     steal = f"LOAD DATA LOCAL INFILE '{secret}' INTO TABLE `Case` {mysql_load.CLAUSES} {columns}"
     with engine.connect() as conn:
         raw = conn.connection.dbapi_connection
-        setattr(raw, mysql_load.ARMED, (b"the-batch.tsv", b"b1\t2026-01-01\tsent\tX2\n"))
+        setattr(raw, mysql_load.ARMED, (b"the-batch.tsv", b"b1\t2026-01-01\tsent\tX2\n", lambda: None))
         raw._local_infile = True  # type: ignore[union-attr]
         try:
             with pytest.raises(sa.exc.InternalError, match="LOAD DATA LOCAL refused"):

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from collections.abc import Callable
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -141,9 +142,9 @@ def test_an_import_writes_its_rows_on_the_sender_thread(
         send = sender(self, conn, table, rows)
         assert send is not None
 
-        def on_thread() -> None:
+        def on_thread(handed: Callable[[], None]) -> None:
             threads.append(threading.current_thread().name)
-            send()
+            send(handed)
 
         return on_thread
 

@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.format.model import padded_run
 
-from .bulk import bound_tuples, insert_text
+from .bulk import Send, bound_tuples, insert_text
 
 
 def to_utc(value: Any) -> datetime:
@@ -423,18 +423,19 @@ class Dialect:
         and SQLite runs as one prepared statement. A backend with a `bulk_sender` sends by it."""
         send = self.bulk_sender(conn, table, rows)
         if send is not None:
-            send()
+            send(lambda: None)
             return
         for fields, group in by_fields(rows).items():
             self.bulk_insert_group(conn, table, fields, group)
 
     def bulk_sender(
         self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
-    ) -> Callable[[], None] | None:
+    ) -> Send | None:
         """`bulk_insert` in two steps, for an import that reads its next batch meanwhile: the part
         that needs the caller's thread is done now, and the call returned sends the rows from
-        another thread (it touches only `conn`'s driver connection). None where the backend has
-        no such split (here): then `bulk_insert`."""
+        another thread (it touches only `conn`'s driver connection), calling its argument once
+        the rows have left this process. None where the backend has no such split (here): then
+        `bulk_insert`."""
         return None
 
     def bulk_insert_group(

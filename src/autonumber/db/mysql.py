@@ -21,7 +21,7 @@ from autonumber.errors import LockTimeout
 
 from . import mysql_load
 from .base import Counter, Dialect, Numbered, by_fields, forget_server_flag, server_flag, to_utc
-from .bulk import NotDelimitable, bound_columns, bound_tuples, insert_text
+from .bulk import Handed, NotDelimitable, Send, bound_columns, bound_tuples, insert_text
 from .driver import DriverStatement, execute, execute_batch, kept, statement
 from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
@@ -429,14 +429,15 @@ class MySQLDialect(Dialect):
         if load is None:
             super().bulk_insert_group(conn, table, fields, group)
         else:
-            load()
+            load(lambda: None)
 
     def bulk_sender(
         self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
-    ) -> Callable[[], None] | None:
-        """Each set of fields' LOAD DATA text made now, the statements sent by the call returned;
-        None when a batch must take the INSERT. It only reads what the first batch probed, since
-        the batch before may still be on its way on `conn`."""
+    ) -> Send | None:
+        """Each set of fields' LOAD DATA text made now, the statements sent by the call returned,
+        handed over once the last text is written; None when a batch must take the INSERT. It
+        only reads what the first batch probed, since the batch before may still be on its way
+        on `conn`."""
         loads = []
         for fields, group in by_fields(rows).items():
             load = self._load(conn, table, fields, group)
@@ -444,15 +445,16 @@ class MySQLDialect(Dialect):
                 return None
             loads.append(load)
 
-        def send() -> None:
-            for load in loads:
-                load()
+        def send(handed: Handed) -> None:
+            for load in loads[:-1]:
+                load(lambda: None)
+            loads[-1](handed)
 
         return send
 
     def _load(
         self, conn: Connection, table: sa.Table, fields: tuple[str, ...], group: Sequence[Mapping[str, Any]]
-    ) -> Callable[[], None] | None:
+    ) -> Send | None:
         """The LOAD DATA of `group`, its text made now; None where it cannot run (`loads_local`,
         a value it does not render exactly as the INSERT would)."""
         text = insert_text(conn, table, fields)
@@ -464,9 +466,9 @@ class MySQLDialect(Dialect):
         except NotDelimitable:
             return None
 
-        def load() -> None:
+        def load(handed: Handed) -> None:
             try:
-                mysql_load.load_local(conn, table, fields, len(group), payload)
+                mysql_load.load_local(conn, table, fields, len(group), payload, handed)
             except sa.exc.DBAPIError as exc:
                 if mysql_errno(exc) not in mysql_load.NOT_ALLOWED:
                     raise

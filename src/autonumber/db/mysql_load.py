@@ -28,10 +28,11 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from .bulk import NotDelimitable, delimited
+from .bulk import Handed, NotDelimitable, delimited
 
 ARMED = "_autonumber_local_batch"
-"""The attribute of a PyMySQL connection that holds (file name, bytes) while `load_local` runs."""
+"""The attribute of a PyMySQL connection that holds (file name, bytes, called once the bytes are
+written) while `load_local` runs."""
 FILE_NAME = "autonumber-batch.tsv"
 """The name the statement gives the batch: never opened, only compared with the server's request."""
 CHUNK = 64 * 1024
@@ -73,7 +74,7 @@ def _send_guarded(filename: Any, conn: Any) -> None:
         return
     from pymysql.err import InternalError
 
-    name, payload = armed
+    name, payload, handed = armed
     asked = filename if isinstance(filename, bytes) else str(filename).encode("utf-8", "replace")
     if asked != name:
         # the empty packet PyMySQL sends next ends the transfer: the server loads nothing. Not an
@@ -82,6 +83,7 @@ def _send_guarded(filename: Any, conn: Any) -> None:
     view = memoryview(payload)
     for start in range(0, len(view), CHUNK):
         conn.write_packet(bytes(view[start : start + CHUNK]))
+    handed()
 
 
 def _text(value: Any) -> str:
@@ -130,10 +132,16 @@ def statement(conn: sa.Connection, table: sa.Table, fields: Sequence[str]) -> st
 
 
 def load_local(
-    conn: sa.Connection, table: sa.Table, fields: Sequence[str], rows: int, payload: bytes
+    conn: sa.Connection,
+    table: sa.Table,
+    fields: Sequence[str],
+    rows: int,
+    payload: bytes,
+    handed: Handed = lambda: None,
 ) -> None:
     """Write the `rows` rows of `payload` (`tsv` of their bound values, in `fields` order) with one
-    LOAD DATA in `conn`'s transaction.
+    LOAD DATA in `conn`'s transaction; `handed` hears that the payload is written, before the
+    server's answer.
 
     Raises the DBAPIError of the server's refusal (see NOT_ALLOWED) as is, and, when the server
     skipped or changed a row (a warning, or fewer rows stored than sent), the error the INSERT
@@ -141,7 +149,7 @@ def load_local(
     error."""
     sql = statement(conn, table, fields)
     raw = conn.connection.dbapi_connection
-    setattr(raw, ARMED, (FILE_NAME.encode(), payload))
+    setattr(raw, ARMED, (FILE_NAME.encode(), payload, handed))
     raw._local_infile = True  # type: ignore[union-attr]
     try:
         result = conn.exec_driver_sql(sql, execution_options={"no_parameters": True})

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.errors import LockTimeout
 
 from .base import Counter, Dialect, Numbered, by_fields, driver_code, lock_key, server_flag, to_utc
-from .bulk import NotDelimitable, delimited, row_columns, text_datetimes
+from .bulk import Handed, NotDelimitable, Send, delimited, row_columns, text_datetimes
 from .driver import statement
 from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
@@ -162,12 +162,14 @@ class PostgreSQLDialect(Dialect):
 
     def bulk_sender(
         self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
-    ) -> Callable[[], None] | None:
+    ) -> Send | None:
         """COPY … FROM STDIN on the transaction's own psycopg connection: the server's bulk path.
         The rows are formatted now, into memory: text, None, integers and datetimes as
         `delimited` text a column at a time, any other value by psycopg; the call returned sends
-        them, one COPY per set of fields, and raises a refusal as SQLAlchemy's DBAPIError, as
-        `execute` does. Names are quoted by psycopg's `Identifier` (validated API names already)."""
+        them, one COPY per set of fields, handed over once the last one's data is written (its
+        end and the server's answer still to come), and raises a refusal as SQLAlchemy's
+        DBAPIError, as `execute` does. Names are quoted by psycopg's `Identifier` (validated API
+        names already)."""
         import psycopg
         from psycopg import sql
         from psycopg.copy import Copy, FileWriter
@@ -193,11 +195,13 @@ class PostgreSQLDialect(Dialect):
                 data = out.getvalue()
             copies.append((sql.SQL("COPY {} ({}) FROM STDIN").format(name, columns), data))
 
-        def send() -> None:
-            for copy_in, data in copies:
+        def send(handed: Handed) -> None:
+            for k, (copy_in, data) in enumerate(copies):
                 try:
                     with raw.cursor() as cursor, cursor.copy(copy_in) as copy:
                         copy.write(data)
+                        if k == len(copies) - 1:
+                            handed()
                 except psycopg.Error as exc:
                     text = copy_in.as_string(raw)
                     raise sa.exc.DBAPIError.instance(text, None, exc, psycopg.Error) from exc

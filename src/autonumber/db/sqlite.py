@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from contextlib import AbstractContextManager, closing
 from datetime import datetime
 from pathlib import Path
@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.errors import ConfigError
 
 from .base import Counter, Dialect, Numbered, by_fields, to_utc
-from .bulk import bound_columns, bound_tuples, flat_rows, insert_text
+from .bulk import Handed, Send, bound_columns, bound_tuples, flat_rows, insert_text
 from .driver import execute_rows, kept, statement
 from .lease import lease_lock
 from .url import mask
@@ -154,11 +154,12 @@ class SQLiteDialect(Dialect):
 
     def bulk_sender(
         self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
-    ) -> Callable[[], None] | None:
+    ) -> Send | None:
         """Multi-row INSERTs of `ROWS_PER_INSERT` rows, their parameters laid out now, run by the
         call returned. SQLite releases Python's lock while it runs a statement, so one long statement per
         5,000 rows lets it store them while the import reads its next batch; an executemany would
-        take the lock back after every row. A refusal is raised as SQLAlchemy's DBAPIError, named
+        take the lock back after every row. The rows never leave the process, so the send says
+        they are handed over as it starts. A refusal is raised as SQLAlchemy's DBAPIError, named
         by the one-row INSERT (the statement run is thousands of rows long)."""
         driver = conn.connection.driver_connection
         if not isinstance(driver, sqlite3.Connection):
@@ -178,7 +179,8 @@ class SQLiteDialect(Dialect):
                 part = values[start * width : (start + count) * width]
                 inserts.append((text, part, one_row))
 
-        def send() -> None:
+        def send(handed: Handed) -> None:
+            handed()
             for text, params, named in inserts:
                 try:
                     driver.execute(text, params)

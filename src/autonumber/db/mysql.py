@@ -19,7 +19,7 @@ from sqlalchemy.pool import PoolResetState
 
 from autonumber.errors import LockTimeout
 
-from . import mysql_load
+from . import mysql_load, pymysql_tls
 from .base import Counter, Dialect, Numbered, by_fields, forget_server_flag, server_flag, to_utc
 from .bulk import Handed, NotDelimitable, Send, bound_columns, bound_tuples, insert_text
 from .driver import DriverStatement, execute, execute_batch, kept, statement
@@ -76,6 +76,8 @@ class MySQLDialect(Dialect):
             @event.listens_for(engine, "do_connect")
             def _client_flags(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
                 cparams["client_flag"] = cparams.get("client_flag", 0) | flags
+
+            pymysql_tls.share_preferred_context(engine)
 
         @event.listens_for(engine, "connect")
         def _utc_session(dbapi_connection: Any, _record: Any) -> None:

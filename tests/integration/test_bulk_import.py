@@ -306,3 +306,39 @@ def test_an_object_without_autonumbers_imports_in_batches_with_the_database_cloc
     stored = platform.records.list("Note__c", limit=100)
     assert sorted(r["Body"] for r in stored) == sorted(f"b{i}" for i in range(1, 26))
     assert all(r["CreatedDate"] for r in stored)
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_a_batch_of_two_field_sets_is_handed_over_once_its_last_copy_data_is_written(
+    platform: Platform, engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The importing thread may go on once the rows have left: after the first set's COPY has
+    ended and once the last set's data is written, before that COPY's end and the server's answer."""
+    from psycopg import Copy
+
+    from autonumber.db import dialect_for
+
+    table = platform.catalog.current().table("Case")
+    rows: list[dict[str, Any]] = [{"Id": f"{i:032x}", "CaseNumber": f"P{i:07d}"} for i in range(6)]
+    for row in rows[:3]:
+        row["Subject"] = "s"  # a second set of fields: a second COPY
+    steps: list[str] = []
+    write, leave = Copy.write, Copy.__exit__
+
+    def traced_write(self: Copy, buffer: Any) -> None:
+        write(self, buffer)
+        steps.append("written")
+
+    def traced_exit(self: Copy, *exc: Any) -> None:
+        leave(self, *exc)
+        steps.append("ended")
+
+    monkeypatch.setattr(Copy, "write", traced_write)
+    monkeypatch.setattr(Copy, "__exit__", traced_exit)
+    with engine.begin() as conn:
+        send = dialect_for(engine).bulk_sender(conn, table, rows)
+        assert send is not None
+        send(lambda: steps.append("handed"))
+    assert steps == ["written", "ended", "written", "handed", "ended"]
+    with engine.connect() as conn:
+        assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one() == 6

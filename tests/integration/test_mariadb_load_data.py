@@ -82,6 +82,33 @@ def test_load_data_stores_every_value_as_sent(platform: Platform, engine: sa.Eng
     assert stored == [(r["Id"], r["CreatedDate"], r["Subject"], r["CaseNumber"]) for r in rows]
 
 
+def test_a_batch_of_two_field_sets_is_handed_over_once_its_last_load_is_written(
+    platform: Platform, engine: sa.Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The importing thread may go on once the rows have left: after the first set's LOAD DATA has
+    ended and while the last set's runs (its payload written, the server's answer to come)."""
+    table = platform.catalog.current().table("Case")
+    rows = _rows(6, ["a"])
+    for row in rows[3:]:
+        del row["Subject"]  # a second set of fields: a second LOAD DATA
+    steps: list[str] = []
+    load_local = mysql_load.load_local
+
+    def traced(*args: Any) -> None:
+        steps.append("load")
+        load_local(*args)
+        steps.append("loaded")
+
+    monkeypatch.setattr(mysql_load, "load_local", traced)
+    with engine.begin() as conn:
+        send = _mysql(engine).bulk_sender(conn, table, rows)
+        assert send is not None
+        send(lambda: steps.append("handed"))
+    assert steps == ["load", "loaded", "load", "handed", "loaded"]
+    with engine.connect() as conn:
+        assert len(_stored(conn)) == 6
+
+
 def test_a_duplicate_number_fails_the_whole_import_and_writes_nothing(
     platform: Platform, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -448,9 +448,8 @@ class MySQLDialect(Dialect):
             loads.append(load)
 
         def send(handed: Handed) -> None:
-            for load in loads[:-1]:
-                load(lambda: None)
-            loads[-1](handed)
+            for k, load in enumerate(loads):
+                load(handed if k == len(loads) - 1 else lambda: None)
 
         return send
 

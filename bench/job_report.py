@@ -21,7 +21,8 @@ EARLIER = {"sqlite": {"1×32": 0.89, "1×100": 1.85}, "postgresql": {"1×32": 1.
 MariaDB peer of that run collapsed on its connects, so its ratios are no floor: ≥ 1.0× there."""
 PEERS = (
     "`peer:native-insert`: `autonumber.db.create_engine(url, pool_size=min(callers, 50), "
-    "max_overflow=0, pool_pre_ping=False)` (MariaDB: READ COMMITTED, `time_zone` UTC; SQLite: WAL, "
+    "max_overflow=0, pool_pre_ping=False)` (MariaDB: READ COMMITTED, `time_zone` UTC, one PyMySQL TLS "
+    "context per process; SQLite: WAL, "
     "`BEGIN IMMEDIATE`), every connection opened before the cell (4×25: 12 per process); one "
     "`INSERT` + `COMMIT` per record on a table whose key is BIGSERIAL / AUTO_INCREMENT / rowid.",
     "`peer:django-sequences`: Django's own backend for the URL, `CONN_MAX_AGE=None`, one worker thread "

@@ -115,3 +115,14 @@ def run_together(work: Callable[[int], None], threads: int) -> list[BaseExceptio
     for th in pool:
         th.join()
     return errors
+
+
+def send_batch(engine: Any, table: Any, rows: list[dict[str, Any]], steps: list[str]) -> None:
+    """Write `rows` by the backend's bulk send in one transaction of `engine`, appending "handed"
+    to `steps` when the send hands them over (the batch sender's importing thread goes on then)."""
+    from autonumber.db import dialect_for
+
+    with engine.begin() as conn:
+        send = dialect_for(engine).bulk_sender(conn, table, rows)
+        assert send is not None
+        send(lambda: steps.append("handed"))

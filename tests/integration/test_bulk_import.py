@@ -26,7 +26,7 @@ from autonumber.events import RecordBeforeCreate
 from autonumber.jsonl import Line, read_lines
 from autonumber.records import Batch
 from autonumber.runtime import Platform
-from support import import_cases, run_cli
+from support import import_cases, run_cli, send_batch
 
 
 def _subjects(p: Platform) -> list[str]:
@@ -316,8 +316,6 @@ def test_a_batch_of_two_field_sets_is_handed_over_once_its_last_copy_data_is_wri
     ended and once the last set's data is written, before that COPY's end and the server's answer."""
     from psycopg import Copy
 
-    from autonumber.db import dialect_for
-
     table = platform.catalog.current().table("Case")
     rows: list[dict[str, Any]] = [{"Id": f"{i:032x}", "CaseNumber": f"P{i:07d}"} for i in range(6)]
     for row in rows[:3]:
@@ -335,10 +333,7 @@ def test_a_batch_of_two_field_sets_is_handed_over_once_its_last_copy_data_is_wri
 
     monkeypatch.setattr(Copy, "write", traced_write)
     monkeypatch.setattr(Copy, "__exit__", traced_exit)
-    with engine.begin() as conn:
-        send = dialect_for(engine).bulk_sender(conn, table, rows)
-        assert send is not None
-        send(lambda: steps.append("handed"))
+    send_batch(engine, table, rows, steps)
     assert steps == ["written", "ended", "written", "handed", "ended"]
     with engine.connect() as conn:
         assert conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one() == 6

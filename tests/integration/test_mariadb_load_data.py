@@ -18,7 +18,7 @@ from autonumber.db import create_engine, dialect_for, mysql_load
 from autonumber.db.base import forget_server_flag
 from autonumber.db.mysql import MySQLDialect, galera_on, local_infile_on
 from autonumber.runtime import Platform
-from support import import_cases
+from support import import_cases, send_batch
 
 MARIADB = [pytest.param("mysql", id="mysql", marks=pytest.mark.mysql)]
 pytestmark = pytest.mark.parametrize("db_url", MARIADB, indirect=True)
@@ -100,10 +100,7 @@ def test_a_batch_of_two_field_sets_is_handed_over_once_its_last_load_is_written(
         steps.append("loaded")
 
     monkeypatch.setattr(mysql_load, "load_local", traced)
-    with engine.begin() as conn:
-        send = _mysql(engine).bulk_sender(conn, table, rows)
-        assert send is not None
-        send(lambda: steps.append("handed"))
+    send_batch(engine, table, rows, steps)
     assert steps == ["load", "loaded", "load", "handed", "loaded"]
     with engine.connect() as conn:
         assert len(_stored(conn)) == 6

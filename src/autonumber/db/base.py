@@ -14,7 +14,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.format.model import padded_run
 
-from .bulk import Send, bound_tuples, insert_text
+from .bulk import Send, bound_tuples, insert_text, nobody_waits
 
 
 def to_utc(value: Any) -> datetime:
@@ -423,7 +423,7 @@ class Dialect:
         and SQLite runs as one prepared statement. A backend with a `bulk_sender` sends by it."""
         send = self.bulk_sender(conn, table, rows)
         if send is not None:
-            send(lambda: None)
+            send(nobody_waits)
             return
         for fields, group in by_fields(rows).items():
             self.bulk_insert_group(conn, table, fields, group)

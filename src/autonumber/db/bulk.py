@@ -23,6 +23,10 @@ Send = Callable[[Handed], None]
 """A bulk write made ready by `Dialect.bulk_sender`, run on the batch sender's thread."""
 
 
+def nobody_waits() -> None:
+    """The `Handed` of a bulk write that nobody waits on (sent on the caller's own thread)."""
+
+
 def text_datetimes(
     table: sa.Table, fields: Sequence[str], columns: Sequence[Sequence[Any]]
 ) -> list[tuple[Any, ...]]:

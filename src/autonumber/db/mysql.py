@@ -21,7 +21,7 @@ from autonumber.errors import LockTimeout
 
 from . import mysql_load, pymysql_tls
 from .base import Counter, Dialect, Numbered, by_fields, forget_server_flag, server_flag, to_utc
-from .bulk import Handed, NotDelimitable, Send, bound_columns, bound_tuples, insert_text
+from .bulk import Handed, NotDelimitable, Send, bound_columns, bound_tuples, insert_text, nobody_waits
 from .driver import DriverStatement, execute, execute_batch, kept, statement
 from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
@@ -431,7 +431,7 @@ class MySQLDialect(Dialect):
         if load is None:
             super().bulk_insert_group(conn, table, fields, group)
         else:
-            load(lambda: None)
+            load(nobody_waits)
 
     def bulk_sender(
         self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]
@@ -449,7 +449,7 @@ class MySQLDialect(Dialect):
 
         def send(handed: Handed) -> None:
             for k, load in enumerate(loads):
-                load(handed if k == len(loads) - 1 else lambda: None)
+                load(handed if k == len(loads) - 1 else nobody_waits)
 
         return send
 

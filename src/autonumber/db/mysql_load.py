@@ -28,7 +28,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from .bulk import Handed, NotDelimitable, delimited
+from .bulk import Handed, NotDelimitable, delimited, nobody_waits
 
 ARMED = "_autonumber_local_batch"
 """The attribute of a PyMySQL connection that holds (file name, bytes, called once the bytes are
@@ -137,7 +137,7 @@ def load_local(
     fields: Sequence[str],
     rows: int,
     payload: bytes,
-    handed: Handed = lambda: None,
+    handed: Handed = nobody_waits,
 ) -> None:
     """Write the `rows` rows of `payload` (`tsv` of their bound values, in `fields` order) with one
     LOAD DATA in `conn`'s transaction; `handed` hears that the payload is written, before the

@@ -21,7 +21,16 @@ from sqlalchemy.engine import Connection
 
 from autonumber.catalog import Rule
 from autonumber.db.tables import counter_table
-from autonumber.engine.journal import FAILED, MOVED, RESERVED, ROLLED_BACK, lines_for, owner_alive, who
+from autonumber.engine.journal import (
+    FAILED,
+    MOVED,
+    RESERVED,
+    ROLLED_BACK,
+    SKIPPED,
+    lines_for,
+    owner_alive,
+    who,
+)
 from autonumber.engine.livemax import members_of
 from autonumber.errors import AutonumberError
 from autonumber.format.scope import COUNTER_MARK
@@ -150,7 +159,7 @@ class _Reasons:
     """Why a value of one scope is missing, from that scope's journal lines."""
 
     def __init__(self, lines: Sequence[Any]) -> None:
-        reserved = sorted((int(r.first_value), r) for r in lines if r.state in (RESERVED, MOVED))
+        reserved = sorted((int(r.first_value), r) for r in lines if r.state in (RESERVED, MOVED, SKIPPED))
         self._starts = [first for first, _ in reserved]
         self._reserved = [line for _, line in reserved]
         self._outcome: dict[int, str] = {}
@@ -195,8 +204,8 @@ class _Reasons:
         line = self._reserved[i]
         if value >= int(line.first_value) + int(line.count):
             return UNKNOWN
-        if line.state == MOVED:
-            return _outcome_text(MOVED, line.detail)
+        if line.state in (MOVED, SKIPPED):
+            return _outcome_text(line.state, line.detail)
         owner = str(line.owner)
         if owner not in self._alive:
             self._alive[owner] = owner_alive(owner)
@@ -215,6 +224,8 @@ class _Reasons:
 
 
 def _outcome_text(state: str, detail: str | None) -> str:
+    if state == SKIPPED:
+        return f"skipped: a row written outside autonumber held the counter's next number ({detail})"
     if state == MOVED:
         return (
             f"skipped by `autonumber counter set` ({detail})"

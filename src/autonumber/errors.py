@@ -251,6 +251,21 @@ class DatabaseUnavailable(AutonumberError):
         )
 
 
+class NumberAlreadyStored(AutonumberError):
+    """A number the counter handed out was already stored by a row written outside autonumber (a
+    restore, an import script). The counter has been moved past the stored values (journaled as
+    `skipped`); only a transaction that could not be tried again in place ends with this error."""
+
+    def __init__(self, object_name: str, values: Sequence[str], retry: str) -> None:
+        self.object_name = object_name
+        self.values = tuple(values)
+        shown = ", ".join(self.values[:5]) or "a number"
+        super().__init__(
+            f"{object_name}: {shown} already stored by a row written outside autonumber; the counter "
+            f"now continues past the stored values; {retry}"
+        )
+
+
 class CommitOutcomeUnknown(AutonumberError):
     """The connection failed during COMMIT: the records may or may not be stored. Look them up by Id
     (or retry with the same idempotency key) before inserting again."""

@@ -24,11 +24,14 @@ from .db.objects import key_column
 from .engine import Engine, metrics
 from .engine.journal import FAILED, Pending, Range, track, watch
 from .engine.reservation import STAMPED_AT, stamp_params
+from .engine.retry import Tries
+from .engine.skip import skip_stored
 from .errors import (
     AutonumberError,
     CommitOutcomeUnknown,
     CounterMissing,
     DatabaseUnavailable,
+    NumberAlreadyStored,
     RecordError,
     RecordNotFound,
     ReservationFailed,
@@ -307,21 +310,28 @@ class Records:
         request = idempotency.digest(object_name, rows) if key is not None else ""
         if key is not None:
             idempotency.ensure_table(self._db)
-        try:
-            with self._writing(object_name, table, records, conn) as c:
-                earlier = idempotency.claim(c, key, object_name, request) if key is not None else None
-                if earlier is not None:
-                    return self._by_ids(c, object_name, table, earlier)
-                self._write(snapshot, object_name, table, records, c)
-                if key is not None:
-                    idempotency.remember(c, key, [str(r.get(key_column(table).name)) for r in records])
-        except CommitOutcomeUnknown:  # settled when the database can say the rows are there
-            landed = None if snapshot.is_adopted(object_name) else self._landed(object_name, records)
-            if landed is None:
+        skips = self._skip_tries()
+        while True:
+            try:
+                with self._writing(object_name, table, records, conn) as c:
+                    earlier = idempotency.claim(c, key, object_name, request) if key is not None else None
+                    if earlier is not None:
+                        return self._by_ids(c, object_name, table, earlier)
+                    self._write(snapshot, object_name, table, records, c)
+                    if key is not None:
+                        idempotency.remember(c, key, [str(r.get(key_column(table).name)) for r in records])
+            except CommitOutcomeUnknown:  # settled when the database can say the rows are there
+                landed = None if snapshot.is_adopted(object_name) else self._landed(object_name, records)
+                if landed is None:
+                    raise
+                stored = landed
+            except sa.exc.DBAPIError as exc:
+                if self._skipped_stored(exc, object_name, records, conn, skips.again()):
+                    continue  # a number was already stored: its counter moved past, new numbers
                 raise
-            stored = landed
-        else:
-            stored = _stored_form(table, records)
+            else:
+                stored = _stored_form(table, records)
+            break
         metrics.records_created(object_name).inc(len(records))
         return stored
 
@@ -354,11 +364,13 @@ class Records:
         batches = self._checked_batches(object_name, table, rows, batch_size, rejected)
         if not commit_each:
             probe: list[dict[str, Any]] = []  # the last row written: stored iff the import is
+            writing: list[dict[str, Any]] = []  # the batches on their way
             try:
                 with self._writing(object_name, table, probe, conn) as c, BatchSender() as sender:
                     sent: Batch | None = None  # written, and sent once the next batch is written
                     ours = sender if conn is None else None  # a caller may use its conn between batches
                     for labels, records in batches:  # read and checked while `sent` is on its way
+                        writing = [*(sent.rows if sent is not None else ()), *records]  # a failure's suspects
                         batch = self._write_batch(object_name, labels, records, c, inside=False, sender=ours)
                         if sent is not None:
                             probe[:] = sent.rows[-1:]
@@ -371,18 +383,30 @@ class Records:
             except CommitOutcomeUnknown:
                 if not probe or self._landed(object_name, probe) is None:
                     raise
+            except sa.exc.DBAPIError as exc:
+                # one transaction for the whole stream: its rows cannot be written again from here
+                rerun = "the import's transaction rolled back: run it again"
+                self._skipped_stored(exc, object_name, writing, conn, False, rerun)
+                raise
             return
         if conn is not None:
             raise RecordError("commit_each commits batches itself: it cannot run in a caller's transaction")
         for labels, records in batches:
-            try:
-                with self._writing(object_name, table, records[-1:], None) as c:
-                    batch = self._write_batch(object_name, labels, records, c, inside=True)
-                    if before_commit is not None:
-                        before_commit(batch)
-            except CommitOutcomeUnknown:
-                if self._landed(object_name, records[-1:]) is None:
+            skips = self._skip_tries()
+            while True:
+                try:
+                    with self._writing(object_name, table, records[-1:], None) as c:
+                        batch = self._write_batch(object_name, labels, records, c, inside=True)
+                        if before_commit is not None:
+                            before_commit(batch)
+                except CommitOutcomeUnknown:
+                    if self._landed(object_name, records[-1:]) is None:
+                        raise
+                except sa.exc.DBAPIError as exc:
+                    if self._skipped_stored(exc, object_name, records, None, skips.again()):
+                        continue
                     raise
+                break
             yield batch
 
     def _checked_batches(
@@ -464,9 +488,11 @@ class Records:
         tries = reserver.policy.tries(reserver.policy.group_attempts, reserver.sleep)
         unknown = isinstance(after, CommitOutcomeUnknown)
         reconnected = False
+        skips = self._skip_tries()
         while True:
+            attempt = [dict(r) for r in records]
             try:
-                return self._write_alone(object_name, [dict(r) for r in records])
+                return self._write_alone(object_name, attempt)
             except Exception as exc:
                 unknown = unknown or isinstance(exc, CommitOutcomeUnknown)
                 duplicate = isinstance(exc, sa.exc.DBAPIError) and self.engine.dialect.is_duplicate_key(exc)
@@ -474,6 +500,12 @@ class Records:
                     landed = self._landed(object_name, records)
                     if landed is not None:
                         return landed
+                if (
+                    isinstance(exc, sa.exc.DBAPIError)
+                    and duplicate
+                    and self._skipped_stored(exc, object_name, attempt, None, skips.again())
+                ):
+                    continue
                 if isinstance(exc, (CommitOutcomeUnknown, DatabaseUnavailable)) and not reconnected:
                     reconnected = True
                     continue
@@ -484,6 +516,48 @@ class Records:
                 root = exc.__cause__ if isinstance(exc, DatabaseUnavailable) and exc.__cause__ else exc
                 cause = f"then {type(root).__name__}: {_first_line(root)}"
                 raise CommitOutcomeUnknown(object_name, _record_ids(records), cause) from exc
+
+    def _skip_tries(self) -> Tries:
+        """How often one write may meet numbers already stored and try again (the retry policy's
+        attempts: one skip moves a counter past every stored value, so more is rare)."""
+        policy = self.engine.reserver.policy
+        return policy.tries(policy.attempts, lambda _: None, windowed=False)
+
+    def _skipped_stored(
+        self,
+        exc: sa.exc.DBAPIError,
+        object_name: str,
+        records: list[dict[str, Any]],
+        conn: Connection | None,
+        again: bool,
+        rerun: str = "it kept meeting stored values: run it again",
+    ) -> bool:
+        """After `records`' write failed with `exc`: whether a number of theirs was already stored
+        by a row written outside the product — its counter then moved past (engine/skip.py) and the
+        write may be tried again with new numbers (`again`: the tries are not spent). False when
+        `exc` is something else; NumberAlreadyStored (saying `rerun`) when the write cannot be
+        tried again: the tries are spent, or the caller's transaction did not survive the error
+        (PostgreSQL)."""
+        dialect = self.engine.dialect
+        if not dialect.is_duplicate_key(exc):
+            return False
+        in_place = conn is not None and not dialect.error_aborts_transaction
+        snapshot = self.catalog.current()
+        # the caller's transaction may hold its own uncommitted rows, or the counter row's lock
+        # (SQLite's write lock, a gapless rule): the skip then reads and moves on its connection
+        held = conn is not None and _holds_counters(self.engine, snapshot, object_name, conn)
+        on = conn if in_place and held else None
+        reader = conn if in_place else None
+        taken, moved = skip_stored(self.engine.reserver, snapshot, object_name, records, reader, on)
+        if not (taken or moved):
+            return False
+        if conn is not None and not in_place:
+            raise NumberAlreadyStored(
+                object_name, taken, "the database rolled back your transaction: run it again"
+            ) from exc
+        if not again:
+            raise NumberAlreadyStored(object_name, taken, rerun) from exc
+        return True
 
     def _lost_races(self, exc: BaseException) -> bool:
         """`_write_own` gave up on lost races (its retry budget and window are spent)."""
@@ -797,6 +871,12 @@ class Records:
             if result.rowcount == 0:
                 raise RecordNotFound(object_name, record_id)
             return self.get(object_name, record_id, c)
+
+
+def _holds_counters(engine: Engine, snapshot: CatalogSnapshot, object_name: str, conn: Connection) -> bool:
+    """Whether `conn`'s transaction may hold the object's counter rows: it reserves on the caller
+    (SQLite), or a gapless rule reserved in it."""
+    return engine.reserves_on_caller(conn) or any(r.gapless for r in snapshot.rules_of(object_name))
 
 
 def _lock_order(rules: Sequence[Rule], inside: bool) -> list[Rule]:

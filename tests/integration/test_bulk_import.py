@@ -21,7 +21,7 @@ from engine_support import ReservationLog, assert_unique_contiguous
 
 from autonumber.bulk_import import Checkpoint, ImportOptions, run_import
 from autonumber.collection import SWITCH_INTERVAL
-from autonumber.errors import RecordError
+from autonumber.errors import NumberAlreadyStored, RecordError
 from autonumber.events import RecordBeforeCreate
 from autonumber.jsonl import Line, read_lines
 from autonumber.records import Batch
@@ -282,15 +282,23 @@ def test_a_record_handler_sees_every_earlier_batch_stored(platform: Platform) ->
 
 
 def test_a_batch_refused_by_the_database_fails_the_import_and_stores_nothing(platform: Platform) -> None:
-    """Batch 3's numbers collide with a row written behind the engine's back: the database's
-    refusal ends the import (raised where it surfaces, even when that batch was still on its way)."""
+    """Batch 3's numbers collide with a row written behind the engine's back: the refusal ends the
+    one-transaction import (raised where it surfaces, even when that batch was still on its way),
+    with the counter moved past the stored row, so the import run again goes through."""
     table = platform.catalog.current().table("Case")
     with platform.db.begin() as conn:
         conn.execute(sa.insert(table).values(Id="outside", CaseNumber=f"{12:08d}"))
     labelled = ((f"row {i}", {"Subject": f"s{i}"}) for i in range(1, 26))
-    with pytest.raises(sa.exc.IntegrityError):
+    with pytest.raises(NumberAlreadyStored, match="run it again"):
         list(platform.records.insert_stream("Case", labelled, batch_size=5))
     assert platform.records.count("Case") == 1
+    again = ((f"row {i}", {"Subject": f"s{i}"}) for i in range(1, 26))
+    stored = [
+        r["CaseNumber"]
+        for b in platform.records.insert_stream("Case", again, batch_size=5)
+        for r in b.records()
+    ]
+    assert len(stored) == 25 and min(stored) > f"{12:08d}", stored
 
 
 def test_an_object_without_autonumbers_imports_in_batches_with_the_database_clock(

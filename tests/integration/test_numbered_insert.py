@@ -335,7 +335,10 @@ def test_in_a_callers_transaction_a_refused_row_gives_its_number_back(alone: Pla
     assert alone.records.count("Case") == 2
     if fmt == "C-{0000}":
         refused = ["SAVEPOINT", "UPDATE", "INSERT", "ROLLBACK", "RELEASE"]
-        assert kinds(seen) == IN_CALLER + refused + IN_CALLER, seen
+        # a duplicate key asks whether a number of the row was already stored (engine/skip.py): it
+        # was not, so the counter row is only read under its lock and the error is the database's
+        skip_check = ["SAVEPOINT", "SELECT", "SELECT", "RELEASE"]
+        assert kinds(seen) == IN_CALLER + refused + skip_check + IN_CALLER, seen
 
 
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)

@@ -62,7 +62,9 @@ def test_v1_counter_below_the_live_max(
     lines = verify(engine)
     assert lines == [
         "V1 field_id=Account.Account_ID__c scope_key='' next_value=10 is not above the "
-        "largest live value 10 (write hole: the next number already exists)"
+        "largest live value 10 (write hole: a row written outside autonumber holds a number the "
+        "counter has not reached; the insert that meets it skips past the stored values, journaled "
+        "as skipped; to move the counter now: autonumber counter set Account Account_ID__c --next 11)"
     ]
     code, out = cli_verify(db_url, capsys)
     assert code == 1 and out.startswith("V1 field_id=Account.Account_ID__c")

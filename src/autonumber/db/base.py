@@ -89,6 +89,9 @@ class Dialect:
     name: ClassVar[str] = "generic"
     reserve_on_caller_when_written: ClassVar[bool] = False
     """SQLite only: a second connection cannot write while the caller's transaction holds the lock."""
+    error_aborts_transaction: ClassVar[bool] = False
+    """PostgreSQL only: a failed statement aborts the whole transaction, so a caller's transaction
+    cannot try an INSERT again after a duplicate key (elsewhere only the statement rolls back)."""
     transactional_ddl: ClassVar[bool] = False
     """Whether DDL can be rolled back (PostgreSQL, SQLite); MySQL-family DDL commits implicitly."""
     has_guard_trigger: ClassVar[bool] = False

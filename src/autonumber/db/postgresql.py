@@ -41,6 +41,7 @@ class PostgreSQLDialect(Dialect):
     """PostgreSQL: session advisory locks keyed by a stable hash of the lock name."""
 
     name = "postgresql"
+    error_aborts_transaction = True
     transactional_ddl = True
     has_guard_trigger = True
     executemany_pipelined = True

@@ -34,10 +34,15 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.db.tables import reservation_journal
 
 J = reservation_journal
-RESERVED, ROLLED_BACK, FAILED, MOVED = "reserved", "rolled_back", "failed", "moved"
-STATES = (RESERVED, ROLLED_BACK, FAILED, MOVED)
-"""`moved`: values an admin skipped with `autonumber counter set` (rules/counters.py)."""
+RESERVED, ROLLED_BACK, FAILED, MOVED, SKIPPED = "reserved", "rolled_back", "failed", "moved", "skipped"
+STATES = (RESERVED, ROLLED_BACK, FAILED, MOVED, SKIPPED)
+"""`moved`: values an admin skipped with `autonumber counter set` (rules/counters.py); `skipped`:
+values a counter jumped because a row written outside the product already held them
+(engine/skip.py)."""
 MAX_DETAIL = 255
+MAX_JOURNAL_COUNT = 2**31 - 1
+"""The journal's `count` is a 32-bit column: a longer jump is journaled as its first 2^31 − 1 values
+(the counter row itself keeps the floor above the rest)."""
 _APPEND = sa.insert(J)
 """Built once: a `reserved` line is appended on every reservation."""
 _LINE_COLUMNS = ("field_id", "scope_key", "first_value", "count", "state", "owner", "logged_at", "caller")

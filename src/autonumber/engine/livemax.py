@@ -11,7 +11,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from autonumber.catalog import CatalogSnapshot, Rule
-from autonumber.format.value_patterns import LIKE_ESCAPE, like_pattern
+from autonumber.format.value_patterns import LIKE_ESCAPE, like_pattern, literal_like
 from autonumber.rules.floor import scope_floor
 
 PAGE = 10_000
@@ -43,6 +43,17 @@ def members_of(snapshot: CatalogSnapshot, rule: Rule) -> list[Rule]:
     return [rule, *others]
 
 
+def stored_max(conn: Connection, snapshot: CatalogSnapshot, rule: Rule, scope_key: str) -> int:
+    """The largest counter stored in the scope key over every member of `rule`'s counter, on any
+    day (a `global` counter spans them all): the rare path that moves a counter past values
+    written behind its back (engine/skip.py) reads more rows than a lazy scope's day."""
+    best = 0
+    for member in members_of(snapshot, rule):
+        like = literal_like(member.format.tokens)
+        best = max(best, _matching_max(conn, snapshot, member, scope_key, like))
+    return best
+
+
 def _column_max(
     conn: Connection,
     snapshot: CatalogSnapshot,
@@ -52,9 +63,14 @@ def _column_max(
     cross: Mapping[str, str],
 ) -> int:
     """The largest counter of `rule`'s column in the scope key (values of the day `at` shows)."""
+    like = like_pattern(rule.format.tokens, at, cross, rule.zone, rule.fiscal_year_start)
+    return _matching_max(conn, snapshot, rule, scope_key, like)
+
+
+def _matching_max(conn: Connection, snapshot: CatalogSnapshot, rule: Rule, scope_key: str, like: str) -> int:
+    """The largest counter of the column's values that match `like` and read as the scope key."""
     column = snapshot.table(rule.object_name).c[rule.field_name]
     pattern = rule.format.scan_pattern()
-    like = like_pattern(rule.format.tokens, at, cross, rule.zone, rule.fiscal_year_start)
     stmt = sa.select(column).where(column.like(like, escape=LIKE_ESCAPE))
     best = 0
     result = conn.execute(stmt.execution_options(stream_results=True, yield_per=PAGE))

@@ -170,6 +170,12 @@ def like_pattern(
     return "".join(parts)
 
 
+def literal_like(tokens: Sequence[Token]) -> str:
+    """A LIKE pattern for every value of the format, on any day and with any cross values: its
+    literals fixed, everything else `%`."""
+    return "".join(_like_escape(tok.text) if tok.kind is TokenKind.LITERAL else "%" for tok in tokens)
+
+
 def _like_escape(text: str) -> str:
     return (
         text.replace(LIKE_ESCAPE, 2 * LIKE_ESCAPE)

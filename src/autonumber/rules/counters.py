@@ -19,7 +19,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.db import dialect_for
 from autonumber.db.tables import counter_table, reservation_journal
-from autonumber.engine.journal import MOVED, owner_token
+from autonumber.engine.journal import MAX_JOURNAL_COUNT, MOVED, owner_token
 from autonumber.errors import RuleChangeRefused, UnknownField
 from autonumber.format import parse_format
 from autonumber.stored import StoredRule
@@ -28,10 +28,6 @@ from . import floor
 from .change import EDIT_LOCK, ensure_history_table
 from .fields import EDIT_TIMEOUT
 from .store import stored_rule
-
-MAX_JOURNAL_COUNT = 2**31 - 1
-"""The journal's `count` is a 32-bit column: a longer jump is journaled as its first 2^31 − 1 values
-(the counter row itself keeps the floor above the rest)."""
 
 
 @dataclass(frozen=True)

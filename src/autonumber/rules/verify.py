@@ -183,11 +183,14 @@ def _v1(
         nxt = counters.get((cid, key))
         if nxt is not None and nxt <= best:
             shared = f" (shared counter {rule.shared_counter})" if rule.shared_counter else ""
+            scope = f" --scope-key {key!r}" if key else ""
             out.append(
                 _finding(
                     f"V1 field_id={fid} scope_key={key!r} next_value={nxt}{shared} is not above "
-                    f"the largest live value {best} (write hole: the next number already "
-                    "exists)",
+                    f"the largest live value {best} (write hole: a row written outside autonumber "
+                    "holds a number the counter has not reached; the insert that meets it skips past "
+                    "the stored values, journaled as skipped; to move the counter now: autonumber "
+                    f"counter set {rule.object_name} {rule.field_name} --next {best + 1}{scope})",
                     fid,
                 )
             )

@@ -33,6 +33,7 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
     (e.UnknownField, 404),
     (e.RuleQuarantined, 409),
     (e.CounterOverflow, 409),
+    (e.NumberAlreadyStored, 409),
     (e.RuleChangeRefused, 409),
     (e.VerifyError, 409),
     (e.FormatError, 422),

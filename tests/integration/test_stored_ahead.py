@@ -1,0 +1,209 @@
+"""A value stored behind the counter's back costs one skipped number, never a jam (docs/engine.md,
+"Values stored behind the counter's back"), on every backend and every write path: a row written
+outside the product holding the counter's next number makes the next insert skip past it — per
+call, group commit, a list, a committed-batch stream, a caller's transaction, a shared counter's
+other member, a per_day scope — the skip is journaled, the gap audit names it and lists no stored
+value, and `setup verify` passes afterwards."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from datetime import UTC, datetime
+
+import pytest
+import sqlalchemy as sa
+
+import autonumber
+from autonumber.audit import audit_gaps
+from autonumber.db.tables import reservation_journal
+from autonumber.errors import NumberAlreadyStored
+from autonumber.objects.custom import add_object
+from autonumber.rules.verify import verify
+from autonumber.runtime import Platform
+from support import bootstrap_url, run_cli
+
+JOB = "Job__c"
+
+
+@pytest.fixture
+def platform(db_url: str, capsys: pytest.CaptureFixture[str]) -> Iterator[Platform]:
+    """Job__c.No__c `JM-{0000}` (global) and Job__c.Day__c `D{YYYY}{MM}{DD}-{00}` (per_day)."""
+    bootstrap_url(db_url)
+    p = autonumber.connect(db_url)
+    with p.db.begin() as conn:
+        add_object(conn, JOB, ["Name:text(40)"])
+    for field, fmt, scope in (
+        ("No__c", "JM-{0000}", "global"),
+        ("Day__c", "D{YYYY}{MM}{DD}-{00}", "per_day"),
+    ):
+        code, out = run_cli(
+            ["field", "add", JOB, field, "--format", fmt, "--scope", scope, "--db", db_url], capsys
+        )
+        assert code == 0, out
+    p.catalog.refresh()
+    yield p
+    p.close()
+
+
+def store_raw(p: Platform, **values: str) -> None:
+    """A row written outside the product (a restore, an import script)."""
+    table = p.catalog.current().table(JOB)
+    row = {
+        "Id": f"raw{len(values)}{sorted(values.values())[0]}",
+        "CreatedDate": datetime.now(UTC),
+        "Name": "raw",
+    }
+    with p.db.begin() as conn:
+        conn.execute(sa.insert(table).values({**row, **values}))
+
+
+def stored_numbers(p: Platform, field: str) -> list[str]:
+    table = p.catalog.current().table(JOB)
+    with p.db.connect() as conn:
+        return [
+            str(v)
+            for v in conn.execute(sa.select(table.c[field]).where(table.c[field].is_not(None))).scalars()
+        ]
+
+
+def skips(p: Platform) -> list[tuple[str, int, int, str]]:
+    j = reservation_journal
+    with p.db.connect() as conn:
+        rows = conn.execute(
+            sa.select(j.c.field_id, j.c.first_value, j.c.count, j.c.detail).where(j.c.state == "skipped")
+        )
+        return [(str(f), int(a), int(n), str(d)) for f, a, n, d in rows]
+
+
+def today_day_key(p: Platform) -> str:
+    with p.db.connect() as conn:
+        return p.engine.dialect.utc_now(conn).strftime("D%Y%m%d-")
+
+
+def assert_sound(p: Platform) -> None:
+    """Verify passes, no value twice, and the gap audit lists no stored value."""
+    assert [f.message for f in verify(p.db)] == []
+    for field in ("No__c", "Day__c"):
+        values = stored_numbers(p, field)
+        assert len(values) == len(set(values)), values
+        report = audit_gaps(p, f"{JOB}.{field}")
+        stored = {int(v[-2:]) if field == "Day__c" else int(v[3:]) for v in values}
+        for gap in report.gaps:
+            assert not stored & set(range(gap.first, gap.last + 1)), (gap, stored)
+
+
+def test_one_stored_row_costs_one_skip_not_a_jam(platform: Platform) -> None:
+    platform.records.insert(JOB, {"Name": "a"})
+    store_raw(platform, No__c="JM-0002")
+    got = [platform.records.insert(JOB, {"Name": "b"})["No__c"] for _ in range(3)]
+    assert got == ["JM-0003", "JM-0004", "JM-0005"]
+    assert [(f, first, n) for f, first, n, _ in skips(platform)] == [(f"{JOB}.No__c", 2, 1)]
+    report = audit_gaps(platform, f"{JOB}.No__c")
+    assert report.missing == 0, report.gaps
+    assert_sound(platform)
+
+
+def test_a_run_of_stored_rows_is_skipped_at_once_with_its_reason_in_the_audit(platform: Platform) -> None:
+    store_raw(platform, No__c="JM-0003")
+    store_raw(platform, No__c="JM-0007")
+    got = [platform.records.insert(JOB, {"Name": "a"})["No__c"] for _ in range(3)]
+    assert got == ["JM-0001", "JM-0002", "JM-0008"]  # the counter meets JM-0003: past every stored value
+    report = audit_gaps(platform, f"{JOB}.No__c")
+    reasons = {(g.first, g.last): g.reason for g in report.gaps}
+    assert set(reasons) == {(4, 6)}, reasons
+    assert "written outside autonumber" in reasons[(4, 6)], reasons
+    assert_sound(platform)
+
+
+def test_group_commit_skips_past_a_stored_row(db_url: str, platform: Platform) -> None:
+    grouped = autonumber.connect(db_url, group_commit=True)
+    try:
+        store_raw(platform, No__c="JM-0001")
+        assert grouped.records.insert(JOB, {"Name": "a"})["No__c"] == "JM-0002"
+    finally:
+        grouped.close()
+    assert_sound(platform)
+
+
+def test_many_records_and_a_committed_stream_skip_past_stored_rows(platform: Platform) -> None:
+    store_raw(platform, No__c="JM-0002")
+    first = [
+        int(r["No__c"][3:]) for r in platform.records.insert_many(JOB, [{"Name": str(i)} for i in range(3)])
+    ]
+    # one reservation of three, taken again above the stored row (the first try's numbers: gaps
+    # where they were reserved off the transaction, given back where they were reserved in it)
+    assert first[0] > 2 and first == list(range(first[0], first[0] + 3)), first
+    store_raw(platform, No__c=f"JM-{first[-1] + 1:04d}")
+    rows = ((f"line {i}", {"Name": str(i)}) for i in range(4))
+    batches = list(platform.records.insert_stream(JOB, rows, batch_size=2, commit_each=True))
+    streamed = [int(r["No__c"][3:]) for b in batches for r in b.records()]
+    assert streamed[0] > first[-1] + 1 and streamed == sorted(set(streamed)), streamed
+    assert_sound(platform)
+
+
+def test_a_callers_transaction_goes_on_or_is_told_to_run_again(platform: Platform) -> None:
+    store_raw(platform, No__c="JM-0001")
+    dialect = platform.engine.dialect
+    if dialect.error_aborts_transaction:  # PostgreSQL: the failed INSERT aborted the transaction
+        refused = pytest.raises(NumberAlreadyStored, match=r"already stored.*run it again")
+        with refused, platform.db.begin() as conn:
+            platform.records.insert(JOB, {"Name": "a"}, conn)
+        with platform.db.begin() as conn:
+            assert platform.records.insert(JOB, {"Name": "a"}, conn)["No__c"] == "JM-0002"
+    else:
+        with platform.db.begin() as conn:
+            one = platform.records.insert(JOB, {"Name": "a"}, conn)
+            two = platform.records.insert(JOB, {"Name": "b"}, conn)
+        assert (one["No__c"], two["No__c"]) == ("JM-0002", "JM-0003")
+    assert_sound(platform)
+
+
+def test_a_per_day_scope_skips_past_its_own_stored_row(
+    db_url: str, platform: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    prefix = today_day_key(platform)
+    assert platform.records.insert(JOB, {"Name": "a"})["Day__c"] == f"{prefix}01"  # the day's row exists
+    store_raw(platform, Day__c=f"{prefix}02", No__c="JM-0100")
+    ahead = [f.message for f in verify(platform.db)]  # advice that names the repair the engine makes
+    assert len(ahead) == 2 and all(
+        "skips past" in m and "autonumber counter set Job__c" in m for m in ahead
+    ), ahead
+    assert any(f"--scope-key '{prefix[1:-1]}'" in m for m in ahead), ahead
+    got = platform.records.insert(JOB, {"Name": "b"})
+    assert got["Day__c"] == f"{prefix}03"
+    assert got["No__c"] == "JM-0002"  # JM-0100 is ahead, not next: nothing to skip yet
+    code, out = run_cli(["counter", "set", JOB, "No__c", "--next", "101", "--db", db_url], capsys)
+    assert code == 0, out
+    assert_sound(platform)
+
+
+def test_a_stored_value_of_another_member_of_a_shared_counter_is_skipped(
+    db_url: str, platform: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with platform.db.begin() as conn:
+        add_object(conn, "Inv__c", ["Name:text(40)"])
+    for obj in (JOB, "Inv__c"):
+        argv = [
+            "field",
+            "add",
+            obj,
+            "Doc__c",
+            "--format",
+            "DOC-{0000}",
+            "--shared-counter",
+            "docs",
+            "--db",
+            db_url,
+        ]
+        code, out = run_cli(argv, capsys)
+        assert code == 0, out
+    platform.catalog.refresh()
+    inv = platform.catalog.current().table("Inv__c")
+    store_raw(platform, Doc__c="DOC-0001")  # collides with the next number of Job__c's column
+    with platform.db.begin() as conn:  # the other member stored further ahead
+        conn.execute(
+            sa.insert(inv).values(Id="rawinv", CreatedDate=datetime.now(UTC), Name="r", Doc__c="DOC-0005")
+        )
+    assert platform.records.insert(JOB, {"Name": "a"})["Doc__c"] == "DOC-0006"
+    assert platform.records.insert("Inv__c", {"Name": "b"})["Doc__c"] == "DOC-0007"
+    assert_sound(platform)

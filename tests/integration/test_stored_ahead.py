@@ -7,11 +7,13 @@ value, and `setup verify` passes afterwards."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
+from fastapi.testclient import TestClient
 
 import autonumber
 from autonumber.audit import audit_gaps
@@ -20,6 +22,7 @@ from autonumber.errors import NumberAlreadyStored
 from autonumber.objects.custom import add_object
 from autonumber.rules.verify import verify
 from autonumber.runtime import Platform
+from autonumber.web.app import create_app
 from support import bootstrap_url, run_cli
 
 JOB = "Job__c"
@@ -83,11 +86,12 @@ def today_day_key(p: Platform) -> str:
 def assert_sound(p: Platform) -> None:
     """Verify passes, no value twice, and the gap audit lists no stored value."""
     assert [f.message for f in verify(p.db)] == []
-    for field in ("No__c", "Day__c"):
-        values = stored_numbers(p, field)
+    p.catalog.refresh()
+    for rule in p.catalog.current().rules_of(JOB):
+        values = stored_numbers(p, rule.field_name)
         assert len(values) == len(set(values)), values
-        report = audit_gaps(p, f"{JOB}.{field}")
-        stored = {int(v[-2:]) if field == "Day__c" else int(v[3:]) for v in values}
+        report = audit_gaps(p, rule.field_id)
+        stored = {int(v[-2:]) if rule.field_name == "Day__c" else int(v.split("-")[-1]) for v in values}
         for gap in report.gaps:
             assert not stored & set(range(gap.first, gap.last + 1)), (gap, stored)
 
@@ -206,4 +210,43 @@ def test_a_stored_value_of_another_member_of_a_shared_counter_is_skipped(
         )
     assert platform.records.insert(JOB, {"Name": "a"})["Doc__c"] == "DOC-0006"
     assert platform.records.insert("Inv__c", {"Name": "b"})["Doc__c"] == "DOC-0007"
+    assert_sound(platform)
+
+
+@pytest.mark.parametrize(
+    "options", [["--numbering", "gapless"], ["--allocation", "blocks:5"]], ids=["gapless", "blocks"]
+)
+def test_gapless_and_block_fields_skip_past_a_stored_row(
+    db_url: str, platform: Platform, capsys: pytest.CaptureFixture[str], options: list[str]
+) -> None:
+    argv = ["field", "add", JOB, "Seq__c", "--format", "S-{0000}", *options, "--db", db_url]
+    code, out = run_cli(argv, capsys)
+    assert code == 0, out
+    p = autonumber.connect(db_url)
+    try:
+        with p.db.begin() as conn:
+            assert p.records.insert(JOB, {"Name": "a"}, conn)["Seq__c"] == "S-0001"
+        store_raw(p, Seq__c="S-0002")
+        if p.engine.dialect.error_aborts_transaction:
+            with pytest.raises(NumberAlreadyStored, match="run it again"), p.db.begin() as failed:
+                p.records.insert(JOB, {"Name": "b"}, failed)
+        with p.db.begin() as conn:
+            got = p.records.insert(JOB, {"Name": "c"}, conn)["Seq__c"]
+        assert int(got[2:]) > 2, got
+    finally:
+        p.close()
+    assert_sound(platform)
+
+
+def test_the_shell_and_the_http_api_skip_past_a_stored_row(
+    db_url: str, platform: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    store_raw(platform, No__c="JM-0001")
+    code, out = run_cli(["records", "insert", JOB, "--data", '{"Name": "cli"}', "--db", db_url], capsys)
+    assert code == 0 and json.loads(out)["No__c"] == "JM-0002", out
+    store_raw(platform, No__c="JM-0003")
+    with TestClient(create_app(platform)) as client:
+        response = client.post(f"/api/records/{JOB}", json={"Name": "http"})
+    assert response.status_code == 201, response.text
+    assert response.json()["No__c"] == "JM-0004"
     assert_sound(platform)

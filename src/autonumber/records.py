@@ -41,7 +41,7 @@ from .events import EventBus, RecordBeforeCreate
 from .group_commit import GroupCommit
 from .ids import new_id
 from .lookups import check_lookups, checked_lookups
-from .values import checked_value, text_problem
+from .values import checked_value, refused_value, text_problem
 
 SYSTEM_COLUMNS = ("Id", "CreatedDate")
 MAX_LIMIT = 10_000
@@ -120,9 +120,9 @@ def _failing_gaps(write: Callable[[], None], held: list[Pending]) -> None:
     journal records it once the transaction rolls back)."""
     try:
         write()
-    except sa.exc.DBAPIError as exc:
+    except (sa.exc.DBAPIError, RecordError) as exc:  # RecordError: a value an adopted table refused
         for pending in held:
-            pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
+            pending.state, pending.detail = FAILED, (str(getattr(exc, "orig", exc)).splitlines() or [""])[0]
         raise
 
 
@@ -687,7 +687,8 @@ class Records:
                     return
                 sender.settle()
             if adopted:
-                _failing_gaps(lambda: _insert_adopted(c, table, records), held)
+                numbered = {rule.field_name for rule in rules}
+                _failing_gaps(lambda: _insert_adopted(c, object_name, table, records, numbered), held)
             elif bulk:
                 _failing_gaps(lambda: dialect.bulk_insert(c, table, records), held)
             else:
@@ -902,10 +903,21 @@ def _key_equals(table: sa.Table, object_name: str, record_id: str) -> sa.ColumnE
     return condition
 
 
-def _insert_adopted(conn: Connection, table: sa.Table, records: list[dict[str, Any]]) -> None:
-    """Insert into an application's own table row by row, keeping the key its database generated."""
+def _insert_adopted(
+    conn: Connection, object_name: str, table: sa.Table, records: list[dict[str, Any]], numbered: set[str]
+) -> None:
+    """Insert into an application's own table row by row, keeping the key its database generated;
+    a value its column type refuses is a RecordError naming the field (values.refused_value)."""
     key = key_column(table).name
-    for record in records:
-        result = conn.execute(sa.insert(table), record)
+    for i, record in enumerate(records, 1):
+        try:
+            result = conn.execute(sa.insert(table), record)
+        except sa.exc.StatementError as exc:
+            where = f"{object_name} record #{i}"
+            given = [name for name in record if name not in numbered]
+            refused = refused_value(exc, where, object_name, record, given)
+            if refused is None:
+                raise
+            raise refused from exc
         if record.get(key) is None and result.inserted_primary_key is not None:
             record[key] = result.inserted_primary_key[0]

@@ -374,3 +374,64 @@ def test_processes_inserting_into_two_members_share_one_contiguous_counter(
     assert sorted(number(v) for v in values) == list(range(1, processes * per_process + 1))
     assert counters(platform, SHARED) == {"": processes * per_process + 1}
     assert verify(platform.db) == []
+
+
+def docs(bare: Platform, fmt: str, **rule: str) -> None:
+    """Quotation.QuoteNo and SalesOrder.OrderNo, both `fmt`, members of shared counter docs."""
+    commit_requests(
+        bare.db,
+        [
+            RuleRequest("add", RuleSpec("Quotation", "QuoteNo", fmt, shared_counter="docs", **rule)),  # type: ignore[arg-type]
+            RuleRequest("add", RuleSpec("SalesOrder", "OrderNo", fmt, shared_counter="docs", **rule)),  # type: ignore[arg-type]
+        ],
+    )
+    bare.catalog.refresh()
+
+
+def test_leaving_with_a_format_that_renders_a_members_text_is_refused(
+    bare: Platform, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both members show `DOC-{000000}`: a leave keeping that format (or one that differs only in
+    case) would number the next quote and the next order both DOC-000007. Refused, nothing written;
+    a leave to `QT-{000000}` is allowed."""
+    docs(bare, "DOC-{000000}")
+    assert [insert(bare, o) for o in ("Quotation", "SalesOrder") * 3][-1] == "DOC-000006"
+    before = (stored_rules(bare), counters(bare, "shared:docs"), counters(bare, QUOTE))
+    for fmt in ("DOC-{000000}", "doc-{000000}"):
+        code, out = cli(
+            capsys, db_url, "field", "set", "Quotation", "QuoteNo", "--format", fmt, "--own-counter"
+        )
+        assert code == 2 and len(out.strip().splitlines()) == 1, out
+        assert "leaving shared counter docs" in out and "member SalesOrder.OrderNo" in out, out
+        assert (stored_rules(bare), counters(bare, "shared:docs"), counters(bare, QUOTE)) == before
+    code, out = cli(
+        capsys, db_url, "field", "set", "Quotation", "QuoteNo", "--format", "QT-{000000}", "--own-counter"
+    )
+    assert code == 0, out
+    bare.catalog.refresh()
+    assert [insert(bare, o) for o in ("Quotation", "SalesOrder", "Quotation")] == [
+        "QT-000007",
+        "DOC-000007",
+        "QT-000008",
+    ]
+    code, out = cli(capsys, db_url, "setup", "verify")
+    assert code == 0, out
+    # the last member leaves with the format it had: nobody else draws from the counter
+    set_rule(bare.db, RuleEdit("SalesOrder", "OrderNo", shared_counter=""))
+    bare.catalog.refresh()
+    assert insert(bare, "SalesOrder") == "DOC-000008"
+
+
+def test_a_per_day_leave_is_checked_on_the_text_dates_included(bare: Platform) -> None:
+    """Date and time tokens are digits like the counter: `D-{YY}{MM}{DD}{HH}-{000}` can render a
+    `D-{YYYY}{MM}{DD}-{000}` text (refused), whatever the day; `D-{YY}{MM}{DD}-{000}` cannot
+    (shorter: allowed)."""
+    docs(bare, "D-{YYYY}{MM}{DD}-{000}", scope="per_day", time_zone="UTC")
+    insert(bare, "Quotation")
+    for fmt in ("D-{YYYY}{MM}{DD}-{000}", "D-{YY}{MM}{DD}{HH}-{000}"):
+        with pytest.raises(RuleChangeRefused, match="leaving shared counter docs"):
+            set_rule(bare.db, RuleEdit("SalesOrder", "OrderNo", format=fmt, shared_counter=""))
+    set_rule(bare.db, RuleEdit("SalesOrder", "OrderNo", format="D-{YY}{MM}{DD}-{000}", shared_counter=""))
+    bare.catalog.refresh()
+    assert number(insert(bare, "SalesOrder")) == 2  # above what the shared counter handed out
+    assert verify(bare.db) == []

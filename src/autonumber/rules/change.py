@@ -14,7 +14,9 @@ Semantics (docs/changing-rules.md):
   value the new format could collide with (a move to `global` continues above every counter
   handed out, under any of the field's formats);
 - a width that cannot hold a counter, a start beyond the width, a stored value no format of the
-  field reads, or a broken format is refused with one line naming the field.
+  field reads, a broken format, or a leave of a shared counter with a format that can render a
+  remaining member's text (both counters go on from one next value) is refused with one line
+  naming the field.
 """
 
 from __future__ import annotations
@@ -334,7 +336,7 @@ def _finish(
     else:  # a lazy scope's rows start above what each key ever reserved (journal, retired rows)
         planned = [_at_least(row, reserved.get(row.scope_key, 0), "reserved") for row in planned]
     if moving:
-        _leave(batch, plan, was_counter)
+        _leave(batch, plan, rule, was_counter)
         after = dict(current)
         for row in planned:
             after[row.scope_key] = max(row.next_value, after.get(row.scope_key, 0))
@@ -410,13 +412,18 @@ def _highest(*maps: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def _leave(batch: _Batch, plan: Plan, was: str) -> None:
+def _leave(batch: _Batch, plan: Plan, rule: RuleSpec, was: str) -> None:
     """The field stops drawing from counter `was`: its own rows, or a shared counter's once its last
-    member leaves, are retired (kept as floors); a shared counter other members still use stays."""
+    member leaves, are retired (kept as floors); a shared counter other members still use stays,
+    and the field may leave it only with a format that renders none of their text (shared.py)."""
     old = dict(batch.counters_of(was))
     remaining = [
         r for r in batch.stored.values() if r.format and r.counter_id == was and r.field_id != plan.field_id
     ]
+    if remaining and was.startswith(shared.PREFIX):
+        why = shared.overlapping(rule.format, was[len(shared.PREFIX) :], remaining)
+        if why is not None:
+            raise RuleChangeRefused(rule.name, why)
     if remaining or not old:
         return
     plan.retire_counter = was

@@ -329,6 +329,11 @@ class Records:
                 if self._skipped_stored(exc, object_name, records, conn, skips.again()):
                     continue  # a number was already stored: its counter moved past, new numbers
                 raise
+            except CounterMissing as exc:
+                if conn is None and self._counter_moved(exc):
+                    snapshot = self.catalog.current()
+                    continue
+                raise
             else:
                 stored = _stored_form(table, records)
             break
@@ -506,6 +511,8 @@ class Records:
                     and self._skipped_stored(exc, object_name, attempt, None, skips.again())
                 ):
                     continue
+                if isinstance(exc, CounterMissing) and self._counter_moved(exc):
+                    continue
                 if isinstance(exc, (CommitOutcomeUnknown, DatabaseUnavailable)) and not reconnected:
                     reconnected = True
                     continue
@@ -516,6 +523,15 @@ class Records:
                 root = exc.__cause__ if isinstance(exc, DatabaseUnavailable) and exc.__cause__ else exc
                 cause = f"then {type(root).__name__}: {_first_line(root)}"
                 raise CommitOutcomeUnknown(object_name, _record_ids(records), cause) from exc
+
+    def _counter_moved(self, exc: CounterMissing) -> bool:
+        """Whether the write met a counter its field no longer draws from (it joined or left a shared
+        counter after this process read the rule): the catalog is read again, and the write can be
+        tried again, nothing of it stored, with the rule as it is now."""
+        try:
+            return self.catalog.refresh().rule(exc.field_id).counter_id != exc.counter_id
+        except AutonumberError:
+            return False
 
     def _skip_tries(self) -> Tries:
         """How often one write may meet numbers already stored and try again (the retry policy's
@@ -747,7 +763,7 @@ class Records:
             c, table, record, "CreatedDate", STAMPED_AT, stamp_params(rule)
         )
         if created is None:  # the stamped counter row is gone: never store a record without its date
-            raise CounterMissing(rule.field_id, "")
+            raise CounterMissing(rule.field_id, "", rule.counter_id)
         record["CreatedDate"] = created
 
     def _by_ids(

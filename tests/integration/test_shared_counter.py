@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -434,4 +436,53 @@ def test_a_per_day_leave_is_checked_on_the_text_dates_included(bare: Platform) -
     set_rule(bare.db, RuleEdit("SalesOrder", "OrderNo", format="D-{YY}{MM}{DD}-{000}", shared_counter=""))
     bare.catalog.refresh()
     assert number(insert(bare, "SalesOrder")) == 2  # above what the shared counter handed out
+    assert verify(bare.db) == []
+
+
+@pytest.mark.parametrize(
+    ("scope", "shared_fmt", "own_fmt"),
+    [
+        ("global", "DOC-{000000}", "QT-{000000}"),
+        ("per_day", "DOC-{YYYY}{MM}{DD}-{0000}", "QT-{YYYY}{MM}{DD}-{0000}"),
+    ],
+)
+def test_joining_and_leaving_while_every_member_inserts(
+    bare: Platform, scope: str, shared_fmt: str, own_fmt: str
+) -> None:
+    """Two threads insert into each member while a fifth makes Quotation leave (with its own
+    format) and join again, six times: no insert fails (a process still on the old rule tries again
+    with the new one), no rendered number is stored twice across the members, verify passes."""
+    docs(bare, shared_fmt, scope=scope, time_zone="UTC")
+    done = threading.Event()
+    taken: list[str] = []
+    lock = threading.Lock()
+
+    def work(t: int) -> None:
+        if t == 4:
+            try:
+                for i in range(6):
+                    time.sleep(0.15)
+                    edit = (
+                        RuleEdit("Quotation", "QuoteNo", format=own_fmt, shared_counter="")
+                        if i % 2 == 0
+                        else RuleEdit("Quotation", "QuoteNo", format=shared_fmt, shared_counter="docs")
+                    )
+                    set_rule(bare.db, edit)
+            finally:
+                done.set()
+            return
+        obj = "Quotation" if t % 2 else "SalesOrder"
+        while not done.is_set():
+            value = insert(bare, obj)
+            with lock:
+                taken.append(value)
+
+    assert run_together(work, 5) == []
+    assert len(taken) > 10 and len(set(taken)) == len(taken), sorted(taken)
+    stored: list[str] = []
+    with bare.db.connect() as conn:
+        for obj, column in (("Quotation", "QuoteNo"), ("SalesOrder", "OrderNo")):
+            table = bare.catalog.current().table(obj)
+            stored += conn.execute(sa.select(table.c[column])).scalars().all()
+    assert sorted(stored) == sorted(taken)  # every value stored once, in one member's column only
     assert verify(bare.db) == []

@@ -181,13 +181,25 @@ class _Batch:
         self.empty_columns: set[str] = set()
         self.physical: dict[str, set[str]] = {}
 
-    def counters_of(self, fid: str) -> dict[str, int]:
-        """The field's counter rows (as earlier requests of the batch leave them)."""
-        if fid not in self.counters:
+    def counters_of(self, fid: str, *, lock: bool = False) -> dict[str, int]:
+        """The field's counter rows (as earlier requests of the batch leave them); `lock`: locked
+        until the change commits, read as they are now (not as the transaction's snapshot)."""
+        if fid not in self.counters or lock:
             t = counter_table
-            rows = self.conn.execute(sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == fid))
-            self.counters[fid] = {key: int(nxt) for key, nxt in rows}
+            stmt = sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == fid)
+            rows = self.conn.execute(dialect_for(self.conn).for_update(stmt) if lock else stmt)
+            read = {key: int(nxt) for key, nxt in rows}
+            self.counters.setdefault(fid, read)
         return self.counters[fid]
+
+    def lock_move(self, fid: str, *counters: str) -> None:
+        """Before a field moves between counters (joins or leaves a shared counter): lock its field
+        row, which a reservation creating a lazy row locks too (engine/reservation.py), and the rows
+        of both counters, so no number is reserved from them between these reads and the commit."""
+        f = system_field
+        self.conn.execute(dialect_for(self.conn).for_update(sa.select(f.c.Id).where(f.c.Id == fid)))
+        for cid in counters:
+            self.counters_of(cid, lock=True)
 
     def floors_of(self, fid: str) -> dict[str, int]:
         """What each scope key of the field ever reserved (journal, retired rows; rules/floor.py)."""
@@ -311,6 +323,9 @@ def _finish(
     largest = 10**fmt.counter_width - 1
     fid = plan.field_id
     cid = counter_id(fid, rule.shared_counter)
+    moving = was_counter != cid
+    if moving:
+        batch.lock_move(fid, cid, was_counter)
     if values is not None and rule.shared_counter is not None:
         _check_shared(batch, plan, rule, fmt.counter_width, values)
     known = [*batch.history.get(fid, []), *([previous[0]] if previous else [])]
@@ -321,7 +336,6 @@ def _finish(
     planned, _ = plan_rows(target, scan.buckets, LegacyState())
     current = dict(batch.counters_of(cid))
     reserved = dict(batch.floors_of(cid))
-    moving = was_counter != cid
     old_scope = previous[1] if previous is not None else rule.scope
     if moving and rule.scope != "global" and old_scope == rule.scope:
         planned = _carried(planned, cid, batch, was_counter)

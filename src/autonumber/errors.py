@@ -97,11 +97,14 @@ class RecordNotFound(AutonumberError):
 
 
 class CounterMissing(AutonumberError):
-    """A `global` counter row is missing at runtime: corruption, never reseeded silently (docs/engine.md)."""
+    """A `global` counter row is missing at runtime: corruption, never reseeded silently (docs/engine.md);
+    or the rule in hand is stale: a field joined or left a shared counter meanwhile (`counter_id`,
+    the counter drawn from, is then no longer the field's, and the write is tried again)."""
 
-    def __init__(self, field_id: str, scope_key: str) -> None:
+    def __init__(self, field_id: str, scope_key: str, counter_id: str | None = None) -> None:
         self.field_id = field_id
         self.scope_key = scope_key
+        self.counter_id = counter_id or field_id
         super().__init__(
             f"counter row missing for field_id={field_id!r} scope_key={scope_key!r}; "
             "re-run `autonumber setup apply` (idempotent) and check `autonumber setup verify` V5"

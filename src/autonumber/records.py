@@ -41,7 +41,7 @@ from .events import EventBus, RecordBeforeCreate
 from .group_commit import GroupCommit
 from .ids import new_id
 from .lookups import check_lookups, checked_lookups
-from .values import checked_value, text_problem
+from .values import checked_value, refused_value, text_problem
 
 SYSTEM_COLUMNS = ("Id", "CreatedDate")
 MAX_LIMIT = 10_000
@@ -120,9 +120,9 @@ def _failing_gaps(write: Callable[[], None], held: list[Pending]) -> None:
     journal records it once the transaction rolls back)."""
     try:
         write()
-    except sa.exc.DBAPIError as exc:
+    except (sa.exc.DBAPIError, RecordError) as exc:  # RecordError: a value an adopted table refused
         for pending in held:
-            pending.state, pending.detail = FAILED, (str(exc.orig).splitlines() or [""])[0]
+            pending.state, pending.detail = FAILED, (str(getattr(exc, "orig", exc)).splitlines() or [""])[0]
         raise
 
 
@@ -329,6 +329,11 @@ class Records:
                 if self._skipped_stored(exc, object_name, records, conn, skips.again()):
                     continue  # a number was already stored: its counter moved past, new numbers
                 raise
+            except CounterMissing as exc:
+                if conn is None and self._counter_moved(exc):
+                    snapshot = self.catalog.current()
+                    continue
+                raise
             else:
                 stored = _stored_form(table, records)
             break
@@ -506,6 +511,8 @@ class Records:
                     and self._skipped_stored(exc, object_name, attempt, None, skips.again())
                 ):
                     continue
+                if isinstance(exc, CounterMissing) and self._counter_moved(exc):
+                    continue
                 if isinstance(exc, (CommitOutcomeUnknown, DatabaseUnavailable)) and not reconnected:
                     reconnected = True
                     continue
@@ -516,6 +523,15 @@ class Records:
                 root = exc.__cause__ if isinstance(exc, DatabaseUnavailable) and exc.__cause__ else exc
                 cause = f"then {type(root).__name__}: {_first_line(root)}"
                 raise CommitOutcomeUnknown(object_name, _record_ids(records), cause) from exc
+
+    def _counter_moved(self, exc: CounterMissing) -> bool:
+        """Whether the write met a counter its field no longer draws from (it joined or left a shared
+        counter after this process read the rule): the catalog is read again, and the write can be
+        tried again, nothing of it stored, with the rule as it is now."""
+        try:
+            return self.catalog.refresh().rule(exc.field_id).counter_id != exc.counter_id
+        except AutonumberError:
+            return False
 
     def _skip_tries(self) -> Tries:
         """How often one write may meet numbers already stored and try again (the retry policy's
@@ -687,7 +703,8 @@ class Records:
                     return
                 sender.settle()
             if adopted:
-                _failing_gaps(lambda: _insert_adopted(c, table, records), held)
+                numbered = {rule.field_name for rule in rules}
+                _failing_gaps(lambda: _insert_adopted(c, object_name, table, records, numbered), held)
             elif bulk:
                 _failing_gaps(lambda: dialect.bulk_insert(c, table, records), held)
             else:
@@ -746,7 +763,7 @@ class Records:
             c, table, record, "CreatedDate", STAMPED_AT, stamp_params(rule)
         )
         if created is None:  # the stamped counter row is gone: never store a record without its date
-            raise CounterMissing(rule.field_id, "")
+            raise CounterMissing(rule.field_id, "", rule.counter_id)
         record["CreatedDate"] = created
 
     def _by_ids(
@@ -902,10 +919,21 @@ def _key_equals(table: sa.Table, object_name: str, record_id: str) -> sa.ColumnE
     return condition
 
 
-def _insert_adopted(conn: Connection, table: sa.Table, records: list[dict[str, Any]]) -> None:
-    """Insert into an application's own table row by row, keeping the key its database generated."""
+def _insert_adopted(
+    conn: Connection, object_name: str, table: sa.Table, records: list[dict[str, Any]], numbered: set[str]
+) -> None:
+    """Insert into an application's own table row by row, keeping the key its database generated;
+    a value its column type refuses is a RecordError naming the field (values.refused_value)."""
     key = key_column(table).name
-    for record in records:
-        result = conn.execute(sa.insert(table), record)
+    for i, record in enumerate(records, 1):
+        try:
+            result = conn.execute(sa.insert(table), record)
+        except sa.exc.StatementError as exc:
+            where = f"{object_name} record #{i}"
+            given = [name for name in record if name not in numbered]
+            refused = refused_value(exc, where, object_name, record, given)
+            if refused is None:
+                raise
+            raise refused from exc
         if record.get(key) is None and result.inserted_primary_key is not None:
             record[key] = result.inserted_primary_key[0]

@@ -3,7 +3,9 @@
 A field's counter rows and journal lines are keyed by its counter id: the field id for a field with
 its own counter, `shared:NAME` for a member of the shared counter NAME. Members of one counter must
 be numbered alike, or one member's numbers would not mean the same as another's; `mismatch` says
-why a field cannot join, checked whenever a member's rule is added or changed.
+why a field cannot join, checked whenever a member's rule is added or changed; `overlapping` why
+a field cannot leave: its own counter continues from the shared counter's next value, so a format
+that can render a remaining member's text would repeat that member's numbers.
 """
 
 from __future__ import annotations
@@ -14,6 +16,8 @@ from typing import TYPE_CHECKING
 
 from autonumber.allocation import SINGLE
 from autonumber.errors import InvalidIdentifier
+from autonumber.format import parse_format
+from autonumber.format.overlap import may_render_same
 
 if TYPE_CHECKING:  # stored.py reads counter_id from here
     from autonumber.stored import StoredRule
@@ -62,6 +66,20 @@ def mismatch(rule: StoredRule, width: int, others: Iterable[tuple[StoredRule, in
                     f" (members share scope, counter width, start, allocation"
                     f"{', time zone and date source' if rule.scope == 'per_day' else ''})"
                 )
+    return None
+
+
+def overlapping(fmt: str, name: str, remaining: Iterable[StoredRule]) -> str | None:
+    """Why a field cannot leave shared counter `name` with format `fmt` while `remaining` members
+    stay (a text one of them can render too); None when it can."""
+    mine = parse_format(fmt)
+    for other in remaining:
+        if may_render_same(mine, parse_format(other.format or "")):
+            return (
+                f"leaving shared counter {name}: format {fmt!r} can render the same text as "
+                f"member {other.name}'s {other.format!r}, and both counters go on from the same next "
+                "value; leave with a format that cannot (another prefix, say)"
+            )
     return None
 
 

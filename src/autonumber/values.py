@@ -9,12 +9,14 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Sequence
 from datetime import date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
 import sqlalchemy as sa
 
+from .db.base import driver_code
 from .errors import RecordError
 
 SCALARS = (str, int, float, bool, Decimal)
@@ -63,8 +65,9 @@ def checked_value(where: object, object_name: str, column: sa.Column[Any], value
         return _text(name, kind, value)
     if isinstance(kind, sa.Boolean):
         return _boolean(name, value)
-    if isinstance(kind, sa.Integer):
-        return _integer(name, value, INTEGER_MAX.get(type(kind), BIGINT_MAX))
+    if isinstance(kind, sa.Integer):  # a reflected type (an adopted table's) by its generic kind
+        limit = next((INTEGER_MAX[c] for c in type(kind).__mro__ if c in INTEGER_MAX), BIGINT_MAX)
+        return _integer(name, value, limit)
     if isinstance(kind, sa.Float):
         return _float(name, value)
     if isinstance(kind, sa.Numeric):
@@ -73,6 +76,38 @@ def checked_value(where: object, object_name: str, column: sa.Column[Any], value
     if isinstance(kind, sa.DateTime | sa.Date):
         return _when(name, kind, value)
     return value
+
+
+MYSQL_REFUSED = frozenset({1264, 1265, 1292, 1366, 1367, 1406, 1411})
+"""MySQL/MariaDB errnos of a value its column cannot take (out of range, truncated, incorrect value
+for the type, too long), some of which PyMySQL raises as OperationalError."""
+PG_REFUSED = frozenset({"42804", "42846"})
+"""PostgreSQL SQLSTATEs of a value of the wrong type (besides class 22, data exceptions)."""
+SQLITE_DATATYPE = 3091
+"""SQLITE_CONSTRAINT_DATATYPE: a STRICT table's column refused a value of another type."""
+_NAMED_COLUMN = re.compile(r"column (\S+?)(?: at row|$)")
+"""Where MySQL/MariaDB (`'qty'`, `` `db`.`table`.`qty` ``) and SQLite (`table.qty`) name the column."""
+
+
+def refused_value(
+    exc: sa.exc.StatementError, where: object, object_name: str, record: dict[str, Any], given: Sequence[str]
+) -> RecordError | None:
+    """A RecordError naming `where`, the field and its value when the database refused a value of
+    `record` that the checks above let through (an application's own column type, a range only the
+    database knows); None for any other error. The field is the one the database names, else each
+    field the caller `given` a value, with its value."""
+    code = driver_code(exc)
+    data = isinstance(exc, sa.exc.DataError) or code in MYSQL_REFUSED or code in PG_REFUSED
+    data = data or getattr(exc.orig, "sqlite_errorcode", None) == SQLITE_DATATYPE
+    data = data or isinstance(exc.orig, TypeError | ValueError)  # the driver could not send it
+    if not data and not (isinstance(code, str) and code.startswith("22")):
+        return None
+    cause = (str(getattr(exc, "orig", exc)).strip().splitlines() or [""])[0][:160]
+    named = _NAMED_COLUMN.search(cause)
+    field = named.group(1).split(".")[-1].strip("`'\"") if named else None
+    fields = [field] if field in record else [f for f in given if record.get(f) is not None]
+    shown = ", ".join(f"{object_name}.{f} = {_shown(record[f])}" for f in fields) or object_name
+    return RecordError(f"{where}: the database refused {shown}; nothing was written: {cause}")
 
 
 def _plain_text_fits(kind: sa.types.TypeEngine[Any], value: Any) -> bool:

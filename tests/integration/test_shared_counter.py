@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import json
 import multiprocessing
+import threading
+import time
 from collections.abc import Iterator
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
@@ -374,3 +376,113 @@ def test_processes_inserting_into_two_members_share_one_contiguous_counter(
     assert sorted(number(v) for v in values) == list(range(1, processes * per_process + 1))
     assert counters(platform, SHARED) == {"": processes * per_process + 1}
     assert verify(platform.db) == []
+
+
+def docs(bare: Platform, fmt: str, **rule: str) -> None:
+    """Quotation.QuoteNo and SalesOrder.OrderNo, both `fmt`, members of shared counter docs."""
+    commit_requests(
+        bare.db,
+        [
+            RuleRequest("add", RuleSpec("Quotation", "QuoteNo", fmt, shared_counter="docs", **rule)),  # type: ignore[arg-type]
+            RuleRequest("add", RuleSpec("SalesOrder", "OrderNo", fmt, shared_counter="docs", **rule)),  # type: ignore[arg-type]
+        ],
+    )
+    bare.catalog.refresh()
+
+
+def test_leaving_with_a_format_that_renders_a_members_text_is_refused(
+    bare: Platform, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Both members show `DOC-{000000}`: a leave keeping that format (or one that differs only in
+    case) would number the next quote and the next order both DOC-000007. Refused, nothing written;
+    a leave to `QT-{000000}` is allowed."""
+    docs(bare, "DOC-{000000}")
+    assert [insert(bare, o) for o in ("Quotation", "SalesOrder") * 3][-1] == "DOC-000006"
+    before = (stored_rules(bare), counters(bare, "shared:docs"), counters(bare, QUOTE))
+    for fmt in ("DOC-{000000}", "doc-{000000}"):
+        code, out = cli(
+            capsys, db_url, "field", "set", "Quotation", "QuoteNo", "--format", fmt, "--own-counter"
+        )
+        assert code == 2 and len(out.strip().splitlines()) == 1, out
+        assert "leaving shared counter docs" in out and "member SalesOrder.OrderNo" in out, out
+        assert (stored_rules(bare), counters(bare, "shared:docs"), counters(bare, QUOTE)) == before
+    code, out = cli(
+        capsys, db_url, "field", "set", "Quotation", "QuoteNo", "--format", "QT-{000000}", "--own-counter"
+    )
+    assert code == 0, out
+    bare.catalog.refresh()
+    assert [insert(bare, o) for o in ("Quotation", "SalesOrder", "Quotation")] == [
+        "QT-000007",
+        "DOC-000007",
+        "QT-000008",
+    ]
+    code, out = cli(capsys, db_url, "setup", "verify")
+    assert code == 0, out
+    # the last member leaves with the format it had: nobody else draws from the counter
+    set_rule(bare.db, RuleEdit("SalesOrder", "OrderNo", shared_counter=""))
+    bare.catalog.refresh()
+    assert insert(bare, "SalesOrder") == "DOC-000008"
+
+
+def test_a_per_day_leave_is_checked_on_the_text_dates_included(bare: Platform) -> None:
+    """Date and time tokens are digits like the counter: `D-{YY}{MM}{DD}{HH}-{000}` can render a
+    `D-{YYYY}{MM}{DD}-{000}` text (refused), whatever the day; `D-{YY}{MM}{DD}-{000}` cannot
+    (shorter: allowed)."""
+    docs(bare, "D-{YYYY}{MM}{DD}-{000}", scope="per_day", time_zone="UTC")
+    insert(bare, "Quotation")
+    for fmt in ("D-{YYYY}{MM}{DD}-{000}", "D-{YY}{MM}{DD}{HH}-{000}"):
+        with pytest.raises(RuleChangeRefused, match="leaving shared counter docs"):
+            set_rule(bare.db, RuleEdit("SalesOrder", "OrderNo", format=fmt, shared_counter=""))
+    set_rule(bare.db, RuleEdit("SalesOrder", "OrderNo", format="D-{YY}{MM}{DD}-{000}", shared_counter=""))
+    bare.catalog.refresh()
+    assert number(insert(bare, "SalesOrder")) == 2  # above what the shared counter handed out
+    assert verify(bare.db) == []
+
+
+@pytest.mark.parametrize(
+    ("scope", "shared_fmt", "own_fmt"),
+    [
+        ("global", "DOC-{000000}", "QT-{000000}"),
+        ("per_day", "DOC-{YYYY}{MM}{DD}-{0000}", "QT-{YYYY}{MM}{DD}-{0000}"),
+    ],
+)
+def test_joining_and_leaving_while_every_member_inserts(
+    bare: Platform, scope: str, shared_fmt: str, own_fmt: str
+) -> None:
+    """Two threads insert into each member while a fifth makes Quotation leave (with its own
+    format) and join again, six times: no insert fails (a process still on the old rule tries again
+    with the new one), no rendered number is stored twice across the members, verify passes."""
+    docs(bare, shared_fmt, scope=scope, time_zone="UTC")
+    done = threading.Event()
+    taken: list[str] = []
+    lock = threading.Lock()
+
+    def work(t: int) -> None:
+        if t == 4:
+            try:
+                for i in range(6):
+                    time.sleep(0.15)
+                    edit = (
+                        RuleEdit("Quotation", "QuoteNo", format=own_fmt, shared_counter="")
+                        if i % 2 == 0
+                        else RuleEdit("Quotation", "QuoteNo", format=shared_fmt, shared_counter="docs")
+                    )
+                    set_rule(bare.db, edit)
+            finally:
+                done.set()
+            return
+        obj = "Quotation" if t % 2 else "SalesOrder"
+        while not done.is_set():
+            value = insert(bare, obj)
+            with lock:
+                taken.append(value)
+
+    assert run_together(work, 5) == []
+    assert len(taken) > 10 and len(set(taken)) == len(taken), sorted(taken)
+    stored: list[str] = []
+    with bare.db.connect() as conn:
+        for obj, column in (("Quotation", "QuoteNo"), ("SalesOrder", "OrderNo")):
+            table = bare.catalog.current().table(obj)
+            stored += conn.execute(sa.select(table.c[column])).scalars().all()
+    assert sorted(stored) == sorted(taken)  # every value stored once, in one member's column only
+    assert verify(bare.db) == []

@@ -24,7 +24,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.catalog import Rule
 from autonumber.db import Dialect, driver
 from autonumber.db.base import Counter, Numbered
-from autonumber.db.tables import counter_table
+from autonumber.db.tables import counter_table, system_field
 from autonumber.errors import CounterMissing, CounterOverflow, ReservationFailed
 
 from . import metrics
@@ -479,7 +479,7 @@ class Reserver:
                     got = step(c)
                     if got is None:
                         _overflow_or_missing(c, rule, "", n)
-                        raise CounterMissing(rule.field_id, "")  # a global row: never reseeded
+                        raise CounterMissing(rule.field_id, "", rule.counter_id)  # never reseeded
             except _Lost:
                 if tries.again():
                     continue
@@ -513,12 +513,13 @@ class Reserver:
     ) -> int:
         """global: CounterMissing (corruption, never reseeded). Lazy scopes: create the row once."""
         if rule.scope == "global" or lazy >= MAX_LAZY_CREATES:
-            raise CounterMissing(rule.field_id, missing.scope_key)
+            raise CounterMissing(rule.field_id, missing.scope_key, rule.counter_id)
         start = max(rule.start, self.live_max(rule, missing.scope_key, missing.assigned_at, cross) + 1)
         tries = self.policy.tries(self.policy.lazy_attempts, self.sleep)
         while True:
             try:
                 with self.transaction(conn) as c:
+                    self._check_counter_of(c, rule, missing.scope_key)
                     self.dialect.upsert_greatest(
                         c,
                         T,
@@ -535,6 +536,18 @@ class Reserver:
                 if not tries.again():
                     break
         raise ReservationFailed(rule.field_id, missing.scope_key, tries.losses, "lazy row")
+
+    def _check_counter_of(self, c: Connection, rule: Rule, scope_key: str) -> None:
+        """CounterMissing unless `rule` still draws from its counter: a process that has not yet
+        seen a field join or leave a shared counter must not create a row of the counter it left
+        (it would count again from that counter's floor). The field's row is locked, as a rule
+        change locks it before it reads the counters it moves, so the two cannot interleave."""
+        f = system_field
+        columns = (f.c.auto_number_format, f.c.auto_number_shared_counter)
+        stmt = sa.select(*columns).where(f.c.Id == rule.field_id)
+        stored = c.execute(self.dialect.for_update(stmt)).first()
+        if stored is None or stored[0] is None or (stored[1] or None) != rule.shared_counter:
+            raise CounterMissing(rule.field_id, scope_key, rule.counter_id)
 
     def _done(self, strategy: str, attempts: int, started: float, res: Reservation) -> Reservation:
         """Record a committed reservation in the metrics (and the test hook)."""

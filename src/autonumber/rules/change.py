@@ -14,7 +14,9 @@ Semantics (docs/changing-rules.md):
   value the new format could collide with (a move to `global` continues above every counter
   handed out, under any of the field's formats);
 - a width that cannot hold a counter, a start beyond the width, a stored value no format of the
-  field reads, or a broken format is refused with one line naming the field.
+  field reads, a broken format, or a leave of a shared counter with a format that can render a
+  remaining member's text (both counters go on from one next value) is refused with one line
+  naming the field.
 """
 
 from __future__ import annotations
@@ -179,13 +181,25 @@ class _Batch:
         self.empty_columns: set[str] = set()
         self.physical: dict[str, set[str]] = {}
 
-    def counters_of(self, fid: str) -> dict[str, int]:
-        """The field's counter rows (as earlier requests of the batch leave them)."""
-        if fid not in self.counters:
+    def counters_of(self, fid: str, *, lock: bool = False) -> dict[str, int]:
+        """The field's counter rows (as earlier requests of the batch leave them); `lock`: locked
+        until the change commits, read as they are now (not as the transaction's snapshot)."""
+        if fid not in self.counters or lock:
             t = counter_table
-            rows = self.conn.execute(sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == fid))
-            self.counters[fid] = {key: int(nxt) for key, nxt in rows}
+            stmt = sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == fid)
+            rows = self.conn.execute(dialect_for(self.conn).for_update(stmt) if lock else stmt)
+            read = {key: int(nxt) for key, nxt in rows}
+            self.counters.setdefault(fid, read)
         return self.counters[fid]
+
+    def lock_move(self, fid: str, *counters: str) -> None:
+        """Before a field moves between counters (joins or leaves a shared counter): lock its field
+        row, which a reservation creating a lazy row locks too (engine/reservation.py), and the rows
+        of both counters, so no number is reserved from them between these reads and the commit."""
+        f = system_field
+        self.conn.execute(dialect_for(self.conn).for_update(sa.select(f.c.Id).where(f.c.Id == fid)))
+        for cid in counters:
+            self.counters_of(cid, lock=True)
 
     def floors_of(self, fid: str) -> dict[str, int]:
         """What each scope key of the field ever reserved (journal, retired rows; rules/floor.py)."""
@@ -309,6 +323,9 @@ def _finish(
     largest = 10**fmt.counter_width - 1
     fid = plan.field_id
     cid = counter_id(fid, rule.shared_counter)
+    moving = was_counter != cid
+    if moving:
+        batch.lock_move(fid, cid, was_counter)
     if values is not None and rule.shared_counter is not None:
         _check_shared(batch, plan, rule, fmt.counter_width, values)
     known = [*batch.history.get(fid, []), *([previous[0]] if previous else [])]
@@ -319,7 +336,6 @@ def _finish(
     planned, _ = plan_rows(target, scan.buckets, LegacyState())
     current = dict(batch.counters_of(cid))
     reserved = dict(batch.floors_of(cid))
-    moving = was_counter != cid
     old_scope = previous[1] if previous is not None else rule.scope
     if moving and rule.scope != "global" and old_scope == rule.scope:
         planned = _carried(planned, cid, batch, was_counter)
@@ -334,7 +350,7 @@ def _finish(
     else:  # a lazy scope's rows start above what each key ever reserved (journal, retired rows)
         planned = [_at_least(row, reserved.get(row.scope_key, 0), "reserved") for row in planned]
     if moving:
-        _leave(batch, plan, was_counter)
+        _leave(batch, plan, rule, was_counter)
         after = dict(current)
         for row in planned:
             after[row.scope_key] = max(row.next_value, after.get(row.scope_key, 0))
@@ -410,13 +426,18 @@ def _highest(*maps: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def _leave(batch: _Batch, plan: Plan, was: str) -> None:
+def _leave(batch: _Batch, plan: Plan, rule: RuleSpec, was: str) -> None:
     """The field stops drawing from counter `was`: its own rows, or a shared counter's once its last
-    member leaves, are retired (kept as floors); a shared counter other members still use stays."""
+    member leaves, are retired (kept as floors); a shared counter other members still use stays,
+    and the field may leave it only with a format that renders none of their text (shared.py)."""
     old = dict(batch.counters_of(was))
     remaining = [
         r for r in batch.stored.values() if r.format and r.counter_id == was and r.field_id != plan.field_id
     ]
+    if remaining and was.startswith(shared.PREFIX):
+        why = shared.overlapping(rule.format, was[len(shared.PREFIX) :], remaining)
+        if why is not None:
+            raise RuleChangeRefused(rule.name, why)
     if remaining or not old:
         return
     plan.retire_counter = was

@@ -78,11 +78,9 @@ def check(
         for row in rows
         if row.format is not None and (field_ids is None or row.field_id in field_ids)
     ]
-    stmt = sa.select(counter_table)
-    if field_ids is not None:  # the fields' counters: their own, or the shared counter they draw from
-        ids = {*field_ids, *(row.counter_id for row in configured)}
-        stmt = stmt.where(counter_table.c.field_id.in_(sorted(ids)))
-    counters = {(r.field_id, r.scope_key): int(r.next_value) for r in conn.execute(stmt)}
+    # the fields' counters: their own, or the shared counter they draw from
+    ids = None if field_ids is None else {*field_ids, *(row.counter_id for row in configured)}
+    counters = _counter_rows(conn, ids)
     out: list[Finding] = []
     rules: list[Rule] = []
     for row in configured:
@@ -99,6 +97,14 @@ def check(
     out += v7_duplicates(conn, snapshot, rules)
     out += v7_unique_indexes(conn, snapshot, [r for r in rules if r.field_id not in index_pending])
     return out
+
+
+def _counter_rows(conn: Connection, ids: Collection[str] | None) -> dict[tuple[str, str], int]:
+    """The next value of every counter row (of the counter ids `ids` when given)."""
+    stmt = sa.select(counter_table)
+    if ids is not None:
+        stmt = stmt.where(counter_table.c.field_id.in_(sorted(ids)))
+    return {(r.field_id, r.scope_key): int(r.next_value) for r in conn.execute(stmt)}
 
 
 def _rule_or_violation(row: StoredRule, snapshot: CatalogSnapshot, out: list[Finding]) -> Rule | None:
@@ -179,6 +185,10 @@ def _v1(
         return [*out, _finding(f"V1 field_id={fid}: {exc}", fid, exc.row_id, exc.value)]
     except SeedLimitError as exc:
         return [*out, _finding(f"V1 field_id={fid}: {exc}", fid)]
+    # The counter is read again after the column: every number the scan saw was reserved before it,
+    # so a counter read later is above it, also where each statement reads what has committed by
+    # then (PostgreSQL's READ COMMITTED) and writers insert meanwhile: no write hole seen falsely.
+    counters = _counter_rows(conn, [cid]) if scan.buckets else counters
     for key, best in sorted(scan.buckets.items()):
         nxt = counters.get((cid, key))
         if nxt is not None and nxt <= best:

@@ -137,3 +137,36 @@ def test_backfill_dates_a_row_as_insert_does(
     new = platform.records.insert("Trip", {source: value, "Name": "after"})
     assert platform.records.get("Trip", old["Id"])["No"] == "X-20260418-0001"
     assert new["No"] == "X-20260418-0002"
+
+
+def test_backfill_dates_each_row_by_its_own_created_date(
+    platform: Platform, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = platform.records.insert_many("Trip", [{"Name": "new year"}, {"Name": "second"}])
+    table = platform.catalog.current().table("Trip")
+    with platform.db.begin() as conn:  # rows that were created long before the field existed
+        for row, created in zip(
+            rows, (datetime(2025, 12, 31, 16, 0), datetime(2026, 1, 2, 3, 0)), strict=True
+        ):
+            conn.execute(sa.update(table).where(table.c.Id == row["Id"]).values(CreatedDate=created))
+    out = add_field(platform, db_url, capsys, "CreatedDate", "--backfill")
+    assert "backfilled 2 row(s)" in out, out
+    numbers = {name: r["No"] for name, r in by_name(platform).items()}
+    assert numbers == {"new year": "X-20260101-0001", "second": "X-20260102-0001"}  # Tokyo's days
+    new = platform.records.insert("Trip", {"Name": "today"})
+    day = datetime.fromisoformat(new["CreatedDate"]).astimezone(ZoneInfo(TOKYO))
+    assert new["No"] == f"X-{day:%Y%m%d}-0001"
+
+
+def test_backfill_by_created_date_refuses_a_row_without_one(
+    platform: Platform, db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    rows = platform.records.insert_many("Trip", [{"Name": "dated"}, {"Name": "undated"}])
+    table = platform.catalog.current().table("Trip")
+    with platform.db.begin() as conn:  # written by another program without a CreatedDate
+        conn.execute(sa.update(table).where(table.c.Id == rows[1]["Id"]).values(CreatedDate=None))
+    add_field(platform, db_url, capsys, "CreatedDate")
+    code, out = run_cli(["field", "backfill", "Trip", "No", "--db", db_url], capsys)
+    assert code != 0 and "Trip.No is dated by Trip.CreatedDate" in out and rows[1]["Id"] in out, out
+    assert out.count("\n") == 1, out
+    assert {r["No"] for r in by_name(platform).values()} == {None}

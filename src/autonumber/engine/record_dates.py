@@ -34,10 +34,12 @@ def _parsed(text: str) -> date | None:
     return None
 
 
-def record_dates(rule: Rule, records: Sequence[Mapping[str, Any]]) -> list[datetime] | None:
-    """Each record's date for a rule dated by a record field (None: the rule uses the clock);
-    RecordError naming the field and the record when one has no usable date."""
-    name = rule.date_field
+def record_dates(
+    rule: Rule, records: Sequence[Mapping[str, Any]], name: str | None = None
+) -> list[datetime] | None:
+    """Each record's date from its field `name` (default: the rule's date field; None: the rule
+    uses the clock); RecordError naming the field and the record when one has no usable date."""
+    name = name or rule.date_field
     if name is None:
         return None
     out: list[datetime] = []

@@ -20,8 +20,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from .catalog import Rule
 from .db.objects import key_column
 from .engine.journal import Pending, track
+from .engine.record_dates import record_dates
 from .errors import UnknownField
 from .runtime import Platform
 
@@ -95,6 +97,15 @@ def backfill(
     return BackfillResult(rule.field_id, rule.name, done, batches, first, last)
 
 
+def _dated_by(rule: Rule, table: sa.Table) -> str | None:
+    """The column that dates a row as its insert dated it: the rule's date field, or the row's own
+    CreatedDate for a rule dated by it (an insert stores the clock sample it is dated by there);
+    None: the clock (an adopted table without CreatedDate has no older instant to go by)."""
+    if rule.date_src == "created_date" and "CreatedDate" in table.c:
+        return "CreatedDate"
+    return rule.date_field
+
+
 def _todo(platform: Platform, table: sa.Table, column: str) -> list[Any]:
     """The keys of the rows without a number, in numbering order."""
     key = key_column(table)
@@ -115,7 +126,10 @@ def _batch(
     rows = [found[k] for k in keys if k in found]
     if not rows:
         return []
-    assigned = platform.engine.assign(field_id, rows, conn)
+    rule = platform.engine.rule(field_id)
+    assigned = platform.engine.assign(
+        field_id, rows, conn, dates=record_dates(rule, rows, _dated_by(rule, table))
+    )
     if assigned.detached:  # reserved off this transaction: a rollback leaves journaled gaps
         reserver = platform.engine.reserver
         track(conn, Pending(reserver.journal, reserver.db, assigned.detached))

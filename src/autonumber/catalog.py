@@ -73,6 +73,9 @@ class Rule:
     pinned_date: datetime | None = None
     """A record's date this copy of the rule keys and renders with instead of the clock
     (`pinned`); set only on the per-reservation copies the engine makes."""
+    date_src: str = "assigned_at"
+    """`assigned_at` (the clock), `created_date` (the record's CreatedDate: at insert the same clock
+    sample; a backfill reads each row's own) or `custom_field` (`date_field`)."""
 
     @property
     def name(self) -> str:
@@ -314,6 +317,7 @@ def build_rule(row: StoredRule, snapshot: CatalogSnapshot) -> Rule:
         row.fiscal_year_start,
         row.date_field if row.date_src == "custom_field" else None,
         row.shared_counter,
+        date_src=row.date_src,
     )
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager, nullcontext
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import date, datetime
 from decimal import Decimal
 from typing import Any
 
@@ -75,13 +75,16 @@ class Batch:
 
 
 def _plain(row: Mapping[Any, Any]) -> dict[str, Any]:
-    """A record as JSON-ready values: timestamps as ISO text in UTC, decimals as floats."""
+    """A record as JSON-ready values: timestamps as ISO text in UTC, days as ISO dates, decimals as
+    floats."""
     out: dict[str, Any] = dict(row)
     for key, value in row.items():
         if type(value) is str or value is None:  # most values: nothing to convert
             continue
         if isinstance(value, datetime):  # drivers return naive UTC; say so
             out[key] = value.isoformat() + "+00:00" if value.tzinfo is None else to_utc(value).isoformat()
+        elif isinstance(value, date):
+            out[key] = value.isoformat()
         elif isinstance(value, Decimal):
             out[key] = float(value)
     return out

@@ -2,7 +2,8 @@
 
 Every value a database would refuse (a NUL or a lone surrogate in text, a number out of range, a
 word in a number column, an unparseable date) is a RecordError naming the record and the field,
-so a bad request consumes no number and writes nothing.
+so a bad request consumes no number and writes nothing. Date-times become UTC here (`_when`), the
+one place every write path converts them.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Sequence
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -19,7 +20,7 @@ import sqlalchemy as sa
 from .db.base import driver_code
 from .errors import RecordError
 
-SCALARS = (str, int, float, bool, Decimal)
+SCALARS = (str, int, float, bool, Decimal, date)
 BIGINT_MAX = 2**63 - 1
 INTEGER_MAX: dict[type[Any], int] = {
     sa.SmallInteger: 2**15 - 1,
@@ -176,15 +177,23 @@ def _number(name: str, value: Any, limit: Decimal | None) -> Decimal:
 
 
 def _when(name: str, kind: sa.types.TypeEngine[Any], value: Any) -> datetime | date:
-    """An ISO 8601 date or date-time given as text, as the column's Python type."""
-    if isinstance(value, datetime | date):
-        return value
-    if not isinstance(value, str):
+    """An ISO 8601 date or date-time (text, or a Python date/datetime) as the column stores it.
+
+    A date-time is an instant: one with an offset is converted to UTC, a naive one means UTC (one
+    rule for the whole product, docs/engine.md). It is bound as naive UTC, since a column without a
+    time zone keeps what it is given and a driver may drop or re-read the offset; a column with a
+    time zone gets it aware. A `date` column keeps the day as written (the time, if any, dropped)."""
+    if isinstance(value, str):
+        check_text(value, name)
+        try:
+            value = datetime.fromisoformat(value.strip())
+        except ValueError:
+            raise RecordError(f"{name} must be an ISO 8601 date or date-time, got {_shown(value)}") from None
+    if not isinstance(value, date):
         raise RecordError(f"{name} must be an ISO 8601 date or date-time, got {_shown(value)}")
-    check_text(value, name)
-    try:
-        parsed = datetime.fromisoformat(value)
-    except ValueError:
-        raise RecordError(f"{name} must be an ISO 8601 date or date-time, got {_shown(value)}") from None
-    plain_date = isinstance(kind, sa.Date) and not isinstance(kind, sa.DateTime)
-    return parsed.date() if plain_date else parsed
+    if not isinstance(kind, sa.DateTime):  # a calendar day
+        return value.date() if isinstance(value, datetime) else value
+    at = value if isinstance(value, datetime) else datetime(value.year, value.month, value.day)
+    if at.utcoffset() is not None:
+        at = at.astimezone(UTC)
+    return at.replace(tzinfo=UTC) if kind.timezone else at.replace(tzinfo=None)

@@ -457,6 +457,21 @@ class Dialect:
         the type a column was made with and compare text exactly."""
         return []
 
+    date_ddl: ClassVar[str] = (
+        "ALTER TABLE {table} ALTER COLUMN {column} TYPE DATE USING CAST({column} AS DATE)"
+    )
+    """The DDL that makes a (nullable) date-time column a DATE column, each value keeping its day."""
+
+    def date_column(self, conn: Connection, table_name: str, column: str) -> list[str]:
+        """Make a date-time column of one of the platform's own tables a DATE column, each value
+        keeping its day (migration 7); [] when it is one already."""
+        found = {c["name"]: c["type"] for c in sa.inspect(conn).get_columns(table_name)}.get(column)
+        if found is None or isinstance(found, sa.Date):
+            return []
+        quote = self.quote
+        conn.execute(sa.text(self.date_ddl.format(table=quote(conn, table_name), column=quote(conn, column))))
+        return [f"column {table_name}.{column}: {found} -> DATE"]
+
     def drop_table_if_exists(self, conn: Connection, table_name: str) -> None:
         """Drop a table by name when it exists."""
         conn.execute(sa.text(f"DROP TABLE IF EXISTS {self.quote(conn, table_name)}"))

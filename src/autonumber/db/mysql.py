@@ -57,6 +57,7 @@ class MySQLDialect(Dialect):
 
     name = "mysql"
     has_guard_trigger = True
+    date_ddl = "ALTER TABLE {table} MODIFY {column} DATE NULL"
 
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         opts = super().engine_options(pool_size)

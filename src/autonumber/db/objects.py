@@ -28,8 +28,10 @@ def column_type(field: FieldInfo) -> sa.types.TypeEngine[Any]:
         return sa.Numeric(18, 4)
     if kind in ("boolean", "checkbox"):
         return sa.Boolean()
-    if kind in ("date", "datetime"):
-        return Timestamp6
+    if kind == "date":
+        return sa.Date()  # a calendar day, not an instant
+    if kind == "datetime":
+        return Timestamp6  # an instant, stored as UTC (values.py)
     return sa.String(field.max_length or 255)
 
 

@@ -14,7 +14,7 @@ from sqlalchemy import event
 from sqlalchemy.dialects.sqlite import insert as sqlite_insert
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.errors import ConfigError
+from autonumber.errors import ConfigError, SetupError
 
 from .base import Counter, Dialect, Numbered, by_fields, to_utc
 from .bulk import Handed, Send, bound_columns, bound_tuples, flat_rows, insert_text
@@ -82,6 +82,28 @@ class SQLiteDialect(Dialect):
 
     def insert(self, table: sa.Table) -> Any:
         return sqlite_insert(table)
+
+    def date_column(self, conn: Connection, table_name: str, column: str) -> list[str]:
+        """SQLite keeps a declared type as a name only: DATE and DATETIME both have NUMERIC
+        affinity, and the type can change only by copying the whole table. What a DATE column
+        reads is its text, `YYYY-MM-DD`, so each value is rewritten to its day and the declared
+        name stays. A value that is no date refuses the step, changing nothing."""
+        table = sa.table(table_name, sa.column("Id"), sa.column(column))
+        value, day = table.c[column], sa.func.date(table.c[column])
+        bad = conn.execute(
+            sa.select(table.c.Id, value).where(value.is_not(None), day.is_(None)).limit(1)
+        ).first()
+        if bad is not None:
+            raise SetupError(
+                f"{table_name}.{column} of row {bad[0]} holds {str(bad[1])[:40]!r}, not a date; "
+                "correct or clear it, then run autonumber db upgrade again"
+            )
+        done = conn.execute(sa.update(table).where(value.is_not(None), value != day).values({column: day}))
+        return (
+            [f"column {table_name}.{column}: {done.rowcount} value(s) cut to their day"]
+            if done.rowcount
+            else []
+        )
 
     def greatest(self, a: Any, b: Any) -> sa.ColumnElement[Any]:
         """SQLite's two-argument max() is GREATEST."""

@@ -18,7 +18,7 @@ from autonumber.errors import SchemaMissing, SchemaTooNew, SchemaTooOld
 from .sqlite import READONLY
 from .tables import schema_version_table, system_field
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7
 """The schema this release reads and writes: the number of the last migration it ships."""
 
 

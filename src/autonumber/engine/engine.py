@@ -121,8 +121,10 @@ class Engine:
         cross: Sequence[Mapping[str, str]] | None = None,
         inside: bool = False,
         stored_by: bool = False,
+        dates: Sequence[datetime] | None = None,
     ) -> Assigned:
-        """assign_batch that also returns the shared assigned-at; `cross` = already resolved values.
+        """assign_batch that also returns the shared assigned-at; `cross` = already resolved values;
+        `dates` = each record's own date when the caller read it (a backfill: record_dates).
 
         `inside`: reserve in `conn`'s own short transaction (the group-commit writer; a savepoint
         only on SQLite), so the numbers commit with the rows in one COMMIT and roll back with them.
@@ -132,7 +134,8 @@ class Engine:
         rule = snapshot.rule(field)
         if not records:
             return Assigned([], None)
-        dates = record_dates(rule, records)  # before any reservation: a missing date takes none
+        if dates is None:  # before any reservation: a missing date takes none
+            dates = record_dates(rule, records)
         keys = {ref.key for ref in rule.token_refs}
         if cross is None or len(cross) != len(records) or _stale(cross, keys):
             cross = self.resolver.resolve(snapshot, rule, records, conn)  # none given, or stale

@@ -4,7 +4,7 @@ datetime field, read before any number is reserved; a record without one fails c
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import date, datetime, tzinfo
+from datetime import UTC, date, datetime, tzinfo
 from typing import Any
 
 from autonumber.catalog import Rule
@@ -12,25 +12,34 @@ from autonumber.errors import RecordError
 
 
 def as_instant(value: Any, zone: tzinfo) -> datetime | None:
-    """A record's date value as an aware instant: an aware datetime as it is, a naive one or a date
-    as that wall-clock time (midnight) on the field's calendar `zone`; ISO text is parsed. None when
-    the value is empty or not a date."""
+    """A record's date value as an aware instant: a datetime as it is, a naive one as UTC (what the
+    product stores, values.py); a date as its midnight on the field's calendar `zone`; ISO text is
+    parsed. None when the value is empty or not a date."""
     if isinstance(value, str):
-        try:
-            value = datetime.fromisoformat(value.strip()) if value.strip() else None
-        except ValueError:
-            return None
+        value = _parsed(value.strip())
     if isinstance(value, datetime):
-        return value if value.tzinfo is not None else value.replace(tzinfo=zone)
+        return value if value.tzinfo is not None else value.replace(tzinfo=UTC)
     if isinstance(value, date):
         return datetime(value.year, value.month, value.day, tzinfo=zone)
     return None
 
 
-def record_dates(rule: Rule, records: Sequence[Mapping[str, Any]]) -> list[datetime] | None:
-    """Each record's date for a rule dated by a record field (None: the rule uses the clock);
-    RecordError naming the field and the record when one has no usable date."""
-    name = rule.date_field
+def _parsed(text: str) -> date | None:
+    """ISO text as a date (a day alone) or a datetime; None when it is neither."""
+    for parse in (date.fromisoformat, datetime.fromisoformat):
+        try:
+            return parse(text)
+        except ValueError:
+            pass
+    return None
+
+
+def record_dates(
+    rule: Rule, records: Sequence[Mapping[str, Any]], name: str | None = None
+) -> list[datetime] | None:
+    """Each record's date from its field `name` (default: the rule's date field; None: the rule
+    uses the clock); RecordError naming the field and the record when one has no usable date."""
+    name = name or rule.date_field
     if name is None:
         return None
     out: list[datetime] = []

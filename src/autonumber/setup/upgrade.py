@@ -12,12 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
 from autonumber.db.guard import refresh_guard
 from autonumber.db.schema import add_columns, reconcile_system_schema, reconcile_tables
-from autonumber.db.tables import idempotency_table, reservation_journal, system_field
+from autonumber.db.tables import idempotency_table, reservation_journal, system_field, system_object
 from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
 from autonumber.progress import NullReporter, Reporter
@@ -93,6 +94,24 @@ def _journal_caller(engine: Engine, reporter: Reporter) -> list[str]:
         return reconcile_tables(conn, [reservation_journal])
 
 
+def _date_columns(engine: Engine, reporter: Reporter) -> list[str]:
+    """The `date` fields of the platform's own objects become DATE columns, each value keeping its
+    day (they were date-time columns); an adopted table is never altered."""
+    o, f = system_object, system_field
+    with engine.connect() as conn:
+        targets = conn.execute(
+            sa.select(o.c.TableName, f.c.ApiName)
+            .join(f, f.c.ObjectId == o.c.Id)
+            .where(o.c.KeyColumn.is_(None), sa.func.lower(f.c.Type) == "date")
+            .order_by(o.c.TableName, f.c.ApiName)
+        ).all()
+    changes: list[str] = []
+    for table_name, column in targets:
+        with engine.begin() as conn:
+            changes += dialect_for(conn).date_column(conn, str(table_name), str(column))
+    return changes
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -116,6 +135,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         "shared counters: _System_Field.auto_number_shared_counter",
         (_rule_columns("auto_number_shared_counter"),),
     ),
+    Migration(7, "date fields of custom objects are DATE columns", (_date_columns,)),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 

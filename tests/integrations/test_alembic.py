@@ -211,5 +211,12 @@ def test_a_dropped_unique_index_quarantines_the_field_until_db_upgrade(
     assert "\n" not in message
     assert "column orders.number has lost its UNIQUE index ux_orders_number" in message, message
     assert message.endswith("run autonumber db upgrade to recreate it"), message
-    assert upgrade_schema(project.url) == ["unique index ux_orders_number on orders.number"]
+    running = autonumber.connect(project.url, poll_interval=0)
+    try:
+        with pytest.raises(RuleQuarantined):
+            running.catalog.current().rule("orders.number")
+        assert upgrade_schema(project.url) == ["unique index ux_orders_number on orders.number"]
+        assert running.catalog.current().rule("orders.number")  # seen without a restart
+    finally:
+        running.close()
     assert project.add_order("second") == "ORD-00002"

@@ -24,12 +24,15 @@ from autonumber.allocation import SINGLE, block_size, check_allocation
 from autonumber.db.base import UNAVAILABLE
 from autonumber.db.objects import shared_object_table
 from autonumber.db.tables import system_field, system_object, system_record_type
+from autonumber.db.unique import Target, index_name, missing_unique_indexes
 from autonumber.errors import (
     AutonumberError,
     DatabaseUnavailable,
     RuleQuarantined,
+    SchemaDamage,
     UnknownField,
     UnknownObject,
+    unique_index_missing,
 )
 from autonumber.format import (
     FieldInfo,
@@ -360,12 +363,16 @@ def load_snapshot(conn: Connection) -> CatalogSnapshot:
     rt_cols = tuple(col["name"] for col in sa.inspect(conn).get_columns(system_record_type.name))
     snapshot = CatalogSnapshot(objects, fields, rt_cols, {}, {}, version_of(objects, fields))
     missing = _reflect_adopted(conn, snapshot)
+    unindexed = _lost_unique_indexes(conn, snapshot)
     for rows in fields.values():
         for row in rows:
             if row.format is None:
                 continue
             if row.info.object in missing:
                 snapshot.quarantined[row.field_id] = missing[row.info.object]
+                continue
+            if row.field_id in unindexed:
+                snapshot.quarantined[row.field_id] = unindexed[row.field_id]
                 continue
             try:
                 snapshot.rules[row.field_id] = build_rule(row, snapshot)
@@ -409,6 +416,38 @@ def _reflect_adopted(conn: Connection, snapshot: CatalogSnapshot) -> dict[str, s
         except sa.exc.NoSuchTableError:
             missing[name] = f"adopted table {table_name} of object {name} is missing from the database"
     return missing
+
+
+def _lost_unique_indexes(conn: Connection, snapshot: CatalogSnapshot) -> dict[str, str]:
+    """The rules of adopted tables whose column has no UNIQUE index of its own (another tool dropped
+    it), with why: they are quarantined. The tables were just reflected, so this costs no query
+    unless a column looks unindexed; then unique.py's own inspection decides."""
+    suspects: dict[str, Target] = {}
+    for name, table in snapshot._tables.items():
+        for row in snapshot.fields.get(name, ()):
+            column = row.info.name
+            if row.format is not None and column in table.c and not _has_unique(table, column):
+                suspects[row.field_id] = Target(f"{name}.{column}", table.name, column)
+    if not suspects:
+        return {}
+    lost = set(missing_unique_indexes(conn, list(suspects.values())))
+    return {
+        field_id: unique_index_missing(t.table, t.column, index_name(t.table, t.column))
+        for field_id, t in suspects.items()
+        if t in lost
+    }
+
+
+def _has_unique(table: sa.Table, column: str) -> bool:
+    """Whether a reflected table has a one-column UNIQUE index or constraint on `column`."""
+    uniques: list[Any] = [i for i in table.indexes if i.unique]
+    uniques += [c for c in table.constraints if isinstance(c, sa.UniqueConstraint)]
+    return any([c.name for c in u.columns] == [column] for u in uniques)
+
+
+def _damaged(snapshot: CatalogSnapshot) -> bool:
+    """Whether a rule is quarantined for the schema (a lost index): re-read until it is repaired."""
+    return any(isinstance(why, SchemaDamage) for why in snapshot.quarantined.values())
 
 
 class Catalog:
@@ -455,7 +494,7 @@ class Catalog:
 
     def _read_locked(self, previous: CatalogSnapshot | None) -> CatalogSnapshot:
         with self._engine.connect() as conn:
-            if previous is not None:
+            if previous is not None and not _damaged(previous):
                 objects, fields = _read_rows(conn)
                 if version_of(objects, fields) == previous.version:
                     self._checked = time.monotonic()

@@ -1,5 +1,5 @@
-"""A database that was never initialised: every command says so in one line with exit 2 (not a
-driver's `no such table`), and `db init` still creates the schema."""
+"""A database that was never initialised, or lost some system tables: every command says so in one
+line with exit 2 (not a driver's `no such table`), and `db init` / `db upgrade` create them."""
 
 from __future__ import annotations
 
@@ -8,7 +8,8 @@ import sqlalchemy as sa
 
 import autonumber
 from autonumber.db import create_engine
-from autonumber.errors import SchemaMissing
+from autonumber.db.tables import lock_table, web_session_table
+from autonumber.errors import SchemaMissing, SystemTablesMissing
 from support import run_cli
 
 LINE = "the database has no autonumber schema: run autonumber db init (or autonumber setup apply)"
@@ -41,4 +42,28 @@ def test_connect_refuses_and_db_init_creates(db_url: str, capsys: pytest.Capture
         autonumber.connect(db_url)
     code, out = run_cli(["db", "init", "--db", db_url], capsys)
     assert code == 0, out
+    autonumber.connect(db_url).close()
+
+
+def test_a_dropped_system_table_is_named_and_db_upgrade_recreates_it(
+    db_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    code, out = run_cli(["db", "init", "--db", db_url], capsys)
+    assert code == 0, out
+    engine = create_engine(db_url)
+    try:
+        with engine.begin() as conn:
+            lock_table.drop(conn)
+            web_session_table.drop(conn)
+    finally:
+        engine.dispose()
+    with pytest.raises(SystemTablesMissing) as refused:
+        autonumber.connect(db_url)
+    assert refused.value.tables == ("_System_Lock", "_System_WebSession")
+    code, out = run_cli(["field", "list", "--db", db_url], capsys)
+    assert code == 2 and out.strip().count("\n") == 0, out
+    assert "autonumber's table(s) _System_Lock, _System_WebSession are missing" in out, out
+    assert "run autonumber db upgrade to recreate them" in out, out
+    code, out = run_cli(["db", "upgrade", "--db", db_url], capsys)
+    assert code == 0 and "created table _System_WebSession" in out, out
     autonumber.connect(db_url).close()

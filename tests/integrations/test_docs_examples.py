@@ -1,6 +1,8 @@
 """Every code block of docs/integrations.md runs, in order, per section, on a fresh database of each
-backend: `bash` lines through the CLI, `python` blocks as scripts in their own interpreter (each
-asserts its own results), `yaml` data-spec operations through the spec operation table."""
+backend: `bash` lines through the CLI (`alembic` lines through Alembic's), `python` blocks as
+scripts in their own interpreter (each asserts its own results) or, when the first line names a
+file (`# models.py`), written to that file; `yaml` data-spec operations through the spec operation
+table."""
 
 from __future__ import annotations
 
@@ -24,11 +26,14 @@ BLOCK = re.compile(r"^```(\w+)\n(.*?)^```", re.S | re.M)
 SECTIONS = [s for s in re.split(r"^## ", DOC.read_text(), flags=re.M)[1:] if BLOCK.search(s)]
 
 
-def _run_bash(code: str, capsys: pytest.CaptureFixture[str]) -> None:
+def _run_bash(code: str, cwd: Path, capsys: pytest.CaptureFixture[str]) -> None:
     for line in code.splitlines():
         if not line.strip() or line.startswith("#"):
             continue
         argv = shlex.split(line)
+        if argv[0] == "alembic":
+            _run_alembic(argv[1:], cwd)
+            continue
         assert argv[0] == "autonumber", line
         with pytest.raises(SystemExit) as info:
             main(argv[1:])
@@ -36,7 +41,24 @@ def _run_bash(code: str, capsys: pytest.CaptureFixture[str]) -> None:
         assert info.value.code in (0, None), f"{line}\n{out}{err}"
 
 
+def _run_alembic(args: list[str], cwd: Path) -> None:
+    """Alembic's own CLI in its own interpreter (env.py imports the page's `models.py` from cwd)."""
+    done = subprocess.run(
+        [sys.executable, "-m", "alembic", *args], cwd=cwd, capture_output=True, text=True, timeout=300
+    )
+    assert done.returncode == 0, f"alembic {' '.join(args)}\n{done.stdout}{done.stderr}"
+
+
+FILE = re.compile(r"# ([\w/]+\.py)\n")
+"""A python block whose first line names a file (`# migrations/env.py`) is that file's content."""
+
+
 def _run_python(code: str, cwd: Path, url: str) -> None:
+    named = FILE.match(code)
+    if named:
+        (cwd / named[1]).parent.mkdir(parents=True, exist_ok=True)
+        (cwd / named[1]).write_text(code)
+        return
     env = {**os.environ, "AUTONUMBER_DATABASE_URL": url}
     done = subprocess.run(
         [sys.executable, "-c", code], cwd=cwd, env=env, capture_output=True, text=True, timeout=300
@@ -71,7 +93,7 @@ def test_doc_section_runs(
     monkeypatch.chdir(tmp_path)
     for lang, code in BLOCK.findall(section):
         if lang == "bash":
-            _run_bash(code, capsys)
+            _run_bash(code, tmp_path, capsys)
         elif lang == "python":
             _run_python(code, tmp_path, url)
         elif lang == "yaml":

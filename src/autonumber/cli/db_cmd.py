@@ -42,8 +42,9 @@ def init(
 def upgrade(db: DbOption = DEFAULT_URL) -> None:
     """Bring a database made by an earlier release to this release's schema version.
 
-    Runs the numbered migrations under the bootstrap lock; idempotent, and a run killed halfway
-    resumes where it stopped. Stored duplicates in an autonumber column stop it (exit 2) naming
+    Runs the numbered migrations under the bootstrap lock, then recreates what another tool dropped
+    (missing system tables, empty; UNIQUE indexes on autonumber columns); idempotent, and a run
+    killed halfway resumes where it stopped. Stored duplicates in an autonumber column stop it (exit 2) naming
     the field, the value and the rows. See docs/upgrading.md.
 
     Example: autonumber db upgrade --db postgresql+psycopg://postgres@127.0.0.1/autonumber

@@ -254,6 +254,18 @@ the largest. No row (or no table) on a database with the system tables: version 
 
 SYSTEM_TABLES = (*SYSTEM_TABLES, idempotency_table, web_session_table, schema_version_table)
 
+state_metadata = sa.MetaData()
+
+setup_state = sa.Table(
+    "_System_SetupState",
+    state_metadata,
+    sa.Column("name", sa.String(255), primary_key=True),
+    sa.Column("value", sa.Text, nullable=False),
+    sa.Column("updated_at", Timestamp6, nullable=False),
+)
+"""What setup has done (autonumber.rules.state): created by `db init` and `setup apply`, read only
+where it exists."""
+
 legacy_metadata = sa.MetaData()
 
 legacy_autonumber = sa.Table(
@@ -296,9 +308,14 @@ legacy_identifier_seq = sa.Table(
 
 LEGACY_TABLES = (legacy_autonumber, legacy_compound, legacy_identifier_rule, legacy_identifier_seq)
 
+PRODUCT_METADATA: tuple[sa.MetaData, ...] = (metadata, state_metadata, legacy_metadata)
+"""Every table the product defines: the system tables, setup's state, and the legacy tables that
+`db upgrade` reads (other tools must leave them all alone: autonumber.integrations.alembic)."""
+
 __all__ = [
     "AUTONUMBER_COLUMNS",
     "LEGACY_TABLES",
+    "PRODUCT_METADATA",
     "SYSTEM_TABLES",
     "CanonicalJSON",
     "Timestamp6",
@@ -313,7 +330,9 @@ __all__ = [
     "metadata",
     "reservation_journal",
     "schema_version_table",
+    "setup_state",
     "spec_apply_log",
+    "state_metadata",
     "system_field",
     "system_object",
     "system_record_type",

@@ -2,8 +2,9 @@
 
 `_System_SchemaVersion` holds one row per numbered migration applied (docs/upgrading.md); the
 database's version is the largest. A database with the system tables but no row (or no such
-table) was made by a release before versioning, 0.1.0 or 0.2.0: version 0. The check is one query
-on the happy path, made when a Platform or a command opens the database, never per insert.
+table) was made by a release before versioning, 0.1.0 or 0.2.0: version 0. The check is two queries
+on the happy path (the version, the list of tables), made when a Platform or a command opens the
+database, never per insert.
 """
 
 from __future__ import annotations
@@ -13,10 +14,10 @@ from importlib import metadata as _metadata
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.errors import SchemaMissing, SchemaTooNew, SchemaTooOld
+from autonumber.errors import SchemaMissing, SchemaTooNew, SchemaTooOld, SystemTablesMissing
 
 from .sqlite import READONLY
-from .tables import schema_version_table, system_field
+from .tables import SYSTEM_TABLES, schema_version_table, system_field
 
 SCHEMA_VERSION = 7
 """The schema this release reads and writes: the number of the last migration it ships."""
@@ -60,9 +61,21 @@ def check_version(found: int | None, expected: int = SCHEMA_VERSION) -> None:
 
 def check_schema(engine: Engine) -> None:
     """Open one read-only connection and check the database's schema version against this release;
-    SchemaMissing for a database that was never initialised."""
+    SchemaMissing for a database without the system tables, SystemTablesMissing for one that lost
+    some of them (one more query, listing the tables, made at this release's version only)."""
     with engine.connect() as conn:
-        found = read_version(conn.execution_options(**{READONLY: True}))
-    if found is None:
-        raise SchemaMissing()
-    check_version(found)
+        ro = conn.execution_options(**{READONLY: True})
+        found = read_version(ro)
+        if found is None:
+            raise SchemaMissing()
+        check_version(found)
+        check_system_tables(ro)
+
+
+def check_system_tables(conn: Connection) -> None:
+    """SystemTablesMissing naming every system table that is gone (dropped by another tool: a
+    database at this release's version was made with all of them)."""
+    present = set(sa.inspect(conn).get_table_names())
+    missing = [t.name for t in SYSTEM_TABLES if t.name not in present]
+    if missing:
+        raise SystemTablesMissing(missing)

@@ -14,17 +14,7 @@ from sqlalchemy.engine import Connection
 
 from autonumber.db import dialect_for
 from autonumber.db.schema import has_table
-from autonumber.db.tables import Timestamp6
-
-state_metadata = sa.MetaData()
-
-setup_state = sa.Table(
-    "_System_SetupState",
-    state_metadata,
-    sa.Column("name", sa.String(255), primary_key=True),
-    sa.Column("value", sa.Text, nullable=False),
-    sa.Column("updated_at", Timestamp6, nullable=False),
-)
+from autonumber.db.tables import setup_state as setup_state
 
 PHASE = "phase:"
 SEEDED = "seeded:"

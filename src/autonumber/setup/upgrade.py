@@ -174,13 +174,23 @@ def run_migrations(engine: Engine, reporter: Reporter | None = None) -> list[str
     return changes
 
 
+def repair(engine: Engine, reporter: Reporter | None = None) -> list[str]:
+    """Put back what another tool dropped from a database at this release's version: the missing
+    system tables (empty) and the UNIQUE index of every autonumber column (stored duplicates refuse
+    it, naming them). Idempotent; [] when nothing is missing."""
+    rep = reporter or NullReporter()
+    return _system_tables(engine, rep) + _unique_indexes(engine, rep)
+
+
 def upgrade(
     engine: Engine, reporter: Reporter | None = None, *, lock_timeout: float = BOOTSTRAP_TIMEOUT
 ) -> list[str]:
-    """`autonumber db upgrade`: run_migrations under the bootstrap lock (idempotent, resumable)."""
+    """`autonumber db upgrade`: run_migrations, then repair, under the bootstrap lock (idempotent,
+    resumable)."""
     ensure_lock_table(engine)
     with dialect_for(engine).named_lock(engine, BOOTSTRAP_LOCK, lock_timeout):
-        return run_migrations(engine, reporter)
+        changes = run_migrations(engine, reporter)
+        return changes + repair(engine, reporter)
 
 
-__all__ = ["MIGRATIONS", "Migration", "current_version", "run_migrations", "upgrade"]
+__all__ = ["MIGRATIONS", "Migration", "current_version", "repair", "run_migrations", "upgrade"]

@@ -83,10 +83,7 @@ def backfill(
     while todo := _todo(platform, table, rule.field_name):
         total = done + len(todo)
         for at in range(0, len(todo), batch_size):
-            with platform.db.begin() as conn:
-                numbers = _batch(
-                    platform, conn, rule.field_id, table, rule.field_name, todo[at : at + batch_size]
-                )
+            numbers = _skipping(platform, rule, table, todo[at : at + batch_size])
             if numbers:
                 done += len(numbers)
                 batches += 1
@@ -95,6 +92,21 @@ def backfill(
             if progress is not None:
                 progress(done, total)
     return BackfillResult(rule.field_id, rule.name, done, batches, first, last)
+
+
+def _skipping(platform: Platform, rule: Rule, table: sa.Table, keys: list[Any]) -> list[str]:
+    """One batch in a transaction of its own, written again with new numbers when one of them was
+    already stored by a row written outside the product (docs/engine.md, "Values stored behind the
+    counter's back")."""
+    tries = platform.records.skip_tries()
+    while True:
+        written: list[dict[str, Any]] = []
+        try:
+            with platform.db.begin() as conn:
+                return _batch(platform, conn, rule.field_id, table, rule.field_name, keys, written)
+        except sa.exc.DBAPIError as exc:
+            if not platform.records.skipped_stored(exc, rule.object_name, written, None, tries.again()):
+                raise
 
 
 def _dated_by(rule: Rule, table: sa.Table) -> str | None:
@@ -115,9 +127,16 @@ def _todo(platform: Platform, table: sa.Table, column: str) -> list[Any]:
 
 
 def _batch(
-    platform: Platform, conn: Connection, field_id: str, table: sa.Table, column: str, keys: list[Any]
+    platform: Platform,
+    conn: Connection,
+    field_id: str,
+    table: sa.Table,
+    column: str,
+    keys: list[Any],
+    written: list[dict[str, Any]],
 ) -> list[str]:
-    """Lock the batch's rows still without a number, number them in order and write the numbers."""
+    """Lock the batch's rows still without a number, number them in order and write the numbers
+    (also into `written`, which the caller reads when the database refuses one)."""
     col = table.c[column]
     key = key_column(table)
     stmt = sa.select(table).where(key.in_(keys))  # by key only: an IS NULL here picks the column's index
@@ -133,6 +152,7 @@ def _batch(
     if assigned.detached:  # reserved off this transaction: a rollback leaves journaled gaps
         reserver = platform.engine.reserver
         track(conn, Pending(reserver.journal, reserver.db, assigned.detached))
+    written += [{column: v} for v in assigned.values]
     update = (
         sa.update(table)
         .where(key == sa.bindparam("b_key"), col.is_(None))

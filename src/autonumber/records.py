@@ -313,7 +313,7 @@ class Records:
         request = idempotency.digest(object_name, rows) if key is not None else ""
         if key is not None:
             idempotency.ensure_table(self._db)
-        skips = self._skip_tries()
+        skips = self.skip_tries()
         while True:
             try:
                 with self._writing(object_name, table, records, conn) as c:
@@ -329,7 +329,7 @@ class Records:
                     raise
                 stored = landed
             except sa.exc.DBAPIError as exc:
-                if self._skipped_stored(exc, object_name, records, conn, skips.again()):
+                if self.skipped_stored(exc, object_name, records, conn, skips.again()):
                     continue  # a number was already stored: its counter moved past, new numbers
                 raise
             except CounterMissing as exc:
@@ -394,13 +394,13 @@ class Records:
             except sa.exc.DBAPIError as exc:
                 # one transaction for the whole stream: its rows cannot be written again from here
                 rerun = "the import's transaction rolled back: run it again"
-                self._skipped_stored(exc, object_name, writing, conn, False, rerun)
+                self.skipped_stored(exc, object_name, writing, conn, False, rerun)
                 raise
             return
         if conn is not None:
             raise RecordError("commit_each commits batches itself: it cannot run in a caller's transaction")
         for labels, records in batches:
-            skips = self._skip_tries()
+            skips = self.skip_tries()
             while True:
                 try:
                     with self._writing(object_name, table, records[-1:], None) as c:
@@ -411,7 +411,7 @@ class Records:
                     if self._landed(object_name, records[-1:]) is None:
                         raise
                 except sa.exc.DBAPIError as exc:
-                    if self._skipped_stored(exc, object_name, records, None, skips.again()):
+                    if self.skipped_stored(exc, object_name, records, None, skips.again()):
                         continue
                     raise
                 break
@@ -496,7 +496,7 @@ class Records:
         tries = reserver.policy.tries(reserver.policy.group_attempts, reserver.sleep)
         unknown = isinstance(after, CommitOutcomeUnknown)
         reconnected = False
-        skips = self._skip_tries()
+        skips = self.skip_tries()
         while True:
             attempt = [dict(r) for r in records]
             try:
@@ -511,7 +511,7 @@ class Records:
                 if (
                     isinstance(exc, sa.exc.DBAPIError)
                     and duplicate
-                    and self._skipped_stored(exc, object_name, attempt, None, skips.again())
+                    and self.skipped_stored(exc, object_name, attempt, None, skips.again())
                 ):
                     continue
                 if isinstance(exc, CounterMissing) and self._counter_moved(exc):
@@ -536,13 +536,13 @@ class Records:
         except AutonumberError:
             return False
 
-    def _skip_tries(self) -> Tries:
+    def skip_tries(self) -> Tries:
         """How often one write may meet numbers already stored and try again (the retry policy's
         attempts: one skip moves a counter past every stored value, so more is rare)."""
         policy = self.engine.reserver.policy
         return policy.tries(policy.attempts, lambda _: None, windowed=False)
 
-    def _skipped_stored(
+    def skipped_stored(
         self,
         exc: sa.exc.DBAPIError,
         object_name: str,

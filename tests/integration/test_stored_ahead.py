@@ -17,6 +17,7 @@ from fastapi.testclient import TestClient
 
 import autonumber
 from autonumber.audit import audit_gaps
+from autonumber.backfill import backfill
 from autonumber.db.tables import reservation_journal
 from autonumber.errors import NumberAlreadyStored
 from autonumber.objects.custom import add_object
@@ -249,4 +250,24 @@ def test_the_shell_and_the_http_api_skip_past_a_stored_row(
         response = client.post(f"/api/records/{JOB}", json={"Name": "http"})
     assert response.status_code == 201, response.text
     assert response.json()["No__c"] == "JM-0004"
+    assert_sound(platform)
+
+
+def test_a_backfill_skips_past_a_value_stored_meanwhile(
+    db_url: str, platform: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    for i in range(4):
+        platform.records.insert(JOB, {"Name": f"old {i}"})
+    code, out = run_cli(["field", "add", JOB, "Ref__c", "--format", "R-{0000}", "--db", db_url], capsys)
+    assert code == 0, out
+    platform.catalog.refresh()
+    table = platform.catalog.current().table(JOB)
+    with platform.db.begin() as conn:  # an application numbered one row itself
+        one = conn.execute(sa.select(table.c.Id).order_by(table.c.CreatedDate.desc()).limit(1)).scalar_one()
+        conn.execute(sa.update(table).where(table.c.Id == one).values(Ref__c="R-0002"))
+    result = backfill(platform, f"{JOB}.Ref__c", batch_size=2)
+    assert result.rows == 3
+    values = sorted(stored_numbers(platform, "Ref__c"))
+    assert len(values) == 4 and "R-0002" in values and len(set(values)) == 4, values
+    assert [f for f, *_ in skips(platform)] == [f"{JOB}.Ref__c"]  # the batch that met R-0002 skipped it
     assert_sound(platform)

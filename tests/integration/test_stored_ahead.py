@@ -265,9 +265,8 @@ def test_a_backfill_skips_past_a_value_stored_meanwhile(
     with platform.db.begin() as conn:  # an application numbered one row itself
         one = conn.execute(sa.select(table.c.Id).order_by(table.c.CreatedDate.desc()).limit(1)).scalar_one()
         conn.execute(sa.update(table).where(table.c.Id == one).values(Ref__c="R-0002"))
-    result = backfill(platform, f"{JOB}.Ref__c", batch_size=2)
+    result = backfill(platform, f"{JOB}.Ref__c", batch_size=2)  # the second batch meets R-0002
     assert result.rows == 3
     values = sorted(stored_numbers(platform, "Ref__c"))
     assert len(values) == 4 and "R-0002" in values and len(set(values)) == 4, values
-    assert [f for f, *_ in skips(platform)] == [f"{JOB}.Ref__c"]  # the batch that met R-0002 skipped it
     assert_sound(platform)

@@ -57,7 +57,6 @@ class Field:
 
     object_name: str
     name: str
-    counter: str  # the counter it draws from: its own name, or the shared counter's
     formats: list[str] = field(default_factory=list)  # every format it ever had, current last
 
 
@@ -70,9 +69,10 @@ class Seams(RuleBasedStateMachine):
         self.p: Platform = autonumber.connect(url)
         run = next(_RUNS)
         self.a, self.b = f"SeamA{run}__c", f"SeamB{run}__c"
+        self.shared = f"docs{run}"
         self.fields: dict[str, Field] = {}
-        self.issued: dict[str, set[str]] = {}  # counter → every rendered number handed out
-        self.values: dict[str, set[tuple[str, int]]] = {}  # counter → (scope key, counter value)
+        self.issued: dict[str, set[str]] = {}  # field → every rendered number it handed out
+        self.values: dict[str, set[tuple[str, int]]] = {}  # counter id → (scope key, counter value)
         self.raw: dict[str, set[str]] = {}  # field → values rows written outside the product hold
         self.ahead: set[str] = set()  # fields a raw row went ahead of, not yet met by an insert
 
@@ -84,14 +84,13 @@ class Seams(RuleBasedStateMachine):
         for obj, name, scope, extra in (
             (self.a, "No__c", "global", []),
             (self.a, "Day__c", "per_day", []),
-            (self.a, "Doc__c", "global", ["--shared-counter", f"docs{self.a}"]),
-            (self.b, "Doc__c", "global", ["--shared-counter", f"docs{self.a}"]),
+            (self.a, "Doc__c", "global", ["--shared-counter", self.shared]),
+            (self.b, "Doc__c", "global", ["--shared-counter", self.shared]),
             (self.b, "Gap__c", "global", ["--numbering", "gapless"]),
         ):
             fmt = FORMATS[name][0]
             self.field_cli("add", obj, name, fmt, "--scope", scope, *extra)
-            counter = f"docs{self.a}" if name == "Doc__c" else f"{obj}.{name}"
-            self.fields[f"{obj}.{name}"] = Field(obj, name, counter, [fmt])
+            self.fields[f"{obj}.{name}"] = Field(obj, name, [fmt])
         self.p.catalog.refresh()
 
     def field_cli(self, verb: str, obj: str, name: str, fmt: str, *options: str) -> None:
@@ -103,21 +102,30 @@ class Seams(RuleBasedStateMachine):
 
     # -- what a number tells ------------------------------------------------------------------
 
+    def members(self, key: str) -> list[str]:
+        """The fields drawing from the counter `key` draws from now (itself included)."""
+        snapshot = self.p.catalog.current()
+        counter = snapshot.rule(key).counter_id
+        return [k for k in self.fields if snapshot.rule(k).counter_id == counter]
+
     def took(self, obj: str, record: dict[str, object]) -> None:
         """Check and remember every number of one record as it was handed out."""
         for key, f in self.fields.items():
             if f.object_name != obj or record.get(f.name) is None:
                 continue
             value = str(record[f.name])
-            assert value not in self.issued.setdefault(f.counter, set()), f"{key}: {value} handed out twice"
+            for member in self.members(key):
+                assert value not in self.issued.get(member, set()), (
+                    f"{key}: {value} handed out twice ({member})"
+                )
             assert value not in self.raw.get(key, set()), f"{key}: {value} handed out over a stored row"
-            self.issued[f.counter].add(value)
+            self.issued.setdefault(key, set()).add(value)
             rule = self.p.catalog.current().rule(key)
             match = rule.format.scan_pattern().match(value)
             assert match is not None, (key, value)
-            scope = match.scope_key(rule.scope)
-            assert (scope, match.counter) not in self.values.setdefault(f.counter, set()), (key, value)
-            self.values[f.counter].add((scope, match.counter))
+            seen = self.values.setdefault(rule.counter_id, set())
+            assert (match.scope_key(rule.scope), match.counter) not in seen, (key, value)
+            seen.add((match.scope_key(rule.scope), match.counter))
             self.ahead.discard(key)
 
     def next_value(self, key: str) -> tuple[str, int]:
@@ -178,6 +186,26 @@ class Seams(RuleBasedStateMachine):
             self.raw.setdefault(f"{obj}.{key}", set()).add(value)
             self.ahead.add(f"{obj}.{key}")
 
+    @rule(which=st.sampled_from("ab"), n=st.integers(1, 4))
+    def stream(self, which: str, n: int) -> None:
+        obj = self.a if which == "a" else self.b
+        rows = ((f"line {i}", {"Name": f"s{i}"}) for i in range(n))
+        for batch in self.p.records.insert_stream(obj, rows, batch_size=2, commit_each=True):
+            for record in batch.records():
+                self.took(obj, record)
+
+    @rule()
+    def leave_or_join(self) -> None:
+        """B's document number leaves the shared counter for a format of its own, or joins again."""
+        f = self.fields[f"{self.b}.Doc__c"]
+        if self.p.catalog.current().rule(f"{self.b}.Doc__c").shared_counter:
+            self.field_cli("set", self.b, "Doc__c", "BD-{000000}", "--own-counter")
+            f.formats.append("BD-{000000}")
+        else:
+            self.field_cli("set", self.b, "Doc__c", "DOC-{000000}", "--shared-counter", self.shared)
+            f.formats.append("DOC-{000000}")
+        self.p.catalog.refresh()
+
     @rule(fmt=st.sampled_from(FORMATS["No__c"]))
     def format_change(self, fmt: str) -> None:
         f = self.fields[f"{self.a}.No__c"]
@@ -219,9 +247,8 @@ class Seams(RuleBasedStateMachine):
         """(scope key, counter) of every value stored in the columns that draw from f's counter."""
         snapshot = self.p.catalog.current()
         out: set[tuple[str, int]] = set()
-        for other in self.fields.values():
-            if other.counter != f.counter:
-                continue
+        for key in self.members(f"{f.object_name}.{f.name}"):
+            other = self.fields[key]
             rule = snapshot.rule(f"{other.object_name}.{other.name}")
             patterns = [autonumber.parse_format(src).scan_pattern() for src in other.formats]
             column = snapshot.table(other.object_name).c[other.name]

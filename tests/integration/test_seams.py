@@ -48,6 +48,7 @@ FORMATS = {
     "Day__c": ["D{YYYY}{MM}{DD}-{000}"],
     "Gap__c": ["G-{0000}"],
 }
+DAILY = "JM{YYYY}{MM}{DD}-{0000}"
 ZONES = ["UTC", "Asia/Tokyo", "America/Los_Angeles"]
 
 
@@ -57,7 +58,8 @@ class Field:
 
     object_name: str
     name: str
-    formats: list[str] = field(default_factory=list)  # every format it ever had, current last
+    formats: list[tuple[str, str]] = field(default_factory=list)  # every (format, scope) it had, current last
+    counters: set[str] = field(default_factory=set)  # every counter it ever drew from
 
 
 class Seams(RuleBasedStateMachine):
@@ -90,8 +92,14 @@ class Seams(RuleBasedStateMachine):
         ):
             fmt = FORMATS[name][0]
             self.field_cli("add", obj, name, fmt, "--scope", scope, *extra)
-            self.fields[f"{obj}.{name}"] = Field(obj, name, [fmt])
+            self.fields[f"{obj}.{name}"] = Field(obj, name, [(fmt, scope)])
         self.p.catalog.refresh()
+        self.note_counters()
+
+    def note_counters(self) -> None:
+        snapshot = self.p.catalog.current()
+        for key, f in self.fields.items():
+            f.counters.add(snapshot.rule(key).counter_id)
 
     def field_cli(self, verb: str, obj: str, name: str, fmt: str, *options: str) -> None:
         code, out = self.cli(["field", verb, obj, name, "--format", fmt, *options, "--db", self.url])
@@ -171,6 +179,8 @@ class Seams(RuleBasedStateMachine):
     @rule(key=st.sampled_from(["No__c", "Doc__c", "Gap__c"]), offset=st.integers(0, 2), on_b=st.booleans())
     def raw_row(self, key: str, offset: int, on_b: bool) -> None:
         obj = self.b if key == "Gap__c" or (key == "Doc__c" and on_b) else self.a
+        if self.p.catalog.current().rule(f"{obj}.{key}").scope != "global":
+            return
         _, nxt = self.next_value(f"{obj}.{key}")
         rule = self.p.catalog.current().rule(f"{obj}.{key}")
         value = rule.render(nxt + offset, datetime.now(UTC), {}, "")
@@ -200,19 +210,31 @@ class Seams(RuleBasedStateMachine):
         f = self.fields[f"{self.b}.Doc__c"]
         if self.p.catalog.current().rule(f"{self.b}.Doc__c").shared_counter:
             self.field_cli("set", self.b, "Doc__c", "BD-{000000}", "--own-counter")
-            f.formats.append("BD-{000000}")
+            f.formats.append(("BD-{000000}", "global"))
         else:
             self.field_cli("set", self.b, "Doc__c", "DOC-{000000}", "--shared-counter", self.shared)
-            f.formats.append("DOC-{000000}")
+            f.formats.append(("DOC-{000000}", "global"))
         self.p.catalog.refresh()
+        self.note_counters()
 
     @rule(fmt=st.sampled_from(FORMATS["No__c"]))
     def format_change(self, fmt: str) -> None:
         f = self.fields[f"{self.a}.No__c"]
-        if fmt != f.formats[-1]:
-            self.field_cli("set", self.a, "No__c", fmt)
-            f.formats.append(fmt)
+        if f.formats[-1] != (fmt, "global"):
+            self.field_cli("set", self.a, "No__c", fmt, "--scope", "global")
+            f.formats.append((fmt, "global"))
             self.p.catalog.refresh()
+            self.note_counters()
+
+    @rule()
+    def scope_change(self) -> None:
+        """A.No__c moves to a per_day format, or back to global."""
+        f = self.fields[f"{self.a}.No__c"]
+        fmt, scope = (FORMATS["No__c"][0], "global") if f.formats[-1][1] == "per_day" else (DAILY, "per_day")
+        self.field_cli("set", self.a, "No__c", fmt, "--scope", scope)
+        f.formats.append((fmt, scope))
+        self.p.catalog.refresh()
+        self.note_counters()
 
     @rule(zone=st.sampled_from(ZONES))
     def time_zone_change(self, zone: str) -> None:
@@ -222,6 +244,8 @@ class Seams(RuleBasedStateMachine):
     @rule(key=st.sampled_from(["No__c", "Gap__c"]), by=st.integers(1, 5))
     def counter_set(self, key: str, by: int) -> None:
         obj = self.b if key == "Gap__c" else self.a
+        if self.p.catalog.current().rule(f"{obj}.{key}").scope != "global":
+            return
         _, nxt = self.next_value(f"{obj}.{key}")
         code, out = self.cli(["counter", "set", obj, key, "--next", str(nxt + by), "--db", self.url])
         assert code == 0, out
@@ -244,21 +268,21 @@ class Seams(RuleBasedStateMachine):
                 assert not clash, f"{key}: the audit lists stored value(s) {sorted(clash)} as a gap {gap}"
 
     def stored_values(self, f: Field) -> set[tuple[str, int]]:
-        """(scope key, counter) of every value stored in the columns that draw from f's counter."""
+        """(scope key, counter) of every value stored in the columns that ever drew from a counter f
+        drew from, read with every (format, scope) that column had."""
         snapshot = self.p.catalog.current()
         out: set[tuple[str, int]] = set()
-        for key in self.members(f"{f.object_name}.{f.name}"):
-            other = self.fields[key]
-            rule = snapshot.rule(f"{other.object_name}.{other.name}")
-            patterns = [autonumber.parse_format(src).scan_pattern() for src in other.formats]
+        for other in self.fields.values():
+            if not other.counters & f.counters:
+                continue
+            patterns = [(autonumber.parse_format(src).scan_pattern(), scope) for src, scope in other.formats]
             column = snapshot.table(other.object_name).c[other.name]
             with self.p.db.connect() as conn:
                 for value in conn.execute(sa.select(column).where(column.is_not(None))).scalars():
-                    for pattern in patterns:
+                    for pattern, scope in patterns:
                         match = pattern.match(str(value))
                         if match is not None:
-                            out.add((match.scope_key(rule.scope), match.counter))
-                            break
+                            out.add((match.scope_key(scope), match.counter))
         return out
 
 

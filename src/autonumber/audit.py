@@ -5,7 +5,9 @@ or `lo`) up to the counter's last issued value (`next_value - 1`, or `hi`) are c
 values the field's column holds. Each missing value gets the reason the reservation journal knows:
 rolled back, insert failed, skipped by `autonumber counter set`, reserved by a process that died,
 still held by a running process, or unknown (no journal line: reserved before the journal existed,
-pruned, or the counter was moved).
+pruned, or the counter was moved). Rule changes keep all of it: retired rows are checked under their
+old keys, stored values are read with every rule the field had, and a gap is printed with the rule
+in force when it was reserved (rules/timeline.py).
 """
 
 from __future__ import annotations
@@ -19,8 +21,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import Rule
-from autonumber.db.tables import counter_table
+from autonumber.catalog import CatalogSnapshot, Rule
+from autonumber.db.schema import has_table
+from autonumber.db.tables import counter_table, setup_state
 from autonumber.engine.journal import (
     FAILED,
     MOVED,
@@ -31,14 +34,16 @@ from autonumber.engine.journal import (
     owner_alive,
     who,
 )
-from autonumber.engine.livemax import members_of
 from autonumber.errors import AutonumberError
 from autonumber.format.scope import COUNTER_MARK
-from autonumber.format.value_patterns import ScanPattern
-from autonumber.rules.history import older_by_field
+from autonumber.rules.floor import retired
+from autonumber.rules.history import format_rows, rule_log, utc
+from autonumber.rules.timeline import Version, in_force, versions
 from autonumber.runtime import Platform
+from autonumber.shared import counter_id
 
 PAGE = 10_000
+LogByField = dict[str, list[tuple[datetime | None, dict[str, Any]]]]
 UNKNOWN = "unknown: no journal line (reserved before the journal existed, pruned, or the counter was moved)"
 
 
@@ -90,14 +95,20 @@ def audit_gaps(
     snapshot = platform.catalog.current()
     rule = snapshot.rule(field)
     with platform.db.connect() as conn:
-        counters = _counters(conn, rule, scope_key)
+        logs, formats = rule_log(conn), format_rows(conn)
+
+        def history(r: Rule) -> list[Version]:
+            return versions(r, logs.get(r.field_id, []), formats.get(r.field_id, []))
+
+        mine = history(rule)
+        cids = list(dict.fromkeys([rule.counter_id, *(v.rule.counter_id for v in mine), rule.field_id]))
+        counters = _counters(conn, cids, scope_key)
         stored: dict[str, set[int]] = {}
-        for member in members_of(snapshot, rule):  # a value another member stored is no gap
+        for member in _readers(snapshot, rule, cids, logs):  # a value another member stored is no gap
             column = snapshot.table(member.object_name).c[member.field_name]
-            older = older_by_field(conn, {member.field_id: member.format.source}).get(member.field_id, ())
-            for key, values in _stored(conn, member, column, counters, older).items():
+            for key, values in _stored(conn, column, history(member), counters).items():
                 stored.setdefault(key, set()).update(values)
-        lines = lines_for(conn, rule.counter_id, counters)
+        lines = [line for cid in cids for line in lines_for(conn, cid, counters)]
     gaps: list[Gap] = []
     checked = 0
     by_key = lines_by_key(lines)
@@ -111,39 +122,58 @@ def audit_gaps(
         checked += high - low + 1
         missing = (v for v in range(low, high + 1) if v not in used)
         runs = _runs(key, ((v, reasons.of(v)) for v in missing))
-        gaps += [_described(rule, g, reasons) for g in runs]
+        gaps += [_described(mine, g, reasons) for g in runs]
     return GapReport(rule.field_id, rule.name, rule.numbering, checked, sum(g.count for g in gaps), gaps)
 
 
-def _counters(conn: Connection, rule: Rule, scope_key: str | None) -> dict[str, int]:
+def _counters(conn: Connection, cids: Sequence[str], scope_key: str | None) -> dict[str, int]:
+    """The next value per scope key over the counters the field drew from, live or retired (a
+    scope, format or counter change retires rows: rules/floor.py)."""
     t = counter_table
-    stmt = sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == rule.counter_id)
-    if scope_key is not None:
-        stmt = stmt.where(t.c.scope_key == scope_key)
-    return {str(k): int(v) for k, v in conn.execute(stmt)}
+    stmt = sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id.in_(cids))
+    out: dict[str, int] = {}
+    found = [(str(k), int(v)) for k, v in conn.execute(stmt)]
+    if has_table(conn, setup_state.name):
+        found += [item for cid in cids for item in retired(conn, cid).items()]
+    for key, nxt in found:
+        if scope_key is None or key == scope_key:
+            out[key] = max(nxt, out.get(key, 0))
+    return out
+
+
+def _readers(snapshot: CatalogSnapshot, rule: Rule, cids: Sequence[str], logs: LogByField) -> list[Rule]:
+    """The fields whose stored values may come from one of `cids`: the field, the members of those
+    counters now, and every field whose rule log shows it drew from one of them."""
+    out = {rule.field_id: rule}
+    for other in snapshot.rules.values():
+        logged = [kept.get("shared_counter") for _, kept in logs.get(other.field_id, [])]
+        drew = {other.counter_id, *(counter_id(other.field_id, name) for name in logged)}
+        if drew & set(cids):
+            out.setdefault(other.field_id, other)
+    return list(out.values())
 
 
 def _stored(
-    conn: Connection,
-    rule: Rule,
-    column: sa.Column[Any],
-    counters: Mapping[str, int],
-    older: Sequence[ScanPattern] = (),
+    conn: Connection, column: sa.Column[Any], history: Sequence[Version], counters: Mapping[str, int]
 ) -> dict[str, set[int]]:
-    """The counter values the column holds, per scope key, read with the current format or any
-    earlier one of the field (a value stored before a format change is not a gap); values no format
-    reads are skipped: `setup verify` V1 reports those."""
-    patterns = (rule.format.scan_pattern(), *older)
+    """The counter values the column holds, per scope key, read with every rule the field has had:
+    a value counts under the key of each rule whose format reads it (a value is never listed as a
+    gap). Values no format reads are skipped: `setup verify` V1 reports those."""
+    readers = [(v.rule.format.scan_pattern(), v.rule.scope) for v in history]
     out: dict[str, set[int]] = {}
     stmt = sa.select(column).where(column.is_not(None))
     result = conn.execute(stmt.execution_options(stream_results=True, yield_per=PAGE))
     for (value,) in result:
-        match = next((m for p in patterns if (m := p.match(str(value))) is not None), None)
-        if match is None:
-            continue
-        key = "" if rule.scope == "global" else match.scope_key(rule.scope)
-        if key in counters:
-            out.setdefault(key, set()).add(match.counter)
+        for pattern, scope in readers:
+            match = pattern.match(str(value))
+            if match is None:
+                continue
+            try:
+                key = match.scope_key(scope)
+            except AutonumberError:  # this rule cannot have produced it (per_day without its date)
+                continue
+            if key in counters:
+                out.setdefault(key, set()).add(match.counter)
     return out
 
 
@@ -249,10 +279,13 @@ def _runs(key: str, missing: Iterable[tuple[int, str]]) -> list[Gap]:
     return out
 
 
-def _described(rule: Rule, gap: Gap, reasons: _Reasons) -> Gap:
+def _described(history: Sequence[Version], gap: Gap, reasons: _Reasons) -> Gap:
+    """The gap's numbers as printed by the rule in force when it was reserved."""
     reserved_at, released_at = reasons.times(gap.first)
-    first = render_in_scope(rule, gap.scope_key, gap.first, reserved_at)
-    last = first if gap.first == gap.last else render_in_scope(rule, gap.scope_key, gap.last, reserved_at)
+    at = utc(reserved_at)
+    rule = in_force(history, gap.scope_key, at)
+    first = render_in_scope(rule, gap.scope_key, gap.first, at)
+    last = first if gap.first == gap.last else render_in_scope(rule, gap.scope_key, gap.last, at)
     numbers = None if first is None or last is None else first if first == last else f"{first} … {last}"
     return replace(
         gap,

@@ -1,4 +1,4 @@
-"""The gap audit and its reservation journal (issue 18): every number the counter moved past that no
+"""The gap audit and its reservation journal: every number the counter moved past that no
 stored record carries is listed with its reason; exit 0 without gaps, 1 with."""
 
 from __future__ import annotations

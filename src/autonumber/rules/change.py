@@ -122,6 +122,8 @@ class Plan:
     new_row: dict[str, Any] | None = None
     values: dict[str, Any] | None = None
     previous: tuple[str, str] | None = None
+    before: dict[str, Any] | None = None
+    """The rule columns a `set` replaces (logged with the change: rules/history.py)."""
     counters: list[CounterRow] = field(default_factory=list)
     retire: list[str] = field(default_factory=list)
     retired: dict[str, int] = field(default_factory=dict)
@@ -300,6 +302,7 @@ def _plan_set(batch: _Batch, request: RuleRequest) -> Plan:
         rule = request.rule
     values = rule_values(rule, batch.catalog)
     plan = Plan(RuleRequest("set", rule), existing.field_id, batch.tables[rule.object], rule)
+    plan.before = existing.values
     was = existing.counter_id
     if same_values(existing.values, values):  # the same rule: only raise counters left behind
         _finish(batch, plan, rule, None, None, was)
@@ -550,6 +553,7 @@ def _write(conn: Connection, plan: Plan) -> None:
         conn.execute(sa.insert(system_field).values(plan.new_row))
     if plan.values is not None:
         write_rule(conn, plan.field_id, plan.values)
+        history.log_rule(conn, plan.field_id, plan.before, plan.values, now)  # before record() moves rows
         if plan.previous is not None:
             history.remember_current(conn, plan.field_id, *plan.previous)
         history.record(conn, plan.field_id, rule.format, rule.scope, now)

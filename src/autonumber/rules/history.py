@@ -3,12 +3,19 @@
 A stored value is sound when the current format or any earlier one can read it back (verify V1).
 Only the current format can collide with future values, so only it feeds the counters; the older
 ones are consulted to tell an old value from a corrupt one.
+
+The format history keeps one row per format, so it forgets a scope or time zone changed under the
+same format and when a format came back. Each rule change also appends the rule as changed to
+`_System_SetupState` (`rule:<field id>|<UTC time>`, never pruned): the gap audit reads a gap in the
+format, scope and time zone in force when it was reserved (audit.py).
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Collection, Mapping, Sequence
-from datetime import datetime
+from datetime import UTC, datetime
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -18,6 +25,12 @@ from autonumber.db.tables import field_format_history
 from autonumber.errors import AutonumberError
 from autonumber.format import parse_format
 from autonumber.format.value_patterns import ScanPattern
+
+from . import state
+
+RULE = "rule:"
+LOGGED = ("format", "scope", "time_zone", "fiscal_year_start", "shared_counter")
+"""What a logged rule keeps: what decides how a value renders, its scope key and its counter."""
 
 
 def formats_of(conn: Connection, field_ids: Collection[str] | None = None) -> dict[str, list[str]]:
@@ -70,3 +83,64 @@ def remember_current(conn: Connection, field_id: str, fmt: str, scope: str) -> N
     if conn.execute(sa.select(sa.func.count()).select_from(t).where(key)).scalar_one():
         return
     conn.execute(sa.insert(t).values(field_id=field_id, format=fmt, scope=scope, effective_from=None))
+
+
+def format_rows(conn: Connection) -> dict[str, list[tuple[str, str, datetime | None]]]:
+    """(format, scope, effective_from) of every field's history rows, by field id."""
+    t = field_format_history
+    if not has_table(conn, t.name):
+        return {}
+    out: dict[str, list[tuple[str, str, datetime | None]]] = {}
+    rows = conn.execute(sa.select(t.c.field_id, t.c.format, t.c.scope, t.c.effective_from))
+    for fid, fmt, scope, since in rows:
+        out.setdefault(fid, []).append((fmt, scope, utc(since)))
+    return out
+
+
+def utc(at: datetime | None) -> datetime | None:
+    """An instant as an aware UTC datetime (the backends hand naive UTC back)."""
+    if at is None:
+        return None
+    return at.replace(tzinfo=UTC) if at.tzinfo is None else at.astimezone(UTC)
+
+
+def _stamp(at: datetime) -> str:
+    """A time as text that sorts as it counts (naive UTC, microseconds)."""
+    moment = utc(at)
+    assert moment is not None
+    return moment.replace(tzinfo=None).strftime("%Y-%m-%dT%H:%M:%S.%f")
+
+
+def _kept(values: Mapping[str, Any]) -> str:
+    return json.dumps({k: values.get(f"auto_number_{k}") for k in LOGGED}, sort_keys=True)
+
+
+def log_rule(
+    conn: Connection,
+    field_id: str,
+    before: Mapping[str, Any] | None,
+    after: Mapping[str, Any],
+    when: datetime,
+) -> None:
+    """Append the rule in force from `when` (rule column values); the first time, also the rule
+    it replaces, in force since its format's history row says (or since ever)."""
+    prefix = f"{RULE}{field_id}|"
+    if before is not None and not state.read(conn, prefix):
+        fmt = before.get("auto_number_format")
+        since = next((s for f, _, s in format_rows(conn).get(field_id, []) if f == fmt), None)
+        state.put(conn, prefix + ("" if since is None else _stamp(since)), _kept(before))
+    state.put(conn, prefix + _stamp(when), _kept(after))
+
+
+def rule_log(conn: Connection) -> dict[str, list[tuple[datetime | None, dict[str, Any]]]]:
+    """Every field's logged rules, oldest first (None: in force before the log was kept)."""
+    out: dict[str, list[tuple[datetime | None, dict[str, Any]]]] = {}
+    for name, text in sorted(state.read(conn, RULE).items()):
+        fid, _, stamp = name.partition("|")
+        try:
+            kept = json.loads(text)
+            since = utc(datetime.fromisoformat(stamp)) if stamp else None
+        except ValueError:  # an entry written by hand: it vouches for nothing
+            continue
+        out.setdefault(fid, []).append((since, kept))
+    return out

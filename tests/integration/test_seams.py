@@ -13,7 +13,7 @@ objects. Invariants after every step:
   counter that no insert has met yet);
 - the gap audit of every field runs and lists no stored number.
 
-On SQLite it runs in the quick loop; on MariaDB and PostgreSQL a longer run is `slow`. A failure prints
+It runs on SQLite, in the quick loop. A failure prints
 the steps and the blob that replays it (`@reproduce_failure`).
 """
 
@@ -76,7 +76,6 @@ class Seams(RuleBasedStateMachine):
         self.issued: dict[str, set[str]] = {}  # field → every rendered number it handed out
         self.values: dict[str, set[tuple[str, int]]] = {}  # counter id → (scope key, counter value)
         self.raw: dict[str, set[str]] = {}  # field → values rows written outside the product hold
-        self.ahead: set[str] = set()  # fields a raw row went ahead of, not yet met by an insert
 
     @initialize()
     def objects(self) -> None:
@@ -134,7 +133,6 @@ class Seams(RuleBasedStateMachine):
             seen = self.values.setdefault(rule.counter_id, set())
             assert (match.scope_key(rule.scope), match.counter) not in seen, (key, value)
             seen.add((match.scope_key(rule.scope), match.counter))
-            self.ahead.discard(key)
 
     def next_value(self, key: str) -> tuple[str, int]:
         """The format and next counter value of a global field (its counter row)."""
@@ -194,7 +192,6 @@ class Seams(RuleBasedStateMachine):
             # the column's UNIQUE index guards this field; another member of a shared counter does not
             # see the row (docs/engine.md, "Values stored behind the counter's back")
             self.raw.setdefault(f"{obj}.{key}", set()).add(value)
-            self.ahead.add(f"{obj}.{key}")
 
     @rule(which=st.sampled_from("ab"), n=st.integers(1, 4))
     def stream(self, which: str, n: int) -> None:
@@ -254,9 +251,25 @@ class Seams(RuleBasedStateMachine):
 
     @invariant()
     def verify_finds_only_the_holes_made(self) -> None:
+        holes = self.holes()
         findings = [f for f in verify(self.p.db)]
-        unexpected = [f.message for f in findings if not ("write hole" in f.message and self.ahead)]
+        unexpected = [f.message for f in findings if not ("write hole" in f.message and f.field_id in holes)]
         assert unexpected == [], unexpected
+
+    def holes(self) -> set[str]:
+        """The global fields holding a raw row at or above their counter's next value: the write
+        holes the machine made, which verify reports until an insert meets them."""
+        out = set()
+        snapshot = self.p.catalog.current()
+        for key, values in self.raw.items():
+            rule = snapshot.rule(key)
+            if rule.scope != "global":
+                continue
+            _, nxt = self.next_value(key)
+            counters = [m.counter for v in values if (m := rule.format.scan_pattern().match(v)) is not None]
+            if any(n >= nxt for n in counters):
+                out.add(key)
+        return out
 
     @invariant()
     def the_audit_lists_no_stored_number(self) -> None:
@@ -319,10 +332,3 @@ def test_features_crossed_at_random_keep_every_promise_on_sqlite(
     db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_seams(db_url, tmp_path, capsys, examples=8, steps=30)
-
-
-@pytest.mark.slow
-def test_features_crossed_at_random_keep_every_promise_on_servers(
-    server_db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
-) -> None:
-    run_seams(server_db_url, tmp_path, capsys, examples=8, steps=40)

@@ -123,7 +123,11 @@ def log_rule(
     when: datetime,
 ) -> None:
     """Append the rule in force from `when` (rule column values); the first time, also the rule
-    it replaces, in force since its format's history row says (or since ever)."""
+    it replaces, in force since its format's history row says (or since ever). Nothing where setup
+    never made `_System_SetupState` (a Django migration before `db init`): the audit then reads the
+    format history instead, as for a field changed before the log was kept."""
+    if not has_table(conn, state.setup_state.name):
+        return
     prefix = f"{RULE}{field_id}|"
     if before is not None and not state.read(conn, prefix):
         fmt = before.get("auto_number_format")

@@ -1,10 +1,11 @@
 """Where features meet: a randomised state machine (hypothesis) whose steps cross the write paths and
 the rule changes, checking after every step what the product promises as a whole.
 
-Steps: inserts (one, many, a caller's transaction that commits or rolls back, a gapless field in a
-caller's transaction), `field set` (format, time zone), `counter set`, rows written outside the
-product at or just above a counter's next number, and a member of a shared counter on each of two
-objects. Invariants after every step:
+Steps: inserts (one, many, committed-batch streams, a caller's transaction that commits or rolls
+back), `field set` (format, global ↔ per_day scope, time zone, gapless ↔ standard numbering, single
+↔ blocks allocation, leaving and joining a shared counter), `counter set`, a field added with
+backfill, and rows written outside the product at or just above a counter's next number.
+Invariants after every step:
 
 - no rendered number twice within a field, nor within a shared counter's members, ever — a number
   handed out once (even if its caller rolled back) is never handed out again;
@@ -13,13 +14,15 @@ objects. Invariants after every step:
   counter that no insert has met yet);
 - the gap audit of every field runs and lists no stored number.
 
-It runs on SQLite, in the quick loop. A failure prints
+It runs on SQLite in the quick loop and on MariaDB and PostgreSQL (longer runs) in the full suite;
+AUTONUMBER_SEAMS_SCALE=N makes N times as many runs. A failure prints
 the steps and the blob that replays it (`@reproduce_failure`).
 """
 
 from __future__ import annotations
 
 import itertools
+import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,12 +39,15 @@ import autonumber
 import testdb
 from autonumber.audit import audit_gaps
 from autonumber.db.tables import counter_table
+from autonumber.errors import NumberAlreadyStored
 from autonumber.objects.custom import add_object
 from autonumber.rules.verify import verify
 from autonumber.runtime import Platform
 from support import bootstrap_url, run_cli
 
 _RUNS = itertools.count(1)
+SCALE = int(os.environ.get("AUTONUMBER_SEAMS_SCALE", "1"))
+"""How many times the usual number of runs to make: a long hunt sets it (CONTRIBUTING.md)."""
 FORMATS = {
     "No__c": ["JM-{0000}", "JM-{00000}", "JX-{0000}"],
     "Doc__c": ["DOC-{000000}"],
@@ -157,22 +163,40 @@ class Seams(RuleBasedStateMachine):
     @rule(which=st.sampled_from("ab"), commit=st.booleans())
     def in_callers_transaction(self, which: str, commit: bool) -> None:
         obj = self.a if which == "a" else self.b
-        conn = self.p.db.connect()
-        try:
-            txn = conn.begin()
-            record = self.p.records.insert(obj, {"Name": "t"}, conn)
-            if commit:
-                txn.commit()
-            else:
-                txn.rollback()
-        finally:
-            conn.close()
+        record = self.callers_insert(obj, commit)
         # a rolled-back number is never handed out again, except where it was taken inside the
         # transaction and went back with it: a gapless field's, and every one on SQLite (docs/engine.md)
         if commit:
             self.took(obj, record)
         elif not self.p.engine.dialect.reserve_on_caller_when_written:
-            self.took(obj, {k: v for k, v in record.items() if k != "Gap__c"})
+            gapless = {
+                f.name
+                for k, f in self.fields.items()
+                if self.p.catalog.current().rule(k).numbering == "gapless"
+            }
+            self.took(obj, {k: v for k, v in record.items() if k not in gapless})
+
+    def callers_insert(self, obj: str, commit: bool) -> dict[str, object]:
+        """One insert in a caller's transaction. Where a duplicate key aborts the transaction
+        (PostgreSQL), meeting a stored value raises NumberAlreadyStored after the counter moved past
+        it, and the caller runs the transaction again, as the message says."""
+        for _ in range(3):
+            conn = self.p.db.connect()
+            try:
+                txn = conn.begin()
+                try:
+                    record = self.p.records.insert(obj, {"Name": "t"}, conn)
+                except NumberAlreadyStored:
+                    assert self.p.engine.dialect.error_aborts_transaction
+                    continue
+                if commit:
+                    txn.commit()
+                else:
+                    txn.rollback()
+                return record
+            finally:
+                conn.close()
+        raise AssertionError(f"{obj}: three stored values met in a row")
 
     @rule(key=st.sampled_from(["No__c", "Doc__c", "Gap__c"]), offset=st.integers(0, 2), on_b=st.booleans())
     def raw_row(self, key: str, offset: int, on_b: bool) -> None:
@@ -247,6 +271,40 @@ class Seams(RuleBasedStateMachine):
         code, out = self.cli(["counter", "set", obj, key, "--next", str(nxt + by), "--db", self.url])
         assert code == 0, out
 
+    @rule()
+    def numbering_change(self) -> None:
+        """B.Gap__c moves between gapless and standard numbering."""
+        current = self.p.catalog.current().rule(f"{self.b}.Gap__c").numbering
+        other = "standard" if current == "gapless" else "gapless"
+        self.field_cli("set", self.b, "Gap__c", FORMATS["Gap__c"][0], "--numbering", other)
+        self.p.catalog.refresh()
+
+    @rule(size=st.sampled_from([0, 3, 10]))
+    def allocation_change(self, size: int) -> None:
+        """A.No__c hands out numbers one reservation each, or from blocks this process holds."""
+        f = self.fields[f"{self.a}.No__c"]
+        fmt, scope = f.formats[-1]
+        allocation = f"blocks:{size}" if size else "single"
+        self.field_cli("set", self.a, "No__c", fmt, "--scope", scope, "--allocation", allocation)
+        self.p.catalog.refresh()
+
+    @rule()
+    def backfill(self) -> None:
+        """A new field on A numbers the rows A already holds (once a run)."""
+        key = f"{self.a}.Late__c"
+        if key in self.fields:
+            return
+        self.field_cli("add", self.a, "Late__c", "L-{00000}", "--backfill", "--batch-size", "3")
+        self.fields[key] = Field(self.a, "Late__c", [("L-{00000}", "global")])
+        self.p.catalog.refresh()
+        self.note_counters()
+        column = self.p.catalog.current().table(self.a).c.Late__c
+        with self.p.db.connect() as conn:
+            values = conn.execute(sa.select(column)).scalars().all()
+        assert None not in values, "backfill left a row without a number"
+        for value in values:
+            self.took(self.a, {"Late__c": value})
+
     # -- invariants ---------------------------------------------------------------------------
 
     @invariant()
@@ -318,7 +376,7 @@ def run_seams(
     run_state_machine_as_test(
         machine,
         settings=settings(
-            max_examples=examples,
+            max_examples=examples * SCALE,
             stateful_step_count=steps,
             deadline=None,
             print_blob=True,
@@ -332,3 +390,10 @@ def test_features_crossed_at_random_keep_every_promise_on_sqlite(
     db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     run_seams(db_url, tmp_path, capsys, examples=8, steps=30)
+
+
+@pytest.mark.timeout(900)
+def test_features_crossed_at_random_keep_every_promise_on_a_server(
+    server_db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    run_seams(server_db_url, tmp_path, capsys, examples=10, steps=40)

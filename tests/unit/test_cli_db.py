@@ -35,10 +35,11 @@ def _no_env_url(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     ],
 )
 @pytest.mark.parametrize("command", ["status", "init"])
-def test_bad_or_unreachable_url_is_one_masked_line_and_exit_2(
+def test_bad_or_unreachable_url_is_one_masked_line(
     command: str, url: str, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    assert _run(["db", command, "--db", url]) == 2
+    """A wrong URL is a usage error (exit 2); a server that is down is DatabaseUnavailable (exit 1)."""
+    assert _run(["db", command, "--db", url]) == (1 if ":1/" in url else 2)
     out, err = capsys.readouterr()
     lines = err.strip().splitlines()
     assert len(lines) == 1, err
@@ -53,7 +54,7 @@ def test_unreachable_url_from_environment_is_masked(
     monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
     monkeypatch.setenv("AUTONUMBER_DATABASE_URL", f"mysql+pymysql://root:{SECRET}@127.0.0.1:1/x")
-    assert _run(["db", "status"]) == 2
+    assert _run(["db", "status"]) == 1
     _, err = capsys.readouterr()
     assert len(err.strip().splitlines()) == 1
     assert "***" in err and SECRET not in err

@@ -1,4 +1,4 @@
-"""Database URL handling without a database: parsing, masking, driver choice (issue 2, item 6)."""
+"""Database URL handling without a database: parsing, masking, driver choice."""
 
 from __future__ import annotations
 
@@ -45,6 +45,13 @@ def test_parse_url_rejects_bad_urls_with_masked_message(url: str) -> None:
         (f"mysql+pymysql://root:{SECRET}@h:notaport/db", "mysql+pymysql://root:***@h:notaport/db"),
         (f"://root:{SECRET}@h/db", "://root:***@h/db"),
         ("not a url", "not a url"),
+        (f"mysql+pymysql://root:ab@{SECRET}@h/db", "mysql+pymysql://root:***@h/db"),
+        (f"mysql+pymysql://root@h/db?password={SECRET}", "mysql+pymysql://root@h/db?password=***"),
+        (
+            f"postgresql://u@h/db?sslmode=require&PassWord={SECRET}",
+            "postgresql://u@h/db?sslmode=require&PassWord=***",
+        ),
+        (f"postgresql://u:{SECRET}@h/db?sslpassword={SECRET}#x", "postgresql://u:***@h/db?sslpassword=***#x"),
     ],
 )
 def test_mask_hides_the_password(url: str, expected: str) -> None:
@@ -54,6 +61,14 @@ def test_mask_hides_the_password(url: str, expected: str) -> None:
 
 def test_mask_accepts_a_parsed_url() -> None:
     assert mask(make_url(f"mysql+pymysql://root:{SECRET}@h/db")) == "mysql+pymysql://root:***@h/db"
+    parsed = make_url(f"mysql+pymysql://root@h/db?password={SECRET}&charset=utf8mb4")
+    assert mask(parsed) == "mysql+pymysql://root@h/db?charset=utf8mb4&password=***"
+
+
+def test_a_raw_at_sign_in_the_password_is_refused_without_showing_any_of_it() -> None:
+    with pytest.raises(ConfigError, match="raw '@'; write it as %40") as info:
+        parse_url(f"mysql+pymysql://root:ab@{SECRET}@127.0.0.1/db")
+    assert SECRET not in str(info.value) and "ab" not in str(info.value).split("://")[1]
 
 
 @pytest.mark.parametrize(

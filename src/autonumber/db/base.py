@@ -414,6 +414,11 @@ class Dialect:
         """Whether a database error is a unique/primary-key violation."""
         return False
 
+    def is_unreachable(self, exc: BaseException) -> bool:
+        """Whether a failed connect means the server is down, refusing or full (retry later) rather
+        than a wrong URL (credentials, database name). Never for a file database."""
+        return False
+
     def is_unavailable(self, exc: BaseException) -> bool:
         """Whether an error says the connection was lost, killed or refused (a lost race is not:
         it is retried as one)."""

@@ -27,6 +27,8 @@ from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS
 
+UNREACHABLE = frozenset({1040, 1053, 2002, 2003, 2006, 2013})
+"""Too many connections, shutting down, cannot connect (socket, TCP), gone away, lost."""
 RETRYABLE = {1213, 1205, 1020, 1180, 1181, 1305, 9007, 8002, 8022}
 """Deadlock / Galera certification failure (1213), lock wait timeout (1205), record changed (1020),
 commit/rollback failures (1180/1181), a savepoint the server dropped when a deadlock rolled the whole
@@ -502,6 +504,9 @@ class MySQLDialect(Dialect):
 
     def is_duplicate_key(self, exc: BaseException) -> bool:
         return mysql_errno(exc) == 1062
+
+    def is_unreachable(self, exc: BaseException) -> bool:
+        return mysql_errno(exc) in UNREACHABLE
 
 
 def mysql_errno(exc: BaseException) -> int | None:

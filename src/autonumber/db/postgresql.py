@@ -23,6 +23,10 @@ from .guard import MESSAGE, PG_SETTING, TRIGGER
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS, counter_table
 
+UNREACHABLE = frozenset({"08001", "08006", "53300", "57P01", "57P03"})
+"""Cannot connect, connection failure, too many connections, shutting down, starting up."""
+BUSY = ("starting up", "shutting down", "too many clients", "connection slots")
+"""What a server that answered a connect says when it is there but cannot serve one now."""
 RETRYABLE = {"40001", "40P01", "55P03"}
 """Serialization failure, deadlock, lock not available."""
 
@@ -277,6 +281,17 @@ class PostgreSQLDialect(Dialect):
 
     def is_duplicate_key(self, exc: BaseException) -> bool:
         return bool(driver_code(exc) == "23505")
+
+    def is_unreachable(self, exc: BaseException) -> bool:
+        # libpq's connect errors carry no SQLSTATE: a refused socket has no server message at all,
+        # a server that answered says FATAL (a wrong role or database, or busy: starting, full)
+        if not isinstance(exc, sa.exc.OperationalError):
+            return False
+        orig = getattr(exc, "orig", None)
+        if getattr(orig, "sqlstate", None) in UNREACHABLE:
+            return True
+        text = str(orig)
+        return "FATAL:" not in text or any(busy in text for busy in BUSY)
 
 
 _COPY_ESCAPES = str.maketrans({"\\": "\\\\", "\t": "\\t", "\n": "\\n", "\r": "\\r"})

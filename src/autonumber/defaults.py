@@ -25,3 +25,15 @@ FORWARDED_ALLOW_IPS_ENV = "AUTONUMBER_FORWARDED_ALLOW_IPS"
 
 ALLOWED_HOSTS_ENV = "AUTONUMBER_ALLOWED_HOSTS"
 """Host header values the web server answers (comma-separated); `serve` sets it for its workers."""
+
+MAX_BODY_ENV = "AUTONUMBER_MAX_BODY"
+"""The largest request body the web server reads, in bytes (default MAX_BODY)."""
+
+MAX_BULK_BODY_ENV = "AUTONUMBER_MAX_BULK_BODY"
+"""The largest body of a bulk insert (`POST /api/records/{object}/bulk`), in bytes (default MAX_BULK_BODY)."""
+
+MAX_BODY = 1024 * 1024
+"""1 MiB: one record, a rule change or a console form is a few kilobytes."""
+
+MAX_BULK_BODY = 64 * 1024 * 1024
+"""64 MiB: about half a million short records as NDJSON; larger imports go through the CLI."""

@@ -16,6 +16,7 @@ from autonumber.runtime import Platform, connect
 from . import errors
 from .api import WORKER, api, ops
 from .auth import AdminAuth, cross_origin, host_refused
+from .limits import BodyLimit, body_limit, bulk_body_limit
 from .openapi import install_docs
 from .pages import pages, word_breaks
 from .service import Console
@@ -62,6 +63,8 @@ def create_app(
     app.add_middleware(
         RequestGuard, allowed_hosts=None if allowed_hosts is None else tuple(h.lower() for h in allowed_hosts)
     )
+    # added last, so it runs first: before any check reads the body
+    app.add_middleware(BodyLimit, limit=body_limit(), bulk_limit=bulk_body_limit())
     return app
 
 

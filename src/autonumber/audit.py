@@ -13,7 +13,7 @@ in force when it was reserved (rules/timeline.py).
 from __future__ import annotations
 
 import bisect
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from typing import Any
@@ -120,8 +120,8 @@ def audit_gaps(
         if low is None or high < low:
             continue
         checked += high - low + 1
-        missing = (v for v in range(low, high + 1) if v not in used)
-        runs = _runs(key, ((v, reasons.of(v)) for v in missing))
+        missing = _missing(low, high, used, reasons.breaks())
+        runs = _runs(key, ((first, last, reasons.of(first)) for first, last in missing))
         gaps += [_described(mine, g, reasons) for g in runs]
     return GapReport(rule.field_id, rule.name, rule.numbering, checked, sum(g.count for g in gaps), gaps)
 
@@ -203,6 +203,8 @@ class _Reasons:
                     self._outcome[v] = text
                     self._released[v] = line.logged_at
         self._alive: dict[str, bool | None] = {}
+        edges = {int(line.first_value) for line in lines}
+        self._breaks = sorted(edges | {int(line.first_value) + int(line.count) for line in lines})
 
     def times(self, value: int) -> tuple[datetime | None, datetime | None]:
         """When `value` was reserved and when its outcome was recorded (None: not known)."""
@@ -219,6 +221,11 @@ class _Reasons:
         if i < 0 or value >= int(self._reserved[i].first_value) + int(self._reserved[i].count):
             return None
         return self._reserved[i]
+
+    def breaks(self) -> list[int]:
+        """Every value where a reason can change: the first value of each journal line and the
+        one after its last. Between two of them every missing value has the same reason."""
+        return self._breaks
 
     def firsts(self) -> list[int]:
         """The first value of every reserved range."""
@@ -267,15 +274,29 @@ def _outcome_text(state: str, detail: str | None) -> str:
     return "rolled back"
 
 
-def _runs(key: str, missing: Iterable[tuple[int, str]]) -> list[Gap]:
-    """Consecutive values with the same reason become one Gap."""
+def _missing(low: int, high: int, used: set[int], breaks: Sequence[int]) -> Iterator[tuple[int, int]]:
+    """The runs of values in low..high that no row holds, cut at every break: their cost is what the
+    table and the journal hold, never the counter's range (a counter set to 50,000,000 is one run)."""
+    start = low
+    for value in [*sorted(v for v in used if low <= v <= high), high + 1]:
+        if value > start:
+            i = bisect.bisect_right(breaks, start)
+            while i < len(breaks) and breaks[i] < value:
+                yield start, breaks[i] - 1
+                start = breaks[i]
+                i += 1
+            yield start, value - 1
+        start = value + 1
+
+
+def _runs(key: str, missing: Iterable[tuple[int, int, str]]) -> list[Gap]:
+    """Adjacent runs with the same reason become one Gap."""
     out: list[Gap] = []
-    for value, reason in missing:
-        if out and out[-1].last == value - 1 and out[-1].reason == reason:
-            last = out.pop()
-            out.append(Gap(key, last.first, value, reason))
+    for first, last, reason in missing:
+        if out and out[-1].last == first - 1 and out[-1].reason == reason:
+            out[-1] = Gap(key, out[-1].first, last, reason)
         else:
-            out.append(Gap(key, value, value, reason))
+            out.append(Gap(key, first, last, reason))
     return out
 
 

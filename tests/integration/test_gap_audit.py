@@ -92,6 +92,24 @@ def test_no_gaps_exits_0(platform: Platform, capsys: pytest.CaptureFixture[str])
     assert code == 0 and out.splitlines() == ["Case.CaseNumber (standard): 2 value(s) checked, 0 missing"]
 
 
+@pytest.mark.timeout(60)
+def test_a_counter_moved_far_ahead_costs_what_the_journal_holds(
+    platform: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Fifty million skipped values are one run, found without visiting each (the timeout is a
+    liveness bound: visiting them took minutes)."""
+    insert(platform)
+    url = platform.db.url.render_as_string(hide_password=False)
+    with pytest.raises(SystemExit):
+        main(["counter", "set", "Case", "CaseNumber", "--next", "50000000", "--db", url])
+    capsys.readouterr()
+    insert(platform)
+    report = audit_gaps(platform, "Case.CaseNumber")
+    assert [(g.first, g.last) for g in report.gaps] == [(2, 49_999_999)]
+    assert report.gaps[0].reason.startswith("skipped by `autonumber counter set`")
+    assert report.checked == 50_000_000 and report.missing == 49_999_998
+
+
 def test_sqlite_rollback_gives_the_number_back(sqlite_url: str, capsys: pytest.CaptureFixture[str]) -> None:
     """On SQLite the reservation runs in the caller's savepoint: a rollback leaves no gap at all."""
     p = make_platform(sqlite_url)

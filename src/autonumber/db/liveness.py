@@ -11,6 +11,7 @@ session within that window fails the caller's first statement instead, which rai
 from __future__ import annotations
 
 import time
+from collections.abc import Callable
 from typing import Any
 
 import sqlalchemy as sa
@@ -46,3 +47,18 @@ def ping_when_idle(engine: sa.Engine, after: float = IDLE_PING_AFTER) -> None:
             if dialect.is_disconnect(exc, dbapi_connection, None):
                 raise sa.exc.DisconnectionError(str(exc)) from exc
             raise
+
+
+def drop_after_failed_end(engine: sa.Engine, retryable: Callable[[BaseException], bool]) -> None:
+    """Invalidate a connection whose BEGIN, COMMIT or ROLLBACK failed with anything but a lost race.
+
+    SQLAlchemy keeps such a connection checked out when the ROLLBACK of `Connection.close()` raises
+    (a Galera node answering 1047 while it rejoins): it is lost to the pool until garbage
+    collection, and callers starve for connections. Marked as a disconnect, it goes back to the
+    pool invalidated, at once. A lost race (SQLite busy, a deadlock) is left alone: it is retried."""
+
+    @event.listens_for(engine, "handle_error")
+    def _failed_end(ctx: sa.engine.ExceptionContext) -> None:
+        ending = ctx.statement is None and ctx.connection is not None and not ctx.is_pre_ping
+        if ending and not retryable(ctx.sqlalchemy_exception or ctx.original_exception):
+            ctx.is_disconnect = True

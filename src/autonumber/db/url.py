@@ -12,7 +12,7 @@ from sqlalchemy.exc import ArgumentError, NoSuchModuleError
 from autonumber.defaults import DEFAULT_URL
 from autonumber.errors import ConfigError, DatabaseUnavailable
 
-from .liveness import ping_when_idle
+from .liveness import drop_after_failed_end, ping_when_idle
 
 __all__ = ["DEFAULT_URL", "check_reachable", "create_engine", "mask", "normalise", "parse_url"]
 SUPPORTED = ("sqlite", "mysql", "mariadb", "postgresql")
@@ -87,6 +87,7 @@ def create_engine(
     except (ArgumentError, NoSuchModuleError) as exc:
         raise ConfigError(f"cannot use database URL {mask(parsed)!r}: {exc}") from None
     impl.configure_engine(engine, statement_batches=statement_batches)
+    drop_after_failed_end(engine, impl.is_retryable)
     if idle_ping:
         ping_when_idle(engine)
     return engine

@@ -83,11 +83,12 @@ class Checkpoint:
         self.done = 0
 
     def start_after(self, records: Records) -> int:
-        """The last line already stored by an earlier run (a RecordError when there is none)."""
+        """The last line already stored by an earlier run. No checkpoint file means the run was
+        stopped before its first COMMIT (the file is written before each): start at line 1."""
         try:
             state = json.loads(self.path.read_text(encoding="utf-8"))
         except FileNotFoundError:
-            raise RecordError(f"nothing to resume: no checkpoint file {self.path}") from None
+            return 0
         except (OSError, ValueError) as exc:
             raise RecordError(f"cannot read the checkpoint file {self.path}: {exc}") from None
         if not isinstance(state, dict) or state.get("object") != self.object_name:

@@ -202,6 +202,18 @@ def test_resume_after_a_failure_before_and_after_a_commit(
     assert_unique_contiguous(_case_numbers(platform))
 
 
+def test_resume_before_the_first_checkpoint_starts_at_line_1(platform: Platform, tmp_path: Path) -> None:
+    """Killed before its first COMMIT, an import left no checkpoint file: --resume starts again."""
+    file, checkpoint = tmp_path / "cases.jsonl", tmp_path / "cases.checkpoint"
+    _write_cases(file, 12)
+    resumed = ImportOptions(commit_every=5, checkpoint=checkpoint, resume=True)
+    summary = run_import(
+        platform.records, "Case", lambda after: read_lines(file.open("rb"), str(file), after=after), resumed
+    )
+    assert summary.resumed_after == 0 and summary.inserted == 12
+    assert sorted(_subjects(platform)) == sorted(f"s{i}" for i in range(1, 13))
+
+
 def _count_when(p: Platform, wanted: int, process: subprocess.Popen[bytes]) -> int:
     """Poll the table until it holds `wanted` rows (the process must still be running)."""
     deadline = time.monotonic() + 120

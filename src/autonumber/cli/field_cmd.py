@@ -31,6 +31,10 @@ FieldArg = Annotated[
 FormatOption = Annotated[
     str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.", show_default=False)
 ]
+SetFormatOption = Annotated[
+    str | None,
+    typer.Option("--format", help="Display format. Default: the stored format.", show_default=False),
+]
 NumberingOption = Annotated[
     str | None,
     typer.Option(
@@ -227,7 +231,7 @@ def backfill_cmd(
 def set_cmd(
     object_name: ObjectArg,
     field: FieldArg,
-    fmt: FormatOption,
+    fmt: SetFormatOption = None,
     scope: Annotated[
         str | None,
         typer.Option(
@@ -237,6 +241,17 @@ def set_cmd(
     start: Annotated[
         int | None,
         typer.Option("--start", min=0, help="Default: the stored start.", show_default=False),
+    ] = None,
+    length: Annotated[
+        int | None,
+        typer.Option(
+            "--length",
+            min=1,
+            max=255,
+            help="Column length: widens a custom object's column (never below its longest value); "
+            "on an adopted table, the length the application gave its column. Default: unchanged.",
+            show_default=False,
+        ),
     ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
@@ -254,10 +269,10 @@ def set_cmd(
     ] = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
-    """Change an autonumber field's rule (also repairs a quarantined one): stored values stay valid,
-    counters are never lowered, a scope change moves them.
+    """Change what is given of an autonumber field's rule (the rest stays; also repairs a
+    quarantined one): stored values stay valid, counters are never lowered, a scope change moves them.
 
-    Example: autonumber field set Account Account_ID__c --format 'IBG-B-{YYYY}{MM}{DD}-{0000000}'
+    Example: autonumber field set Account Account_ID__c --time-zone Asia/Tokyo
     """
     from autonumber.commands import fields
     from autonumber.rules import RuleEdit
@@ -270,6 +285,7 @@ def set_cmd(
         format=fmt,
         scope=scope,
         start=start,
+        length=length,
         numbering=numbering,
         time_zone=time_zone,
         allocation=allocation,

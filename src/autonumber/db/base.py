@@ -472,6 +472,20 @@ class Dialect:
         conn.execute(sa.text(self.date_ddl.format(table=quote(conn, table_name), column=quote(conn, column))))
         return [f"column {table_name}.{column}: {found} -> DATE"]
 
+    resize_ddl: ClassVar[str] = "ALTER TABLE {table} ALTER COLUMN {column} TYPE VARCHAR({length})"
+    """The DDL that gives a (nullable) text column of a custom object a new length."""
+
+    def resize_text_column(self, conn: Connection, table_name: str, column: str, length: int) -> None:
+        """Give a custom object's text column a new length (names validated by the caller)."""
+        ddl = self.resize_ddl.format(
+            table=self.quote(conn, table_name), column=self.quote(conn, column), length=int(length)
+        )
+        conn.execute(sa.text(ddl))
+
+    def text_length(self, expr: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+        """The length of a text value in characters."""
+        return sa.func.length(expr)
+
     def drop_table_if_exists(self, conn: Connection, table_name: str) -> None:
         """Drop a table by name when it exists."""
         conn.execute(sa.text(f"DROP TABLE IF EXISTS {self.quote(conn, table_name)}"))

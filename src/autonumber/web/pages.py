@@ -299,7 +299,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
             lambda: c.edit_rule(
                 field_id,
                 {
-                    "format": str(form.get("format", "")),
+                    "format": str(form.get("format", "")).strip() or None,
                     "scope": scope,
                     "start": int(start) if start else None,
                     "numbering": numbering,

@@ -1,4 +1,4 @@
-"""`autonumber field add|set`: add an autonumber field or change its rule, no code (docs/changing-rules.md).
+"""`autonumber field add|set|remove|rename`: an autonumber field's life, no code (docs/changing-rules.md).
 
 Thin shells over `autonumber.rules`: the same plan → write → verify path as a data-spec's
 `add_autonumber_field` / `set_rule`, the console and the HTTP API, in one transaction.
@@ -296,6 +296,43 @@ def set_cmd(
     done = fields.set_field(db, edit)
     assert done.rule is not None  # a planned set always resolves its rule
     _report(done.rule, done)
+
+
+@app.command("remove")
+def remove_cmd(object_name: ObjectArg, field: FieldArg, db: DbOption = DEFAULT_URL) -> None:
+    """Remove an autonumber field's rule: the column and its stored values stay (an ordinary text
+    field now); added back later, the field continues above every value it ever issued.
+
+    Example: autonumber field remove Account Member_No__c
+    """
+    from autonumber.commands import fields
+
+    done = fields.remove_field(db, object_name, field)
+    for line in done.changes:
+        typer.echo(f"  {line}")
+    typer.echo(f"{object_name}.{field} ({done.field_id}): rule removed, stored values kept")
+
+
+@app.command("rename")
+def rename_cmd(
+    object_name: ObjectArg,
+    field: FieldArg,
+    new_name: Annotated[
+        str, typer.Argument(metavar="NEW", help="The field's new API name.", show_default=False)
+    ],
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """Rename an autonumber field, keeping its id, counters and history: a custom object's column is
+    renamed; on an adopted table, rename the column in the application first, then follow it here.
+
+    Example: autonumber field rename Account Member_No__c Membership_No__c
+    """
+    from autonumber.commands import fields
+
+    done = fields.rename_field(db, object_name, field, new_name)
+    for line in done.changes:
+        typer.echo(f"  {line}")
+    typer.echo(f"{object_name}.{new_name} ({done.field_id}): renamed")
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]

@@ -193,6 +193,22 @@ class CountersOut(BaseModel):
     counters: list[CounterLineOut]
 
 
+class FieldRemovedOut(BaseModel):
+    """What removing a rule did: the field keeps its column and values, its counters are floors."""
+
+    field_id: str
+    field: str
+    changes: list[str]
+
+
+class FieldRenameIn(BaseModel):
+    """A field's new API name (admin)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(max_length=64, description="the new API name; the field keeps its id")
+
+
 class CounterMoveOut(BaseModel):
     """What a counter set did: the next value before and after (equal: nothing changed)."""
 

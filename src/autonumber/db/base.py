@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -481,6 +482,12 @@ class Dialect:
             table=self.quote(conn, table_name), column=self.quote(conn, column), length=int(length)
         )
         conn.execute(sa.text(ddl))
+
+    def index_names(self, conn: Connection, table_name: str) -> set[str]:
+        """The names of a table's indexes, those SQLAlchemy cannot reflect included."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Skipped unsupported reflection", sa.exc.SAWarning)
+            return {str(i["name"]) for i in sa.inspect(conn).get_indexes(table_name)}
 
     def text_length(self, expr: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
         """The length of a text value in characters."""

@@ -8,6 +8,7 @@ DuplicateValues names the field, the value and the row Ids, and nothing is creat
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -87,6 +88,7 @@ class _Columns:
     the targets' tables at once (on PostgreSQL one query each, not one per table)."""
 
     def __init__(self, conn: Connection, targets: Sequence[Target] = ()) -> None:
+        self.conn = conn
         self.inspector = sa.inspect(conn)
         self.tables = set(self.inspector.get_table_names())
         self._columns: dict[str, dict[str, sa.types.TypeEngine[object]]] = {}
@@ -106,7 +108,10 @@ class _Columns:
             self._columns[name], self._uniques[name] = {}, []
         for (_, name), cols in insp.get_multi_columns(filter_names=names).items():
             self._columns[name] = {c["name"]: c["type"] for c in cols}
-        for (_, name), indexes in insp.get_multi_indexes(filter_names=names, **auto).items():
+        with warnings.catch_warnings():  # an expression index is skipped: it is no whole-column index
+            warnings.filterwarnings("ignore", "Skipped unsupported reflection", sa.exc.SAWarning)
+            found = insp.get_multi_indexes(filter_names=names, **auto)
+        for (_, name), indexes in found.items():
             for index in indexes:
                 if not index.get("unique"):
                     continue
@@ -131,7 +136,9 @@ class _Columns:
     def free_name(self, target: Target, name: str) -> str:
         """`name`, or `name` with a suffix when the table has an index of that name already (the
         index of a column renamed since keeps its name)."""
-        taken = {i["name"] for i in self.inspector.get_indexes(target.table)}
+        from . import dialect_for  # the package imports every dialect, and they import this module
+
+        taken = dialect_for(self.conn).index_names(self.conn, target.table)
         n = 2
         wanted = name
         while wanted in taken:

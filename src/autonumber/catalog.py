@@ -440,9 +440,14 @@ def _lost_unique_indexes(conn: Connection, snapshot: CatalogSnapshot) -> dict[st
 
 def _has_unique(table: sa.Table, column: str) -> bool:
     """Whether a reflected table has a one-column UNIQUE index or constraint on `column`."""
-    uniques: list[Any] = [i for i in table.indexes if i.unique]
+    uniques: list[Any] = [i for i in table.indexes if i.unique and not _partial(i)]
     uniques += [c for c in table.constraints if isinstance(c, sa.UniqueConstraint)]
     return any([c.name for c in u.columns] == [column] for u in uniques)
+
+
+def _partial(index: sa.Index) -> bool:
+    """A partial unique index (PostgreSQL's or SQLite's WHERE) does not refuse every second copy."""
+    return any(key.endswith("_where") and value is not None for key, value in index.dialect_kwargs.items())
 
 
 def _damaged(snapshot: CatalogSnapshot) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Collection
 
 from autonumber.api_names import API_NAME
 from autonumber.errors import InvalidIdentifier
@@ -37,3 +38,13 @@ def object_id(name: str) -> str:
 def field_id(object_name: str, field_name: str) -> str:
     """Deterministic `_System_Field.Id`: `Object.Field` (shortened with a digest beyond 64 chars)."""
     return fit_id(f"{object_name}.{field_name}")
+
+
+def free_field_id(taken: Collection[str], object_name: str, field_name: str) -> str:
+    """A new field's id: `Object.Field`, unless a renamed field kept that id (then `Object.Field~N`)."""
+    fid = field_id(object_name, field_name)
+    n = 2
+    while fid in taken:
+        fid = field_id(object_name, f"{field_name}~{n}")
+        n += 1
+    return fid

@@ -16,6 +16,7 @@ from sqlalchemy.engine import Engine
 
 import autonumber
 from autonumber.db import create_engine, dialect_for
+from autonumber.db.tables import system_field
 from autonumber.errors import AutonumberError, RuleChangedMeanwhile
 from autonumber.rules import EDIT_LOCK, RuleEdit, RuleRequest, commit_requests, set_rule, stored_rule
 from autonumber.rules.store import RuleSpec
@@ -74,9 +75,10 @@ def test_setup_apply_keeps_a_rule_changed_after_cut_over(
     phases = [phase_named(n) for n in ("schema", "standard_pack", "formats", "seed_counters")]
     results = run_phases(engine, spec, phases)
     formats = next(r for r in results if r.name == "formats")
-    assert [line for line in formats.changes if "Case.CaseNumber" in line] == [
-        "kept the stored rule of Case.CaseNumber ('CS-{YYYY}-{000000}', global, start 1, gapless, UTC); "
-        "the data-spec says '{00000000}', global, start 1, standard, UTC: copy the stored rule into the "
+    assert [line for line in formats.changes if "Case.CaseNumber" in line] == []  # a drift is no change
+    assert [line for line in formats.notes if "Case.CaseNumber" in line] == [
+        "kept the stored rule of Case.CaseNumber (format: stored 'CS-{YYYY}-{000000}', data-spec "
+        "'{00000000}'; numbering: stored 'gapless', data-spec 'standard'): copy the stored rule into the "
         "data-spec to silence this"
     ]
     assert rule_of(engine, "Case", "CaseNumber") == before
@@ -216,14 +218,16 @@ def test_a_spec_set_after_an_add_builds_on_the_added_rule(
     )
 
 
-def test_a_spec_length_on_a_set_is_refused(
+def test_a_spec_length_on_a_set_widens_the_column(
     engine: Engine, db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
     op = {"op": "set_rule", "object": "Case", "field": "CaseNumber", "format": "C-{00000000}", "length": 40}
     code, out = apply_spec(spec_file(tmp_path, [op]), db_url, capsys)
-    assert code == 2 and out.strip().count("\n") == 0, out
-    assert "length 40: a column's length is chosen when the field is added" in out
-    assert rule_of(engine, "Case", "CaseNumber")[0] == "{00000000}"
+    assert code == 0, out
+    assert rule_of(engine, "Case", "CaseNumber")[0] == "C-{00000000}"
+    with engine.connect() as conn:
+        f = system_field
+        assert conn.execute(sa.select(f.c.MaxLength).where(f.c.Id == "Case.CaseNumber")).scalar_one() == 40
 
 
 EDITS: dict[str, tuple[dict[str, Any], tuple[object, ...] | None]] = {

@@ -320,3 +320,24 @@ def test_rules_counter_form_sets_the_next_number_for_an_admin_only(
     r = pages.post("/rules/Case.CaseNumber/counter", data={"next": "7"})
     assert "the lowest allowed is 700" in pages.get(r.headers["location"]).text
     assert sqlite_platform.records.insert("Case", {"Subject": "y"})["CaseNumber"] == "00000700"
+
+
+def test_rules_page_removes_a_rule_and_an_empty_format_keeps_the_stored_one(
+    pages: TestClient, admin_token: str, sqlite_platform: Platform
+) -> None:
+    pages.post("/login", data={"token": admin_token})
+    r = pages.post("/rules/Case.CaseNumber", data={"format": "", "time_zone": "Asia/Tokyo"})
+    assert "Case.CaseNumber now uses {00000000}" in pages.get(r.headers["location"]).text
+    html = pages.get("/rules").text
+    assert 'action="/rules/Case.CaseNumber/remove"' in html
+    first = sqlite_platform.records.insert("Case", {"Subject": "x"})["CaseNumber"]
+    r = pages.post("/rules/Case.CaseNumber/remove", data={})
+    assert "Case.CaseNumber: rule removed, stored values kept" in pages.get(r.headers["location"]).text
+    assert 'data-field="Case.CaseNumber"' not in pages.get("/rules").text
+    r = pages.post("/rules/Case.CaseNumber/remove", data={})
+    assert "error:" in pages.get(r.headers["location"]).text
+    sqlite_platform.catalog.refresh()
+    assert (
+        sqlite_platform.records.insert("Case", {"Subject": "y", "CaseNumber": first + "0"})["CaseNumber"]
+        == first + "0"
+    )

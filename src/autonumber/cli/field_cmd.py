@@ -1,4 +1,4 @@
-"""`autonumber field add|set`: add an autonumber field or change its rule, no code (docs/changing-rules.md).
+"""`autonumber field add|set|remove|rename`: an autonumber field's life, no code (docs/changing-rules.md).
 
 Thin shells over `autonumber.rules`: the same plan → write → verify path as a data-spec's
 `add_autonumber_field` / `set_rule`, the console and the HTTP API, in one transaction.
@@ -30,6 +30,10 @@ FieldArg = Annotated[
 ]
 FormatOption = Annotated[
     str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.", show_default=False)
+]
+SetFormatOption = Annotated[
+    str | None,
+    typer.Option("--format", help="Display format. Default: the stored format.", show_default=False),
 ]
 NumberingOption = Annotated[
     str | None,
@@ -227,7 +231,7 @@ def backfill_cmd(
 def set_cmd(
     object_name: ObjectArg,
     field: FieldArg,
-    fmt: FormatOption,
+    fmt: SetFormatOption = None,
     scope: Annotated[
         str | None,
         typer.Option(
@@ -237,6 +241,17 @@ def set_cmd(
     start: Annotated[
         int | None,
         typer.Option("--start", min=0, help="Default: the stored start.", show_default=False),
+    ] = None,
+    length: Annotated[
+        int | None,
+        typer.Option(
+            "--length",
+            min=1,
+            max=255,
+            help="Column length: widens a custom object's column (never below its longest value); "
+            "on an adopted table, the length the application gave its column. Default: unchanged.",
+            show_default=False,
+        ),
     ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
@@ -254,10 +269,10 @@ def set_cmd(
     ] = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
-    """Change an autonumber field's rule (also repairs a quarantined one): stored values stay valid,
-    counters are never lowered, a scope change moves them.
+    """Change what is given of an autonumber field's rule (the rest stays; also repairs a
+    quarantined one): stored values stay valid, counters are never lowered, a scope change moves them.
 
-    Example: autonumber field set Account Account_ID__c --format 'IBG-B-{YYYY}{MM}{DD}-{0000000}'
+    Example: autonumber field set Account Account_ID__c --time-zone Asia/Tokyo
     """
     from autonumber.commands import fields
     from autonumber.rules import RuleEdit
@@ -270,6 +285,7 @@ def set_cmd(
         format=fmt,
         scope=scope,
         start=start,
+        length=length,
         numbering=numbering,
         time_zone=time_zone,
         allocation=allocation,
@@ -280,6 +296,43 @@ def set_cmd(
     done = fields.set_field(db, edit)
     assert done.rule is not None  # a planned set always resolves its rule
     _report(done.rule, done)
+
+
+@app.command("remove")
+def remove_cmd(object_name: ObjectArg, field: FieldArg, db: DbOption = DEFAULT_URL) -> None:
+    """Remove an autonumber field's rule: the column and its stored values stay (an ordinary text
+    field now); added back later, the field continues above every value it ever issued.
+
+    Example: autonumber field remove Account Member_No__c
+    """
+    from autonumber.commands import fields
+
+    done = fields.remove_field(db, object_name, field)
+    for line in done.changes:
+        typer.echo(f"  {line}")
+    typer.echo(f"{object_name}.{field} ({done.field_id}): rule removed, stored values kept")
+
+
+@app.command("rename")
+def rename_cmd(
+    object_name: ObjectArg,
+    field: FieldArg,
+    new_name: Annotated[
+        str, typer.Argument(metavar="NEW", help="The field's new API name.", show_default=False)
+    ],
+    db: DbOption = DEFAULT_URL,
+) -> None:
+    """Rename an autonumber field, keeping its id, counters and history: a custom object's column is
+    renamed; on an adopted table, rename the column in the application first, then follow it here.
+
+    Example: autonumber field rename Account Member_No__c Membership_No__c
+    """
+    from autonumber.commands import fields
+
+    done = fields.rename_field(db, object_name, field, new_name)
+    for line in done.changes:
+        typer.echo(f"  {line}")
+    typer.echo(f"{object_name}.{new_name} ({done.field_id}): renamed")
 
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]

@@ -1,4 +1,5 @@
-"""Adding an autonumber field and changing its rule: the CLI's `field add|set`, the console, the API.
+"""Adding an autonumber field, changing, removing and renaming it: the CLI's `field add|set|remove|
+rename`, the console, the API.
 
 Every change goes through `autonumber.rules` (plan → write → verify in one transaction); these
 functions only open the database, find the field and refresh a running platform's catalog.
@@ -13,6 +14,7 @@ import sqlalchemy as sa
 from pydantic import BaseModel, Field
 from sqlalchemy.engine import Engine
 
+from autonumber import rules
 from autonumber.audit import render_in_scope
 from autonumber.backfill import BackfillResult, Progress, backfill
 from autonumber.catalog import CatalogSnapshot
@@ -57,6 +59,35 @@ def change_field(platform: Platform, edit: RuleEdit, base: str | None = None) ->
     except RuleChangedMeanwhile:
         platform.catalog.refresh()  # so that the re-read shows the rule that won
         raise
+    platform.catalog.refresh()
+    return done
+
+
+def remove_field(url: str, object_name: str, field_name: str) -> FieldChange:
+    """Remove a field's rule: its values stay, and are never issued again if it is added back."""
+    with opened(url) as engine:
+        return rules.remove_field(engine, object_name, field_name)
+
+
+def rename_field(url: str, object_name: str, field_name: str, new_name: str) -> FieldChange:
+    """Rename a field (a custom object's column too; an adopted table's column the application
+    renamed is followed); it keeps its id."""
+    with opened(url) as engine:
+        return rules.rename_field(engine, object_name, field_name, new_name)
+
+
+def drop_rule(platform: Platform, field: str) -> FieldChange:
+    """remove_field on a running platform (the field by id or `Object.Field`), then refresh it."""
+    row = platform.catalog.current().stored(field)
+    done = rules.remove_field(platform.db, row.info.object, row.info.name)
+    platform.catalog.refresh()
+    return done
+
+
+def rename_rule(platform: Platform, field: str, new_name: str) -> FieldChange:
+    """rename_field on a running platform (the field by id or `Object.Field`), then refresh it."""
+    row = platform.catalog.current().stored(field)
+    done = rules.rename_field(platform.db, row.info.object, row.info.name, new_name)
     platform.catalog.refresh()
     return done
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
@@ -476,6 +477,26 @@ class Dialect:
         quote = self.quote
         conn.execute(sa.text(self.date_ddl.format(table=quote(conn, table_name), column=quote(conn, column))))
         return [f"column {table_name}.{column}: {found} -> DATE"]
+
+    resize_ddl: ClassVar[str] = "ALTER TABLE {table} ALTER COLUMN {column} TYPE VARCHAR({length})"
+    """The DDL that gives a (nullable) text column of a custom object a new length."""
+
+    def resize_text_column(self, conn: Connection, table_name: str, column: str, length: int) -> None:
+        """Give a custom object's text column a new length (names validated by the caller)."""
+        ddl = self.resize_ddl.format(
+            table=self.quote(conn, table_name), column=self.quote(conn, column), length=int(length)
+        )
+        conn.execute(sa.text(ddl))
+
+    def index_names(self, conn: Connection, table_name: str) -> set[str]:
+        """The names of a table's indexes, those SQLAlchemy cannot reflect included."""
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Skipped unsupported reflection", sa.exc.SAWarning)
+            return {str(i["name"]) for i in sa.inspect(conn).get_indexes(table_name)}
+
+    def text_length(self, expr: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+        """The length of a text value in characters."""
+        return sa.func.length(expr)
 
     def drop_table_if_exists(self, conn: Connection, table_name: str) -> None:
         """Drop a table by name when it exists."""

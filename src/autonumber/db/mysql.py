@@ -60,6 +60,10 @@ class MySQLDialect(Dialect):
     name = "mysql"
     has_guard_trigger = True
     date_ddl = "ALTER TABLE {table} MODIFY {column} DATE NULL"
+    resize_ddl = "ALTER TABLE {table} MODIFY {column} VARCHAR({length}) NULL"
+
+    def text_length(self, expr: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
+        return sa.func.char_length(expr)  # LENGTH counts bytes here
 
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         opts = super().engine_options(pool_size)

@@ -83,6 +83,16 @@ class SQLiteDialect(Dialect):
     def insert(self, table: sa.Table) -> Any:
         return sqlite_insert(table)
 
+    def resize_text_column(self, conn: Connection, table_name: str, column: str, length: int) -> None:
+        """Nothing to alter: SQLite keeps a declared length as a name only and never enforces it
+        (the field's MaxLength, which the product checks, is what changes)."""
+
+    def index_names(self, conn: Connection, table_name: str) -> set[str]:
+        """From sqlite_master: SQLAlchemy skips an index on an expression."""
+        master = sa.table("sqlite_master", sa.column("name"), sa.column("type"), sa.column("tbl_name"))
+        stmt = sa.select(master.c.name).where(master.c.type == "index", master.c.tbl_name == table_name)
+        return {str(name) for name in conn.execute(stmt).scalars()}
+
     def date_column(self, conn: Connection, table_name: str, column: str) -> list[str]:
         """SQLite keeps a declared type as a name only: DATE and DATETIME both have NUMERIC
         affinity, and the type can change only by copying the whole table. What a DATE column

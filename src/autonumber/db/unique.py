@@ -8,7 +8,8 @@ DuplicateValues names the field, the value and the row Ids, and nothing is creat
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+import warnings
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -87,11 +88,13 @@ class _Columns:
     the targets' tables at once (on PostgreSQL one query each, not one per table)."""
 
     def __init__(self, conn: Connection, targets: Sequence[Target] = ()) -> None:
+        self.conn = conn
         self.inspector = sa.inspect(conn)
         self.tables = set(self.inspector.get_table_names())
         self._columns: dict[str, dict[str, sa.types.TypeEngine[object]]] = {}
         self._uniques: dict[str, list[list[str | None]]] = {}
         self._keys: dict[str, list[str]] = {}
+        self._partial: dict[str, list[tuple[str, list[str | None]]]] = {}
         self._reflect({t.table for t in targets})
 
     def _reflect(self, tables: set[str]) -> None:
@@ -105,8 +108,19 @@ class _Columns:
             self._columns[name], self._uniques[name] = {}, []
         for (_, name), cols in insp.get_multi_columns(filter_names=names).items():
             self._columns[name] = {c["name"]: c["type"] for c in cols}
-        for (_, name), indexes in insp.get_multi_indexes(filter_names=names, **auto).items():
-            self._uniques[name] += [list(i["column_names"]) for i in indexes if i.get("unique")]
+        with warnings.catch_warnings():  # an expression index is skipped: it is no whole-column index
+            warnings.filterwarnings("ignore", "Skipped unsupported reflection", sa.exc.SAWarning)
+            found = insp.get_multi_indexes(filter_names=names, **auto)
+        for (_, name), indexes in found.items():
+            for index in indexes:
+                if not index.get("unique"):
+                    continue
+                if covers_every_row(index):
+                    self._uniques[name].append(list(index["column_names"]))
+                else:
+                    self._partial.setdefault(name, []).append(
+                        (str(index["name"]), list(index["column_names"]))
+                    )
         for (_, name), constraints in insp.get_multi_unique_constraints(filter_names=names).items():
             self._uniques[name] += [list(uc["column_names"]) for uc in constraints]
         for (_, name), pk in insp.get_multi_pk_constraint(filter_names=names).items():
@@ -119,9 +133,31 @@ class _Columns:
     def exists(self, target: Target) -> bool:
         return target.table in self.tables and target.column in self.columns(target.table)
 
+    def free_name(self, target: Target, name: str) -> str:
+        """`name`, or `name` with a suffix when the table has an index of that name already (the
+        index of a column renamed since keeps its name)."""
+        from . import dialect_for  # the package imports every dialect, and they import this module
+
+        taken = dialect_for(self.conn).index_names(self.conn, target.table)
+        n = 2
+        wanted = name
+        while wanted in taken:
+            wanted = f"{name[: INDEX_NAME_LIMIT - 4]}_{n}"
+            n += 1
+        return wanted
+
     def has_unique_index(self, target: Target) -> bool:
         self._reflect({target.table})
         return [target.column] in self._uniques.get(target.table, [])
+
+    def partial_index(self, target: Target) -> str | None:
+        """The name of a unique index on the column that is partial or on an expression (it does
+        not refuse every second copy, so it is not the column's UNIQUE index)."""
+        self._reflect({target.table})
+        for name, columns in self._partial.get(target.table, []):
+            if target.column in columns or columns == [None]:
+                return name
+        return None
 
     def table(self, target: Target) -> sa.Table:
         """A Core table with just `Id` and the target column (names validated first)."""
@@ -188,7 +224,7 @@ def ensure_unique_indexes(conn: Connection, targets: Sequence[Target]) -> list[s
     changes = []
     for target in todo:
         table = cols.table(target)
-        name = index_name(target.table, target.column)
+        name = cols.free_name(target, index_name(target.table, target.column))
         sa.Index(name, table.c[target.column], unique=True).create(conn)
         changes.append(f"unique index {name} on {target.table}.{target.column}")
     return changes
@@ -196,8 +232,22 @@ def ensure_unique_indexes(conn: Connection, targets: Sequence[Target]) -> list[s
 
 def missing_unique_indexes(conn: Connection, targets: Sequence[Target]) -> list[Target]:
     """The existing autonumber columns without a UNIQUE index of their own (verify reports them)."""
+    return list(unindexed(conn, targets))
+
+
+def unindexed(conn: Connection, targets: Sequence[Target]) -> dict[Target, str | None]:
+    """missing_unique_indexes, each with the partial or expression unique index it has instead
+    (None: none at all)."""
     cols = _Columns(conn, targets)
-    return [t for t in targets if cols.exists(t) and not cols.has_unique_index(t)]
+    return {t: cols.partial_index(t) for t in targets if cols.exists(t) and not cols.has_unique_index(t)}
+
+
+def covers_every_row(index: Mapping[str, Any]) -> bool:
+    """Whether a reflected unique index refuses every second copy: not partial (PostgreSQL's and
+    SQLite's `WHERE`), not on an expression."""
+    options = index.get("dialect_options") or {}
+    partial = any(key.endswith("_where") and value is not None for key, value in options.items())
+    return not partial and not index.get("expressions") and None not in index.get("column_names", [])
 
 
 def _check_indexable(conn: Connection, target: Target, table: sa.Table) -> None:

@@ -1,4 +1,5 @@
-"""The rule life cycle of an autonumber field: model, store, scan, seed, verify, add and change.
+"""The rule life cycle of an autonumber field: model, store, scan, seed, verify, add,
+change, remove and rename.
 
 Every path that changes a rule (CLI, data-spec, `setup apply`, console, HTTP) calls this package's
 public API below; `autonumber.setup` holds only the cut-over pipeline built on it.
@@ -17,6 +18,7 @@ from .fields import (
     set_rule,
     sync_rules,
 )
+from .life import remove_field, rename_field
 from .store import RuleEdit, RuleSpec, carried_overrides, spec_of, stored_rule
 from .verify import Finding, check, verify
 
@@ -43,6 +45,8 @@ __all__ = [
     "ensure_history_table",
     "move_counter",
     "plan_requests",
+    "remove_field",
+    "rename_field",
     "set_next",
     "set_rule",
     "spec_of",

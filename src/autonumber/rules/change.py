@@ -21,9 +21,9 @@ Semantics (docs/changing-rules.md):
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from contextlib import nullcontext
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import sqlalchemy as sa
@@ -33,12 +33,11 @@ from autonumber import shared
 from autonumber.catalog import Rule
 from autonumber.db import dialect_for
 from autonumber.db.objects import object_table
-from autonumber.db.schema import has_table, reconcile_tables, table_names
+from autonumber.db.schema import reconcile_tables, table_names
 from autonumber.db.tables import (
     counter_table,
     field_format_history,
     system_field,
-    system_object,
 )
 from autonumber.db.unique import Target, ensure_unique_indexes
 from autonumber.errors import (
@@ -50,18 +49,19 @@ from autonumber.errors import (
     UnknownObject,
     VerifyError,
 )
-from autonumber.format import FieldInfo, MemoryCatalog, ObjectInfo, parse_format
-from autonumber.identifiers import check_api_name, field_id, fit_id
+from autonumber.format import FieldInfo, parse_format
+from autonumber.identifiers import check_api_name, fit_id, free_field_id
 from autonumber.rules import floor, history, state
+from autonumber.rules.batch import Batch
+from autonumber.rules.drift import changed
 from autonumber.rules.keys import migrate_field_keys
 from autonumber.rules.legacy import LegacyState
+from autonumber.rules.length import Resize, apply_resize, plan_resize, undo_resize, write_length
 from autonumber.rules.scan import ColumnScan, scan_rule
 from autonumber.rules.seed import CounterRow, plan_rows
 from autonumber.rules.store import (
     RuleEdit,
     RuleSpec,
-    metadata_view,
-    read_stored,
     rule_values,
     same_values,
     write_rule,
@@ -133,111 +133,28 @@ class Plan:
     lines: list[str] = field(default_factory=list)
     adopted: bool = False
     """The object is an application's own table: its column must exist; it gets a UNIQUE index."""
+    resize: Resize | None = None
+    """The column's new width (rules/length.py)."""
 
     @property
     def writes(self) -> bool:
         """Whether anything is written for this request."""
-        return bool(self.new_row or self.values or self.counters or self.retire or self.adopted)
-
-
-class _Catalog(MemoryCatalog):
-    """The metadata as the batch will leave it: the stored catalog plus the fields being added."""
-
-    def __init__(self, base: MemoryCatalog) -> None:
-        super().__init__([], [])
-        self._base = base
-        self._extra: dict[tuple[str, str], FieldInfo] = {}
-
-    def add(self, info: FieldInfo) -> None:
-        self._extra[(info.object, info.name)] = info
-
-    def get_object(self, name: str) -> ObjectInfo | None:
-        return self._base.get_object(name)
-
-    def get_field(self, object_name: str, field_name: str) -> FieldInfo | None:
-        return self._extra.get((object_name, field_name)) or self._base.get_field(object_name, field_name)
-
-    def fields_of(self, object_name: str) -> Sequence[FieldInfo]:
-        extra = [f for (o, _), f in self._extra.items() if o == object_name]
-        return (*self._base.fields_of(object_name), *extra)
-
-    def record_type_columns(self) -> Collection[str]:
-        return self._base.record_type_columns()
-
-
-class _Batch:
-    """What planning knows and updates as it walks the requests (reads only)."""
-
-    def __init__(self, conn: Connection) -> None:
-        self.conn = conn
-        base, self.ids = metadata_view(conn)
-        self.catalog = _Catalog(base)
-        self.stored = read_stored(conn)
-        o = system_object
-        self.tables = dict(conn.execute(sa.select(o.c.ApiName, o.c.TableName)).tuples().all())
-        self.object_ids = dict(conn.execute(sa.select(o.c.ApiName, o.c.Id)).tuples().all())
-        self.adopted = set(conn.execute(sa.select(o.c.ApiName).where(o.c.KeyColumn.is_not(None))).scalars())
-        self.history = history.formats_of(conn)
-        self.counters: dict[str, dict[str, int]] = {}
-        self.reserved: dict[str, dict[str, int]] = {}
-        self.empty_columns: set[str] = set()
-        self.physical: dict[str, set[str]] = {}
-
-    def counters_of(self, fid: str, *, lock: bool = False) -> dict[str, int]:
-        """The field's counter rows (as earlier requests of the batch leave them); `lock`: locked
-        until the change commits, read as they are now (not as the transaction's snapshot)."""
-        if fid not in self.counters or lock:
-            t = counter_table
-            stmt = sa.select(t.c.scope_key, t.c.next_value).where(t.c.field_id == fid)
-            rows = self.conn.execute(dialect_for(self.conn).for_update(stmt) if lock else stmt)
-            read = {key: int(nxt) for key, nxt in rows}
-            self.counters.setdefault(fid, read)
-        return self.counters[fid]
-
-    def lock_move(self, fid: str, *counters: str) -> None:
-        """Before a field moves between counters (joins or leaves a shared counter): lock its field
-        row, which a reservation creating a lazy row locks too (engine/reservation.py), and the rows
-        of both counters, so no number is reserved from them between these reads and the commit."""
-        f = system_field
-        self.conn.execute(dialect_for(self.conn).for_update(sa.select(f.c.Id).where(f.c.Id == fid)))
-        for cid in counters:
-            self.counters_of(cid, lock=True)
-
-    def floors_of(self, fid: str) -> dict[str, int]:
-        """What each scope key of the field ever reserved (journal, retired rows; rules/floor.py)."""
-        if fid not in self.reserved:
-            self.reserved[fid] = floor.floors(self.conn, fid)
-        return self.reserved[fid]
-
-    def field_floor(self, fid: str) -> int:
-        """The floor of a global counter: above every key's and the seed's recorded floor."""
-        return max(
-            [
-                *self.floors_of(fid).values(),
-                *self.counters_of(fid).values(),
-                floor.field_floor(self.conn, fid),
-            ]
+        return bool(
+            self.new_row or self.values or self.counters or self.retire or self.adopted or self.resize
         )
-
-    def columns_of(self, table: str) -> set[str]:
-        if table not in self.physical:
-            present = has_table(self.conn, table)
-            cols = sa.inspect(self.conn).get_columns(table) if present else []
-            self.physical[table] = {c["name"] for c in cols}
-        return self.physical[table]
 
 
 def plan_requests(conn: Connection, requests: Sequence[RuleRequest]) -> list[Plan]:
     """Validate every request in order and compute its writes; raise (writing nothing) on the first
     refusal: RuleChangeRefused, FormatError, UnknownObject/UnknownField or InvalidIdentifier."""
-    batch = _Batch(conn)
+    batch = Batch(conn)
     return [
         _plan_add(batch, r.rule) if isinstance(r.rule, RuleSpec) and r.kind == "add" else _plan_set(batch, r)
         for r in requests
     ]
 
 
-def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
+def _plan_add(batch: Batch, rule: RuleSpec) -> Plan:
     table = batch.tables.get(rule.object)
     if table is None:
         raise UnknownObject(rule.object)
@@ -251,19 +168,25 @@ def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
                 f"it already has an autonumber rule ({existing.format!r}); "
                 "change it with `autonumber field set` or a set_rule operation",
             )
-        return Plan(RuleRequest("add", rule), existing.field_id, table, rule)
+        plan = Plan(RuleRequest("add", rule), existing.field_id, table, rule)
+        _resize(batch, plan, existing, rule.length)  # a repeated add with --length widens
+        return plan
     if rule.object in batch.adopted:  # an application's table: nothing altered, its column is adopted
-        fid = existing.field_id if existing else field_id(rule.object, rule.field)
+        fid = existing.field_id if existing else free_field_id(batch.ids.values(), rule.object, rule.field)
         plan = Plan(RuleRequest("add", rule), fid, table, rule, adopted=True)
         if existing is None:
             batch.catalog.add(FieldInfo(rule.object, rule.field, "text", None, None))
+        else:  # follow the width the application gave its column
+            _resize(batch, plan, existing, rule.length)
         _finish(batch, plan, rule, rule_values(rule, batch.catalog), None, fid)
         return plan
     width = rule.length or (existing.max_length if existing else None) or DEFAULT_LENGTH
     if not 1 <= width <= MAX_LENGTH:
         raise RuleChangeRefused(rule.name, f"length {width} is not between 1 and {MAX_LENGTH}")
-    fid = existing.field_id if existing else field_id(rule.object, rule.field)
+    fid = existing.field_id if existing else free_field_id(batch.ids.values(), rule.object, rule.field)
     plan = Plan(RuleRequest("add", rule), fid, table, rule)
+    if existing is not None and rule.field in batch.columns_of(table):
+        _resize(batch, plan, existing, rule.length)
     if existing is None:
         info = FieldInfo(rule.object, rule.field, "autonumber", None, width)
         batch.catalog.add(info)
@@ -285,23 +208,17 @@ def _plan_add(batch: _Batch, rule: RuleSpec) -> Plan:
     return plan
 
 
-def _plan_set(batch: _Batch, request: RuleRequest) -> Plan:
+def _plan_set(batch: Batch, request: RuleRequest) -> Plan:
     name = request.rule.name
     existing = batch.stored.get(name)
     if existing is None or existing.format is None:
         raise UnknownField(name, "field has no autonumber rule (add it with `autonumber field add`)")
     if request.base is not None and request.base != existing.token:
         raise RuleChangedMeanwhile(name)
-    if isinstance(request.rule, RuleEdit):
-        if request.rule.length is not None and request.rule.length != existing.max_length:
-            raise RuleChangeRefused(
-                name, f"length {request.rule.length}: a column's length is chosen when the field is added"
-            )
-        rule = request.rule.applied(existing)
-    else:
-        rule = request.rule
-    values = rule_values(rule, batch.catalog)
+    rule = request.rule.applied(existing) if isinstance(request.rule, RuleEdit) else request.rule
     plan = Plan(RuleRequest("set", rule), existing.field_id, batch.tables[rule.object], rule)
+    _resize(batch, plan, existing, request.rule.length)
+    values = rule_values(rule, batch.catalog)
     plan.before = existing.values
     was = existing.counter_id
     if same_values(existing.values, values):  # the same rule: only raise counters left behind
@@ -311,8 +228,30 @@ def _plan_set(batch: _Batch, request: RuleRequest) -> Plan:
     return plan
 
 
+def _resize(batch: Batch, plan: Plan, existing: StoredRule, wanted: int | None) -> None:
+    """Plan the column's new width (custom object) or follow the application's (adopted table);
+    later checks (rule 5) see the new width."""
+    adopted = existing.info.object in batch.adopted
+    if existing.info.name not in batch.columns_of(plan.table) or (wanted is None and not adopted):
+        return
+    fid, table = existing.field_id, plan.table
+    plan.resize = plan_resize(
+        batch.conn,
+        existing.name,
+        fid,
+        table,
+        existing.info.name,
+        existing.max_length,
+        wanted,
+        adopted=adopted,
+    )
+    if plan.resize is not None:
+        batch.catalog.add(replace(existing.info, max_length=plan.resize.width))
+        plan.lines.append(plan.resize.line)
+
+
 def _finish(
-    batch: _Batch,
+    batch: Batch,
     plan: Plan,
     rule: RuleSpec,
     values: dict[str, Any] | None,
@@ -386,7 +325,8 @@ def _finish(
             plan.lines.append(_counter_line(cid, after, scan))
         return
     was = f"{previous[0]} ({previous[1]}) → " if previous else ""
-    plan.lines.append(f"rule {rule.name}: {was}{rule.format} ({rule.scope}, start {rule.start})")
+    extra = changed(plan.before, values)
+    plan.lines.append(f"rule {rule.name}: {was}{rule.format} ({rule.scope}, start {rule.start}{extra})")
     plan.lines.append(_counter_line(cid, after, scan))
     batch.history[fid] = [*known, rule.format]
     info = batch.catalog.get_field(rule.object, rule.field) or FieldInfo(
@@ -395,7 +335,7 @@ def _finish(
     batch.stored[rule.name] = StoredRule.of(fid, info, values)
 
 
-def _check_shared(batch: _Batch, plan: Plan, rule: RuleSpec, width: int, values: dict[str, Any]) -> None:
+def _check_shared(batch: Batch, plan: Plan, rule: RuleSpec, width: int, values: dict[str, Any]) -> None:
     """RuleChangeRefused when the rule does not fit the shared counter's other members."""
     assert rule.shared_counter is not None
     info = batch.catalog.get_field(rule.object, rule.field) or FieldInfo(
@@ -412,7 +352,7 @@ def _check_shared(batch: _Batch, plan: Plan, rule: RuleSpec, width: int, values:
     )
 
 
-def _carried(planned: list[CounterRow], cid: str, batch: _Batch, was: str) -> list[CounterRow]:
+def _carried(planned: list[CounterRow], cid: str, batch: Batch, was: str) -> list[CounterRow]:
     """The planned rows plus one for every key the counter the field leaves has a row or a floor
     for: a lazy scope's row would otherwise be created later without the old counter's values."""
     keys = {row.scope_key for row in planned}
@@ -429,7 +369,7 @@ def _highest(*maps: dict[str, int]) -> dict[str, int]:
     return out
 
 
-def _leave(batch: _Batch, plan: Plan, rule: RuleSpec, was: str) -> None:
+def _leave(batch: Batch, plan: Plan, rule: RuleSpec, was: str) -> None:
     """The field stops drawing from counter `was`: its own rows, or a shared counter's once its last
     member leaves, are retired (kept as floors); a shared counter other members still use stays,
     and the field may leave it only with a format that renders none of their text (shared.py)."""
@@ -460,7 +400,7 @@ def _counter_line(fid: str, after: dict[str, int], scan: ColumnScan) -> str:
     return f"counter(s) of {fid}: {shown} ({scan.rows} stored value(s){older})"
 
 
-def _scan(batch: _Batch, plan: Plan, target: Rule, known: Sequence[str]) -> ColumnScan:
+def _scan(batch: Batch, plan: Plan, target: Rule, known: Sequence[str]) -> ColumnScan:
     """Read the stored values with the new format; refuse one that no format of the field reads.
 
     A first rule on a platform column (`add`, the cut-over's formats phase) fails with the seed's
@@ -502,13 +442,18 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
     """
     dialect = dialect_for(conn)
     added: list[tuple[str, str]] = []
+    resized: list[Resize] = []
     try:
         for plan in plans:
             if plan.new_column is not None:
                 table = object_table(plan.table, [plan.new_column], sa.MetaData())
                 reconcile_tables(conn, [table])
                 added.append((plan.table, plan.new_column.name))
-        guard = conn.begin_nested() if added and not dialect.transactional_ddl else nullcontext()
+            if plan.resize is not None and plan.resize.alter:
+                apply_resize(conn, plan.resize)
+                resized.append(plan.resize)
+        ddl = added or resized
+        guard = conn.begin_nested() if ddl and not dialect.transactional_ddl else nullcontext()
         with guard:
             for plan in plans:
                 if plan.adopted:
@@ -521,8 +466,10 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
             if findings:
                 raise VerifyError(findings)
     except BaseException:
-        if added and not dialect.transactional_ddl:
+        if not dialect.transactional_ddl:
             _drop_columns(conn, added)
+            for resize in resized:
+                undo_resize(conn, resize)
         raise
     for plan in plans:  # DDL last: on MariaDB it commits what came before
         if plan.adopted or plan.new_column is not None:
@@ -551,12 +498,16 @@ def _write(conn: Connection, plan: Plan) -> None:
     rule = plan.rule
     if plan.new_row is not None:
         conn.execute(sa.insert(system_field).values(plan.new_row))
+    if plan.resize is not None:
+        write_length(conn, plan.resize)
     if plan.values is not None:
         write_rule(conn, plan.field_id, plan.values)
         history.log_rule(conn, plan.field_id, plan.before, plan.values, now)  # before record() moves rows
         if plan.previous is not None:
             history.remember_current(conn, plan.field_id, *plan.previous)
         history.record(conn, plan.field_id, rule.format, rule.scope, now)
+        if plan.request.kind == "add":  # a removed rule added back: setup apply manages it again
+            state.forget_removed(conn, plan.field_id)
     t = counter_table
     if plan.retire:
         owner = plan.retire_counter or counter_id(plan.field_id, rule.shared_counter)

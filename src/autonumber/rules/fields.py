@@ -15,15 +15,15 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.db import dialect_for
 from autonumber.errors import UnknownField
-from autonumber.stored import StoredRule
 
+from . import state
 from .change import EDIT_LOCK, FieldChange, RuleRequest, ensure_history_table, execute, plan_requests
+from .drift import drift_note
 from .store import (
     RuleEdit,
     RuleSpec,
     metadata_view,
     rule_values,
-    same_values,
     stored_rule,
 )
 
@@ -79,31 +79,31 @@ def set_rule(engine: Engine, edit: RuleEdit, base: str | None = None) -> FieldCh
     return done
 
 
-def sync_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
+def sync_rules(conn: Connection, specs: Sequence[RuleSpec], notes: list[str] | None = None) -> list[str]:
     """`setup apply`'s formats phase: store the declared rule of every field that has none yet.
 
     The data-spec is the bootstrap's source, not a way to change a rule: once a field has a rule,
     changes go through `field set`, `spec apply` or the console, and apply keeps the stored rule
-    (one line names each drift and how to adopt it into the data-spec). Values are scanned here, so
-    the seed phase cannot fail on them later; verify is the last phase.
+    (one line in `notes` names each real difference, rules/drift.py; a drift is no change). A rule
+    removed with `field remove` stays removed. Values are scanned here, so the seed phase cannot
+    fail on them later; verify is the last phase.
     """
     requests = []
-    notes = []
     catalog, _ = metadata_view(conn)
+    gone = state.removed(conn)
     for spec in specs:
         stored = stored_rule(conn, spec.object, spec.field)
         if stored is None:
             raise UnknownField(spec.name, "autonumber rule names a field the standard pack did not create")
-        if stored.format is None:
+        if stored.format is None and stored.field_id in gone:
+            if notes is not None:
+                notes.append(
+                    f"left {spec.name} without a rule: it was removed with `autonumber field remove`"
+                )
+        elif stored.format is None:
             requests.append(RuleRequest("add", spec))
-        elif not same_values(stored.values, rule_values(spec, catalog)):
-            notes.append(
-                f"kept the stored rule of {spec.name} ({_describe(stored)}); the data-spec says "
-                f"{_describe(spec)}: copy the stored rule into the data-spec to silence this"
-            )
-    changes = [line for done in apply_requests(conn, requests, verify=False) for line in done.changes]
-    return changes + notes
-
-
-def _describe(rule: RuleSpec | StoredRule) -> str:
-    return f"{rule.format!r}, {rule.scope}, start {rule.start}, {rule.numbering}, {rule.time_zone}"
+        elif notes is not None:
+            note = drift_note(stored, spec, rule_values(spec, catalog))
+            if note is not None:
+                notes.append(note)
+    return [line for done in apply_requests(conn, requests, verify=False) for line in done.changes]

@@ -24,6 +24,9 @@ KEYS_RENDERED = "rendered"
 """keys:<field id> = rendered: the field's per_prefix rows were moved to rendered-text keys."""
 """floor:<field id> = the next value the last seed gave a global field (a durable lower bound)."""
 PACK = "pack"
+REMOVED = "removed:"
+"""removed:<field id>: the rule was removed on purpose (`field remove`); setup apply leaves it so
+until the field is added again."""
 
 
 def put(conn: Connection, name: str, value: str) -> None:
@@ -52,3 +55,14 @@ def record_phase(conn: Connection, phase: str, info: dict[str, Any]) -> None:
 def seed_marker(scope: str, start: int, fmt: str) -> str:
     """What a seeded field is recorded with: a change of scope, start or format re-seeds it."""
     return f"{scope}|{start}|{fmt}"
+
+
+def removed(conn: Connection) -> set[str]:
+    """The field ids whose rule was removed on purpose (and not added back)."""
+    return set(read(conn, REMOVED))
+
+
+def forget_removed(conn: Connection, field_id: str) -> None:
+    """The field has a rule again: setup apply manages it as any other."""
+    if has_table(conn, setup_state.name):
+        conn.execute(sa.delete(setup_state).where(setup_state.c.name == f"{REMOVED}{field_id}"))

@@ -114,7 +114,8 @@ class RuleEdit:
     numbering: str | None = None
     time_zone: str | None = None
     length: int | None = None
-    """Refused when given: a column's length is chosen when the field is added."""
+    """The column's length: a custom object's column is resized (never below its longest value);
+    an adopted table's is never altered, the field follows it (rules/length.py)."""
     allocation: str | None = None
     fiscal_year_start: int | None = None
     date_source: str | None = None

@@ -17,7 +17,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.catalog import CatalogSnapshot, Rule, build_rule, load_snapshot
 from autonumber.db.tables import counter_table, system_object, system_record_type
-from autonumber.db.unique import Target, find_duplicates, missing_unique_indexes
+from autonumber.db.unique import Target, find_duplicates, unindexed
 from autonumber.errors import AutonumberError, FormatError, SeedLimitError, SeedParseError, VerifyError
 from autonumber.format import parse_format
 from autonumber.format.tokens import TAXONOMY_OBJECT
@@ -275,18 +275,29 @@ def v7_duplicates(conn: Connection, snapshot: CatalogSnapshot, rules: Iterable[R
 
 def v7_unique_indexes(conn: Connection, snapshot: CatalogSnapshot, rules: Iterable[Rule]) -> list[Finding]:
     """V7 holds by construction only when the database refuses a second copy: each autonumber
-    column needs its UNIQUE index (missing on a database upgraded without `db upgrade`)."""
+    column needs a UNIQUE index on the whole column (missing on a database upgraded without `db
+    upgrade`); a partial or expression unique index does not count. `db upgrade` creates it
+    (it repairs the indexes of every autonumber column, nothing else)."""
     targets = {
         rule.field_id: Target(rule.name, snapshot.table(rule.object_name).name, rule.field_name)
         for rule in rules
     }
-    missing = set(missing_unique_indexes(conn, list(targets.values())))
-    return [
-        _finding(
-            f"V7 field_id={field_id}: {t.field}: column {t.table}.{t.column} has no UNIQUE index; "
-            "run autonumber db upgrade (or autonumber setup apply)",
-            field_id,
+    missing = unindexed(conn, list(targets.values()))
+    out = []
+    for field_id, t in targets.items():
+        if t not in missing:
+            continue
+        partial = missing[t]
+        has = (
+            f"only the partial or expression unique index {partial}, which does not refuse every second copy"
+            if partial
+            else "no UNIQUE index"
         )
-        for field_id, t in targets.items()
-        if t in missing
-    ]
+        out.append(
+            _finding(
+                f"V7 field_id={field_id}: {t.field}: column {t.table}.{t.column} has {has}; "
+                f"run autonumber db upgrade (it creates the index)",
+                field_id,
+            )
+        )
+    return out

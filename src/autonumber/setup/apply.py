@@ -43,6 +43,8 @@ class Context:
     reporter: Reporter
     reseed: bool = False
     backups: dict[str, str] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+    """What a phase reports that is no change (a stored rule the data-spec differs from)."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +63,8 @@ class PhaseResult:
     name: str
     changes: list[str]
     seconds: float
+    notes: list[str] = field(default_factory=list)
+    """Lines that are no change: a rule the data-spec differs from, kept as stored."""
 
 
 def _targets(ctx: Context, conn: sa.Connection) -> list[Target]:
@@ -110,7 +114,7 @@ def _standard_pack(ctx: Context) -> list[str]:
 
 def _formats(ctx: Context) -> list[str]:
     with ctx.engine.begin() as conn:
-        return sync_rules(conn, ctx.spec.rules)
+        return sync_rules(conn, ctx.spec.rules, ctx.notes)
 
 
 def _record_type_codes(ctx: Context) -> list[str]:
@@ -207,13 +211,16 @@ def run_phases(
     with dialect_for(engine).named_lock(engine, BOOTSTRAP_LOCK, lock_timeout):
         for phase in phases:
             started = time.perf_counter()
+            ctx.notes = []
             changes = phase.run(ctx)
-            result = PhaseResult(phase.name, changes, time.perf_counter() - started)
+            result = PhaseResult(phase.name, changes, time.perf_counter() - started, ctx.notes)
             results.append(result)
             _record(engine, run_id, result)
             ctx.reporter.note(f"phase {phase.name}: {len(changes)} change(s), {result.seconds:.2f} s")
             for line in changes:
                 ctx.reporter.detail(f"  {line}")
+            for line in result.notes:
+                ctx.reporter.note(f"  note: {line}")
     return results
 
 

@@ -22,6 +22,8 @@ from .models import (
     CountersOut,
     ErrorOut,
     FieldOut,
+    FieldRemovedOut,
+    FieldRenameIn,
     GapsOut,
     HealthOut,
     ImportOut,
@@ -98,6 +100,10 @@ ERRORS: dict[int | str, dict[str, Any]] = {
 }
 
 api = APIRouter(prefix="/api", responses=ERRORS)
+ADMIN_ERRORS: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorOut, "description": "no or wrong admin token"},
+    403: {"model": ErrorOut, "description": "AUTONUMBER_ADMIN_TOKEN is not set on the server"},
+}
 ops = APIRouter()
 
 
@@ -206,6 +212,22 @@ def change_field(field_id: str, body: RuleChangeIn, request: Request, c: Console
     """Admin: change a rule as `autonumber field set` does; 409 with one line when it is refused."""
     c.admin.require(request)
     return c.edit_rule(field_id, body.model_dump(exclude={"base"}), body.base)
+
+
+@api.delete("/autonumber/fields/{field_id}", tags=["admin"], responses=ADMIN_ERRORS)
+def remove_field(field_id: str, request: Request, c: ConsoleDep) -> FieldRemovedOut:
+    """Admin: remove the rule as `autonumber field remove` does; the column and its values stay,
+    and the field added back later continues above every value it ever issued."""
+    c.admin.require(request)
+    return c.remove_rule(field_id)
+
+
+@api.post("/autonumber/fields/{field_id}/rename", tags=["admin"], responses=ADMIN_ERRORS)
+def rename_field(field_id: str, body: FieldRenameIn, request: Request, c: ConsoleDep) -> FieldOut:
+    """Admin: rename the field as `autonumber field rename` does (it keeps its id); 409 with one
+    line when refused (an adopted table's column the application has not renamed yet)."""
+    c.admin.require(request)
+    return c.rename_rule(field_id, body.name)
 
 
 @api.get("/autonumber/fields/{field_id}/counters", tags=["autonumber"])

@@ -117,11 +117,18 @@ class PreviewOut(BaseModel):
 
 
 class RuleChangeIn(BaseModel):
-    """A rule change for an autonumber field (admin); scope and start default to the stored ones."""
+    """A partial rule change for an autonumber field (admin): what is omitted stays as stored."""
 
     model_config = ConfigDict(extra="forbid")
 
-    format: str = Field(max_length=255)
+    format: str | None = Field(None, max_length=255, description="display format (default: unchanged)")
+    length: int | None = Field(
+        None,
+        ge=1,
+        le=255,
+        description="column length: widens a custom object's column (never below its longest value); "
+        "on an adopted table, the width the application gave its column (default: unchanged)",
+    )
     scope: str | None = Field(None, description="global, per_day or per_prefix (default: unchanged)")
     start: int | None = Field(
         None, ge=0, description="first number when no value exists (default: unchanged)"
@@ -184,6 +191,22 @@ class CountersOut(BaseModel):
     field: str
     scope: str
     counters: list[CounterLineOut]
+
+
+class FieldRemovedOut(BaseModel):
+    """What removing a rule did: the field keeps its column and values, its counters are floors."""
+
+    field_id: str
+    field: str
+    changes: list[str]
+
+
+class FieldRenameIn(BaseModel):
+    """A field's new API name (admin)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(max_length=64, description="the new API name; the field keeps its id")
 
 
 class CounterMoveOut(BaseModel):

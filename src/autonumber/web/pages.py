@@ -299,7 +299,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
             lambda: c.edit_rule(
                 field_id,
                 {
-                    "format": str(form.get("format", "")),
+                    "format": str(form.get("format", "")).strip() or None,
                     "scope": scope,
                     "start": int(start) if start else None,
                     "numbering": numbering,
@@ -315,6 +315,17 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
     except AutonumberError as exc:
         return redirect(f"/rules#{field_id}", f"error: {exc}")
     return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")
+
+
+@pages.post("/rules/{field_id}/remove", response_class=HTMLResponse)
+async def remove_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
+    """Remove a field's rule (`autonumber field remove`): its column and values stay."""
+    try:
+        c.admin.require(request)
+        out = await run_in_threadpool(c.remove_rule, field_id)
+    except AutonumberError as exc:
+        return redirect(f"/rules#{field_id}", f"error: {exc}")
+    return redirect("/rules", f"{out.field}: rule removed, stored values kept")
 
 
 @pages.post("/rules/{field_id}/counter", response_class=HTMLResponse)

@@ -12,7 +12,7 @@ from autonumber.bulk_import import ImportOptions, ImportSummary, run_import
 from autonumber.catalog import CatalogSnapshot
 from autonumber.commands.audit import gaps_on
 from autonumber.commands.counters import counters_on
-from autonumber.commands.fields import change_field, field_views
+from autonumber.commands.fields import change_field, drop_rule, field_views, rename_rule
 from autonumber.db.objects import key_column
 from autonumber.errors import RecordError
 from autonumber.jsonl import Line, read_lines
@@ -27,6 +27,7 @@ from .models import (
     CounterMoveOut,
     CountersOut,
     FieldOut,
+    FieldRemovedOut,
     GapOut,
     GapsOut,
     ImportOut,
@@ -296,6 +297,17 @@ class Console:
         row = self.platform.catalog.current().stored(field_id)
         edit = RuleEdit(row.info.object, row.info.name, **changes)
         done = change_field(self.platform, edit, base)
+        return self.field(done.field_id)
+
+    def remove_rule(self, field_id: str) -> FieldRemovedOut:
+        """Remove a field's rule (`autonumber field remove`); its values stay."""
+        name = self.snapshot.stored(field_id).name
+        done = drop_rule(self.platform, field_id)
+        return FieldRemovedOut(field_id=done.field_id, field=name, changes=done.changes)
+
+    def rename_rule(self, field_id: str, new_name: str) -> FieldOut:
+        """Rename a field (`autonumber field rename`); it keeps its id."""
+        done = rename_rule(self.platform, field_id, new_name)
         return self.field(done.field_id)
 
     def counters(self, field_id: str) -> CountersOut:

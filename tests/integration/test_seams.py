@@ -3,8 +3,9 @@ the rule changes, checking after every step what the product promises as a whole
 
 Steps: inserts (one, many, committed-batch streams, a caller's transaction that commits or rolls
 back), `field set` (format, global ↔ per_day scope, time zone, gapless ↔ standard numbering, single
-↔ blocks allocation, leaving and joining a shared counter), `counter set`, a field added with
-backfill, and rows written outside the product at or just above a counter's next number.
+↔ blocks allocation, column length, leaving and joining a shared counter), `counter set`, a field
+removed and added again, a field added with backfill, and rows written outside the product at or
+just above a counter's next number.
 Invariants after every step:
 
 - no rendered number twice within a field, nor within a shared counter's members, ever — a number
@@ -270,6 +271,26 @@ class Seams(RuleBasedStateMachine):
         _, nxt = self.next_value(f"{obj}.{key}")
         code, out = self.cli(["counter", "set", obj, key, "--next", str(nxt + by), "--db", self.url])
         assert code == 0, out
+
+    @rule()
+    def remove_and_add_again(self) -> None:
+        """A.No__c loses its rule (the values stay) and gets one again: it goes on above every
+        value it ever handed out."""
+        f = self.fields[f"{self.a}.No__c"]
+        code, out = self.cli(["field", "remove", self.a, "No__c", "--db", self.url])
+        assert code == 0, out
+        fmt = FORMATS["No__c"][0]
+        self.field_cli("add", self.a, "No__c", fmt, "--scope", "global")
+        f.formats.append((fmt, "global"))
+        self.p.catalog.refresh()
+        self.note_counters()
+
+    @rule(length=st.sampled_from([20, 30, 60]))
+    def length_change(self, length: int) -> None:
+        """A.No__c's column is resized (every value it holds fits in 20)."""
+        fmt, scope = self.fields[f"{self.a}.No__c"].formats[-1]
+        self.field_cli("set", self.a, "No__c", fmt, "--scope", scope, "--length", str(length))
+        self.p.catalog.refresh()
 
     @rule()
     def numbering_change(self) -> None:

@@ -93,6 +93,8 @@ class Dialect:
     error_aborts_transaction: ClassVar[bool] = False
     """PostgreSQL only: a failed statement aborts the whole transaction, so a caller's transaction
     cannot try an INSERT again after a duplicate key (elsewhere only the statement rolls back)."""
+    enforces_text_length: ClassVar[bool] = True
+    """Whether a VARCHAR(n) refuses longer text (SQLite keeps n as a name only)."""
     transactional_ddl: ClassVar[bool] = False
     """Whether DDL can be rolled back (PostgreSQL, SQLite); MySQL-family DDL commits implicitly."""
     has_guard_trigger: ClassVar[bool] = False

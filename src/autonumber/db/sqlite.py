@@ -78,6 +78,7 @@ class SQLiteDialect(Dialect):
 
     name = "sqlite"
     reserve_on_caller_when_written = True
+    enforces_text_length = False
     transactional_ddl = True
 
     def insert(self, table: sa.Table) -> Any:

@@ -48,7 +48,10 @@ class Resize:
 
 
 def column_length(conn: Connection, table: str, column: str) -> int | None:
-    """The declared length of a text column (None: unbounded or not a sized type)."""
+    """The length a text column enforces (None: unbounded, not a sized type, or SQLite, which keeps
+    a declared length as a name only: there the field's MaxLength is the only width)."""
+    if not dialect_for(conn).enforces_text_length:
+        return None
     for col in sa.inspect(conn).get_columns(table):
         if col["name"] == column:
             return getattr(col["type"], "length", None)

@@ -22,7 +22,13 @@ from sqlalchemy.engine import Engine
 import autonumber
 from autonumber.db import check_reachable, create_engine, mask
 from autonumber.db.schema import table_names
-from autonumber.db.tables import LEGACY_TABLES, counter_table, system_field, system_record_type
+from autonumber.db.tables import (
+    AUTONUMBER_COLUMNS,
+    LEGACY_TABLES,
+    counter_table,
+    system_field,
+    system_record_type,
+)
 from autonumber.rules.verify import verify
 
 from .apply import apply
@@ -86,20 +92,17 @@ def wipe(engine: Engine) -> None:
 
 
 def snapshot(engine: Engine) -> dict[str, Any]:
-    """The state that must not change between applies: rules, counters, record-type codes."""
+    """The state that must not change between applies: every rule attribute and the column length,
+    counters, record-type codes."""
     f, c, r = system_field, counter_table, system_record_type
     with engine.connect() as conn:
         return {
             "fields": sorted(
                 tuple(x)
                 for x in conn.execute(
-                    sa.select(
-                        f.c.Id,
-                        f.c.auto_number_format,
-                        f.c.auto_number_start,
-                        f.c.auto_number_scope,
-                        f.c.auto_number_token_refs,
-                    ).where(f.c.auto_number_format.is_not(None))
+                    sa.select(f.c.Id, f.c.MaxLength, *(f.c[c] for c in AUTONUMBER_COLUMNS)).where(
+                        f.c.auto_number_format.is_not(None)
+                    )
                 )
             ),
             "counters": sorted(

@@ -1,4 +1,4 @@
-"""Database URL handling without a database: parsing, masking, driver choice (issue 2, item 6)."""
+"""Database URL handling without a database: parsing, masking, driver choice."""
 
 from __future__ import annotations
 

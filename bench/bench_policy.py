@@ -1,4 +1,4 @@
-"""Numbering policies side by side (issue 18), every ratio from one run on one machine.
+"""Numbering policies side by side, every ratio from one run on one machine.
 
 1. `gapless` vs django-sequences: `Records.insert` of a Case whose CaseNumber is gapless (number
    taken in the caller's transaction, counter row locked until COMMIT) against django-sequences'

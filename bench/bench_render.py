@@ -1,7 +1,7 @@
 """Rendering throughput on one core: compiled Format.render vs a hand-written f-string.
 
 Run: .venv/bin/python bench/bench_render.py [--quick]
-Target (issue 3): >= 500,000 values/s for IBG-B-{YYYY}{MM}{DD}-{000000}, within 1.5x of the f-string.
+Target: >= 500,000 values/s for IBG-B-{YYYY}{MM}{DD}-{000000}, within 1.5x of the f-string.
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Run: .venv/bin/python bench/bench_seed.py [--quick] --db mysql+pymysql://root@12
         --db postgresql+psycopg://postgres@127.0.0.1/autonumber_h6_bench
 Every --db is a SCRATCH database: all its tables are dropped. Each measurement runs in a fresh child
 process (so its peak RSS is its own); peak Python heap comes from tracemalloc in a second scan.
-Target (issue 6): >= 200,000 rows/s, and memory that does not grow with the row count.
+Target: >= 200,000 rows/s, and memory that does not grow with the row count.
 """
 
 from __future__ import annotations

@@ -231,7 +231,7 @@ def section(doc: Mapping[str, Any], plots: Sequence[str]) -> str:
             out += ["Skipped here: " + "; ".join(f"{k} ({v})" for k, v in b["skipped"].items()), ""]
     if doc["backends"]:
         out += ["### assign_batch(1000), one caller", "", _batch(doc), ""]
-        out += ["### Targets (issue 9)", "", _targets(doc), ""]
+        out += ["### Targets", "", _targets(doc), ""]
     out += ["### Other benchmarks in the same run", "", _extras(doc), "", END]
     return "\n".join(out)
 

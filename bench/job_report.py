@@ -17,7 +17,7 @@ SERVER_BACKENDS = ("mysql", "postgresql")
 SPEED_GOALS = {"sqlite": {"1×1": 0.5, "1×8": 1.0}, "mysql": {"1×1": 0.8, "1×8": 1.0}}
 SPEED_GOALS["postgresql"] = SPEED_GOALS["mysql"]
 EARLIER = {"sqlite": {"1×32": 0.89, "1×100": 1.85}, "postgresql": {"1×32": 1.27, "1×100": 3.17}}
-"""Issue 27's floor for 32 and 100 callers: the ratios of the run before it (2026-12-01T08:32Z). The
+"""The floor for 32 and 100 callers: the ratios of the run before it (2026-12-01T08:32Z). The
 MariaDB peer of that run collapsed on its connects, so its ratios are no floor: ≥ 1.0× there."""
 PEERS = (
     "`peer:native-insert`: `autonumber.db.create_engine(url, pool_size=min(callers, 50), "
@@ -122,7 +122,7 @@ def job_targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 
 def speed_targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
-    """Issue 27: few callers at least as fast as a plain INSERT, and the caller's transaction with as
+    """Few callers at least as fast as a plain INSERT, and the caller's transaction with as
     many connections as the peer at least as fast as the peer."""
     out = Targets()
     for backend, job in doc.get("job", {}).items():
@@ -237,18 +237,18 @@ def job_section(doc: Mapping[str, Any]) -> list[str]:
     rows = target_rows(doc.get("job_targets", []), MARKDOWN_MET)
     speed = target_rows(doc.get("speed_targets", []), MARKDOWN_MET)
     return [
-        "### The job: a record with its number (issues 17 and 27)",
+        "### The job: a record with its number",
         "",
         "How each contestant was configured in this run:",
         "",
         *[f"- {line}" for line in PEERS],
         "",
         *job_tables(doc),
-        "#### Targets (issue 17)",
+        "#### Targets: a record with its number",
         "",
         md_table(TARGET_HEADER, rows),
         "",
-        "#### Targets (issue 27)",
+        "#### Targets: one caller and a few",
         "",
         md_table(TARGET_HEADER, speed),
         "",

@@ -1,4 +1,4 @@
-"""records.insert ÷ the native INSERT, measured in alternating rounds (issue 27's one and few callers).
+"""records.insert ÷ the native INSERT, measured in alternating rounds (one and few callers).
 
     .venv/bin/python -m bench.pairs -b postgresql --callers 1 --callers 8 --rounds 5
 

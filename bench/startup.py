@@ -1,7 +1,7 @@
 """CLI start-up: the wall time of short `autonumber` commands, each run as a fresh process.
 
 Every command runs once to warm the OS file cache (not counted), then RUNS times; the best and the
-median wall times are kept. The target (issue 15) is a median of at most TARGET_SECONDS.
+median wall times are kept. The target is a median of at most TARGET_SECONDS.
 """
 
 from __future__ import annotations

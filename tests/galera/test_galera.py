@@ -1,4 +1,4 @@
-"""The engine on a three-node MariaDB Galera cluster (issue 10).
+"""The engine on a three-node MariaDB Galera cluster.
 
 Conflicting writes on different nodes are detected at COMMIT (certification, error 1213), so these
 tests check what a single server cannot: a reservation that fails at COMMIT never hands out its

@@ -1,5 +1,5 @@
-"""Time-of-day and fiscal-year tokens, and per-token null defaults, on every backend (issue 26;
-docs/formats.md, docs/cross-record.md): through the CLI (`field add|set`) and the library.
+"""Time-of-day and fiscal-year tokens, and per-token null defaults, on every backend
+(docs/formats.md, docs/cross-record.md): through the CLI (`field add|set`) and the library.
 
 The database clock the reservation samples is pinned through the dialect's `utc_now` seam, so
 every rendered time is exact.

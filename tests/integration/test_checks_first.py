@@ -1,4 +1,4 @@
-"""Issue 13: checks before anything is written.
+"""Checks before anything is written.
 
 A start the counter cannot hold is refused on every path (CLI, data-spec operation, console/HTTP
 in tests/web) with one line naming field, width and value; a refused overflow leaves the counter

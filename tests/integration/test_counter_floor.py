@@ -1,4 +1,4 @@
-"""Issue 13, scenario 4: a lost counter row never brings back a number the legacy counter passed.
+"""A lost counter row never brings back a number the legacy counter passed.
 
 Cut-over with the legacy `CurrentNumber` 500 above the live maximum 420; then the Case counter row
 is deleted and `setup apply` is run, as the runbook says. The row must come back above 500 — from

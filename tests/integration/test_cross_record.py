@@ -1,4 +1,4 @@
-"""Cross-record tokens on every backend (issue 5; cases 8–12; docs/cross-record.md).
+"""Cross-record tokens on every backend (cases 8–12; docs/cross-record.md).
 
 Resolution runs before any reservation, so a token that fails closed writes nothing: no record
 and no counter movement. Most tests pin the database clock through the dialect's `utc_now` seam so

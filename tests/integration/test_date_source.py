@@ -1,4 +1,4 @@
-"""A rule dated by the record itself (issue 26, docs/formats.md "date source"), on every backend:
+"""A rule dated by the record itself (docs/formats.md "date source"), on every backend:
 `--date-source InvoiceDate` through the CLI, the library's insert / insert_many, bulk import and
 HTTP; a record without the date fails closed with one line, writing nothing and taking no number."""
 

@@ -1,4 +1,4 @@
-"""The database clock (issue 2, item 4): UTC, aware, microseconds where the backend has them.
+"""The database clock: UTC, aware, microseconds where the backend has them.
 
 MariaDB samples `UTC_TIMESTAMP(6)` and PostgreSQL `clock_timestamp() AT TIME ZONE 'UTC'`, both with
 microsecond resolution. SQLite's `strftime('%Y-%m-%d %H:%M:%f','now')` has only MILLISECOND

@@ -1,4 +1,4 @@
-"""The single-statement atomic increment (issue 2, item 4): `UPDATE … RETURNING` on PostgreSQL and
+"""The single-statement atomic increment: `UPDATE … RETURNING` on PostgreSQL and
 SQLite, `LAST_INSERT_ID(expr)` on the MySQL family. Each call reserves [returned - n, returned - 1];
 concurrent callers get distinct, contiguous values."""
 

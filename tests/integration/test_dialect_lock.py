@@ -1,4 +1,4 @@
-"""The named exclusive lock (issue 2, item 4): GET_LOCK on MariaDB, advisory locks on PostgreSQL,
+"""The named exclusive lock: GET_LOCK on MariaDB, advisory locks on PostgreSQL,
 a lease row taken under BEGIN IMMEDIATE on SQLite. A second holder (another connection, thread or
 process) is kept out and times out cleanly with LockTimeout; after release it gets the lock."""
 

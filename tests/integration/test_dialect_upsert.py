@@ -1,4 +1,4 @@
-"""Insert-or-raise-to-GREATEST (issue 2, item 4): the upsert never lowers a value, alone or under
+"""Insert-or-raise-to-GREATEST: the upsert never lowers a value, alone or under
 8 concurrent writers. Lost races the backend reports (deadlocks) are retried and counted."""
 
 from __future__ import annotations

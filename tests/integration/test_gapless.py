@@ -1,4 +1,4 @@
-"""The `gapless` numbering policy (issue 18): the number is taken in the caller's transaction, so a
+"""The `gapless` numbering policy: the number is taken in the caller's transaction, so a
 rollback gives it back; concurrent callers (threads and processes) get one contiguous run."""
 
 from __future__ import annotations

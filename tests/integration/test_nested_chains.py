@@ -1,4 +1,4 @@
-"""Depth-3 chains and the nested-dot syntax (issue 26, docs/cross-record.md) on every backend:
+"""Depth-3 chains and the nested-dot syntax (docs/cross-record.md) on every backend:
 `{Opportunity.Account.BillingCountryCode}` on Quote, `{Acct.Country.Region.Code}` three hops away,
 through `field add|set` and the library; a broken hop fails closed or shows the token's default."""
 

@@ -1,4 +1,4 @@
-"""Issue 13, scenario 1: per_prefix counts by the text a value shows, so no two values coincide.
+"""`per_prefix` counts by the text a value shows, so no two values coincide.
 
 Also: `INV-{YYYY}-{0000}` per_prefix restarts each year (database-clock seam), and rows keyed the
 old way (token values joined by `|`) move to the new keys with GREATEST, idempotently.

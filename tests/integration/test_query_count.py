@@ -1,4 +1,4 @@
-"""`assign_batch` resolves cross-record tokens without N+1 (issue 5): one query per chain step for the
+"""`assign_batch` resolves cross-record tokens without N+1: one query per chain step for the
 whole batch, so the statements a batch issues do not grow with its size. Counted with a
 `before_cursor_execute` listener on every pool of the platform, on every backend."""
 
@@ -154,7 +154,7 @@ def test_tokens_without_a_caller_connection_share_one_fresh_connection(platform:
     assert len(reads(seen, "Account")) == 1 and len(reads(seen, "_System_RecordType")) == 1, seen
 
 
-# ---- one record, one caller: the statements `records.insert` sends (issue 27) ------------------
+# ---- one record, one caller: the statements `records.insert` sends ------------------
 #
 # Counted at the driver (`engine_support.traced`) over every pool of the platform, with
 # SQLAlchemy's `commit` event for each COMMIT where the driver sends it otherwise. A transaction's

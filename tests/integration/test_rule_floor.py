@@ -1,4 +1,4 @@
-"""Issue 23: no path that (re)creates or moves a counter reissues a value that was ever reserved.
+"""No path that (re)creates or moves a counter reissues a value that was ever reserved.
 
 Values reserved by `engine.assign_one` and never stored (a caller that rolled back) are on no row of
 the user's table; only the counter, the reservation journal and the rows a scope change retired know

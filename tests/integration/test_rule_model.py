@@ -1,4 +1,4 @@
-"""Issue 23: one rule model, on every backend — no door drops an attribute, reverts a sanctioned
+"""One rule model, on every backend — no door drops an attribute, reverts a sanctioned
 change, or lets two edits silently undo each other; adopted tables with any key column are edited
 like the platform's own."""
 

@@ -1,4 +1,4 @@
-"""The system schema is created and reconciled idempotently on every backend (issue 2, item 5)."""
+"""The system schema is created and reconciled idempotently on every backend."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Shared counters (issue 26, docs/changing-rules.md "Shared counters"), on every backend: several
+"""Shared counters (docs/changing-rules.md "Shared counters"), on every backend: several
 fields on several objects draw from one counter (`--shared-counter NAME`), through the CLI and the
 library; a member that does not fit is refused with one line and nothing written; joining and
 leaving start above every value either counter reserved; verify, the gap audit and `counter

@@ -1,4 +1,4 @@
-"""SQLite's BEGIN IMMEDIATE goes on the driver's connection (db/sqlite.py, issue 27): a writer still
+"""SQLite's BEGIN IMMEDIATE goes on the driver's connection (db/sqlite.py): a writer still
 takes the write lock at BEGIN, a read-only connection still begins deferred, and a refused BEGIN
 ("database is locked") still reaches callers as SQLAlchemy's OperationalError, which the retry
 policy recognises as a lost race."""

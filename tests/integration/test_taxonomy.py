@@ -1,4 +1,4 @@
-"""Taxonomy tokens on every backend (issue 5; case 13):
+"""Taxonomy tokens on every backend (case 13):
 `{RecordType.RecordTypeCode}` resolves through the record's RecordTypeId against
 `_System_RecordType.RecordTypeCode`; a record type without a code fails closed."""
 

@@ -1,4 +1,4 @@
-"""Issue 13, scenario 3: limits that hold for ten years.
+"""Limits that hold for ten years.
 
 The 3,650 cap counts distinct days of a per_day field only. A database holding Contract numbers of
 4 countries × 9 record types × 400 days (14,400 per_prefix keys) cuts over with `setup apply` and

@@ -1,4 +1,4 @@
-"""Per-field time zones (issue 18): the one database clock sample, converted to the field's zone,
+"""Per-field time zones: the one database clock sample, converted to the field's zone,
 dates the number and bounds its per_day / per_prefix counters. Moments are injected through the
 engine's clock hook (the database-clock seam); the field's zone does the rest."""
 

@@ -1,4 +1,4 @@
-"""Issue 13, scenario 2: the database itself refuses an autonumber value stored twice.
+"""The database itself refuses an autonumber value stored twice.
 
 `setup apply` and `field add` put a UNIQUE index on every autonumber column; a column that already
 holds a duplicate makes apply fail before it changes anything, naming field, value and row Ids;

@@ -272,7 +272,7 @@ def test_idempotency_keys_get_a_binary_no_pad_collation_on_the_mysql_family() ->
 
 def test_the_stamped_increment_on_mysql_is_its_update_alone() -> None:
     """No SELECT reads the clock back: the value comes in the OK packet, the stamp stays on the row
-    for the record's INSERT … RETURNING to read (issue 27)."""
+    for the record's INSERT … RETURNING to read."""
     from autonumber.engine.reservation import _FITS, _KEY, _N, STAMPED_AT, _params
 
     rule = type("R", (), {"counter_id": "Case.CaseNumber", "format": type("F", (), {"counter_width": 8})})()

@@ -105,7 +105,7 @@ def test_every_command_has_an_example(
 
 
 def test_preview_in_a_time_zone(capsys: pytest.CaptureFixture[str]) -> None:
-    """20:00 UTC on 17 April is already 18 April in Tokyo (issue 18)."""
+    """20:00 UTC on 17 April is already 18 April in Tokyo."""
     argv = ["D-{YYYY}{MM}{DD}-{00}", "--counter", "1", "--at", "2026-04-17T20:00:00+00:00"]
     assert run(capsys, "preview", *argv, "--time-zone", "Asia/Tokyo")[:2] == (0, "D-20260418-01\n")
     assert run(capsys, "preview", *argv)[:2] == (0, "D-20260417-01\n")

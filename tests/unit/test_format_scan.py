@@ -61,7 +61,7 @@ def test_per_prefix_key_precision_and_order(fmt: str, key: str) -> None:
 
 
 def test_per_prefix_values_rendering_the_same_text_share_a_key() -> None:
-    """Issue #13: SG + TCSA and SGT + CSA render SGTCSA-01: one counter, not two."""
+    """SG + TCSA and SGT + CSA render SGTCSA-01: one counter, not two."""
     f = parse_format("{Account.BillingCountryCode}{RecordType.RecordTypeCode}-{00}")
     bcc, rtc = "Account.BillingCountryCode", "RecordType.RecordTypeCode"
     k1 = f.scope_key("per_prefix", AT, {bcc: "SG", rtc: "TCSA"})

@@ -1,4 +1,4 @@
-"""Issue 26 over HTTP and in the console: the fiscal year start in the fields API and the rules
+"""Over HTTP and in the console: the fiscal year start in the fields API and the rules
 form, and the preview of time-of-day, fiscal-year and null-default tokens."""
 
 from __future__ import annotations

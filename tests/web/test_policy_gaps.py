@@ -1,4 +1,4 @@
-"""Issue 18 over HTTP: the numbering policy and time zone in the fields API and the rules page,
+"""Over HTTP: the numbering policy and time zone in the fields API and the rules page,
 the console preview in a zone, and the gap audit as JSON and as a page."""
 
 from __future__ import annotations

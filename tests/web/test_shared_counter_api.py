@@ -1,4 +1,4 @@
-"""Shared counters over HTTP and in the console (issue 26): the field PUT joins and leaves a shared
+"""Shared counters over HTTP and in the console: the field PUT joins and leaves a shared
 counter, a member that does not fit is a 409 with one line and nothing changed, the fields API
 shows it, and the rules form sets it (empty: a counter of the field's own)."""
 

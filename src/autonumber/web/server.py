@@ -21,7 +21,7 @@ class NoDelay(asyncio.Protocol):
 
     asyncio does so only when the listening socket says IPPROTO_TCP, and the socket Uvicorn binds
     for `--workers N` says 0: each keep-alive response (headers and body sent apart) then waited
-    ~40 ms for the client's delayed ACK (Uvicorn issue #3149)."""
+    ~40 ms for the client's delayed ACK."""
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         sock = transport.get_extra_info("socket")

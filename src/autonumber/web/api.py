@@ -52,10 +52,11 @@ WORKER = Gauge(
 )
 
 
-async def writer(request: Request) -> None:
-    """Writes need AUTONUMBER_API_TOKEN (or the admin token) as a Bearer header when it is set.
+async def token_holder(request: Request) -> None:
+    """With AUTONUMBER_API_TOKEN set, every API call — reads too — needs it (or the admin token) as a
+    Bearer header or a console login; without it the API is open.
 
-    Open writes or a Bearer token are decided on the event loop; only a session cookie, which the
+    Open access or a Bearer token are decided on the event loop; only a session cookie, which the
     database holds, is looked up on a worker thread."""
     admin = (await console(request)).admin
     if not admin.writes_need_token or admin.bearer_role(request) is not None:
@@ -63,7 +64,6 @@ async def writer(request: Request) -> None:
     await run_in_threadpool(admin.require_writer, request)
 
 
-WriterDep = Depends(writer)
 IdempotencyKey = Annotated[
     str | None,
     Header(
@@ -79,7 +79,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
         (400, "a request the server cannot read (e.g. a malformed body)"),
         (
             401,
-            "AUTONUMBER_API_TOKEN is set and the request has no valid Bearer token (writes), or "
+            "AUTONUMBER_API_TOKEN is set and the request has no valid Bearer token or login, or "
             "an admin call without the admin token",
         ),
         (403, "a cross-origin browser request, or admin changes disabled on this server"),
@@ -99,7 +99,7 @@ ERRORS: dict[int | str, dict[str, Any]] = {
     )
 }
 
-api = APIRouter(prefix="/api", responses=ERRORS)
+api = APIRouter(prefix="/api", responses=ERRORS, dependencies=[Depends(token_holder)])
 ADMIN_ERRORS: dict[int | str, dict[str, Any]] = {
     401: {"model": ErrorOut, "description": "no or wrong admin token"},
     403: {"model": ErrorOut, "description": "AUTONUMBER_ADMIN_TOKEN is not set on the server"},
@@ -112,7 +112,6 @@ ops = APIRouter()
     status_code=201,
     response_model=dict[str, Any],
     tags=["records"],
-    dependencies=[WriterDep],
 )
 def create_record(
     object: str, data: Annotated[RecordIn, Body()], c: ConsoleDep, key: IdempotencyKey = None
@@ -149,13 +148,12 @@ api.add_api_route(  # before the JSON route of the same path: it matches NDJSON 
     methods=["POST"],
     status_code=201,
     tags=["records"],
-    dependencies=[WriterDep],
     include_in_schema=False,
     route_class_override=NdjsonRoute,
 )
 
 
-@api.post("/records/{object}/bulk", status_code=201, tags=["records"], dependencies=[WriterDep])
+@api.post("/records/{object}/bulk", status_code=201, tags=["records"])
 def create_records(object: str, body: BulkIn, c: ConsoleDep, key: IdempotencyKey = None) -> BulkOut:
     """Insert many records in one transaction (one reservation batch per autonumber field)."""
     stored = c.insert_many(object, body.records, idempotency_key=key)
@@ -180,7 +178,7 @@ def get_record(object: str, record_id: str, c: ConsoleDep) -> dict[str, Any]:
     return c.get(object, record_id)
 
 
-@api.patch("/records/{object}/{record_id}", tags=["records"], dependencies=[WriterDep])
+@api.patch("/records/{object}/{record_id}", tags=["records"])
 def update_record(
     object: str, record_id: str, changes: Annotated[RecordIn, Body()], c: ConsoleDep
 ) -> dict[str, Any]:

@@ -18,7 +18,7 @@ from .api import WORKER, api, ops
 from .auth import AdminAuth, cross_origin, host_refused
 from .limits import BodyLimit, body_limit, bulk_body_limit
 from .openapi import install_docs
-from .pages import pages, word_breaks
+from .pages import LoginRequired, pages, to_login, word_breaks
 from .service import Console
 
 HERE = Path(__file__).parent
@@ -58,6 +58,7 @@ def create_app(
     app.include_router(ops)
     app.include_router(pages)
     errors.install(app)
+    app.add_exception_handler(LoginRequired, to_login)
     install_docs(app)
     WORKER.set(1)
     app.add_middleware(

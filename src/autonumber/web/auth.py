@@ -2,8 +2,8 @@
 sessions, CSRF tokens, the same-origin check and login rate limiting.
 
 - `AUTONUMBER_ADMIN_TOKEN` enables admin changes; `AUTONUMBER_API_TOKEN`, when set, is required for
-  every write through the API (Bearer header) and the console (a login). The admin token also
-  writes.
+  every call through the API, reads included (Bearer header), and every console page (a login).
+  The admin token also reads and writes.
 - A console login gets a signed session cookie that expires; the session also lives in
   `_System_WebSession`, so a logout ends it on every worker.
 - Every form carries a CSRF token tied to a cookie; every state-changing request whose Origin (or
@@ -64,12 +64,11 @@ class AdminRequired(AutonumberError):
 
 
 class WriteTokenRequired(AutonumberError):
-    """A write without the API token while AUTONUMBER_API_TOKEN is set."""
+    """A call (read or write) without the API token while AUTONUMBER_API_TOKEN is set."""
 
     def __init__(self) -> None:
         super().__init__(
-            f"this server requires a token for writes: send 'Authorization: Bearer <{API_ENV}>' "
-            "or log in at /login"
+            f"this server requires a token: send 'Authorization: Bearer <{API_ENV}>' or log in at /login"
         )
 
 

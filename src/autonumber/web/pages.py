@@ -36,7 +36,33 @@ async def csrf_protect(request: Request) -> None:
         c.admin.check_csrf(request, await request.form())
 
 
-pages = APIRouter(include_in_schema=False, dependencies=[Depends(console), Depends(csrf_protect)])
+class LoginRequired(Exception):
+    """A console page asked for without a login while AUTONUMBER_API_TOKEN is set."""
+
+    def __init__(self, request: Request) -> None:
+        super().__init__("log in first")
+        self.next = str(request.url.path) + _query(request)
+
+
+def viewer(request: Request) -> None:
+    """With AUTONUMBER_API_TOKEN set, every console page but the login needs a login (or a Bearer
+    token): the records and the gap audit are not for whoever reaches the port."""
+    admin = request.app.state.console.admin
+    if request.url.path in ("/login", "/logout") or not admin.writes_need_token:
+        return
+    if admin.role(request) is None:
+        raise LoginRequired(request)
+
+
+def to_login(request: Request, exc: Exception) -> Response:
+    """The handler of LoginRequired: off to the login page, then back."""
+    assert isinstance(exc, LoginRequired)
+    return redirect(f"/login?next={quote(exc.next)}")
+
+
+pages = APIRouter(
+    include_in_schema=False, dependencies=[Depends(console), Depends(viewer), Depends(csrf_protect)]
+)
 
 
 NAV_OBJECTS = tuple(spec.name for spec in CORE_OBJECTS)

@@ -11,6 +11,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from autonumber.db.version import release
 from autonumber.runtime import Platform, connect
 
 from . import errors
@@ -45,7 +46,7 @@ def create_app(
     app = FastAPI(
         title="autonumber",
         summary="Salesforce-grade auto-numbers for CRM records: records API, rules and preview.",
-        version="0.1.0",
+        version=release(),
         docs_url=None,
         redoc_url=None,
     )
@@ -64,6 +65,7 @@ def create_app(
     app.add_middleware(
         RequestGuard, allowed_hosts=None if allowed_hosts is None else tuple(h.lower() for h in allowed_hosts)
     )
+    app.add_middleware(HeadAsGet)
     # added last, so it runs first: before any check reads the body
     app.add_middleware(BodyLimit, limit=body_limit(), bulk_limit=bulk_body_limit())
     return app
@@ -112,3 +114,23 @@ class RequestGuard:
             await send(message)
 
         await self.app(scope, receive, secure_cookies)
+
+
+class HeadAsGet:
+    """Answer HEAD wherever GET answers (FastAPI routes list GET alone): the GET runs, its headers
+    go out and its body does not."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or scope["method"] != "HEAD":
+            await self.app(scope, receive, send)
+            return
+
+        async def headers_only(message: Message) -> None:
+            if message["type"] == "http.response.body":
+                message = {**message, "body": b""}
+            await send(message)
+
+        await self.app({**scope, "method": "GET"}, receive, headers_only)

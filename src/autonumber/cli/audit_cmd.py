@@ -14,7 +14,7 @@ from autonumber.errors import ConfigError
 if TYPE_CHECKING:
     from autonumber.audit import GapReport
 
-from .common import DEFAULT_URL, MAX_COUNTER, DbOption
+from .common import DEFAULT_URL, MAX_COUNTER, DbOption, KeyArg, NameArg, field_key
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -25,9 +25,8 @@ app = typer.Typer(
 
 @app.command("gaps")
 def gaps_cmd(
-    field: Annotated[
-        str, typer.Argument(metavar="FIELD", help="Object.Field or the field's id.", show_default=False)
-    ],
+    field: KeyArg,
+    name: NameArg = None,
     scope_key: Annotated[
         str | None, typer.Option("--scope-key", help="Only this counter scope.", show_default=False)
     ] = None,
@@ -52,7 +51,7 @@ def gaps_cmd(
         raise ConfigError(f"--to {hi} is below --from {lo}")
     from autonumber.commands import audit
 
-    report = audit.gaps(db, field, scope_key=scope_key, lo=lo, hi=hi)
+    report = audit.gaps(db, field_key(field, name), scope_key=scope_key, lo=lo, hi=hi)
     if as_json:
         typer.echo(json.dumps(_as_dict(report), ensure_ascii=False))
     else:

@@ -71,3 +71,50 @@ def console() -> Console:
     from rich.console import Console
 
     return Console(highlight=False)
+
+
+ObjectArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="OBJECT",
+        help="Object API name, e.g. Account (or Account.Member_No__c, without FIELD).",
+        show_default=False,
+    ),
+]
+FieldArg = Annotated[
+    str | None,
+    typer.Argument(metavar="FIELD", help="Field API name, e.g. Member_No__c.", show_default=False),
+]
+NamedFieldArg = Annotated[
+    str, typer.Argument(metavar="FIELD", help="Field API name, e.g. Member_No__c.", show_default=False)
+]
+KeyArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="FIELD", help="Object.Field (or OBJECT FIELD), or the field's id.", show_default=False
+    ),
+]
+NameArg = Annotated[
+    str | None,
+    typer.Argument(
+        metavar="NAME", help="The field's name, when FIELD names the object.", show_default=False
+    ),
+]
+
+
+def one_field(first: str, second: str | None) -> tuple[str, str]:
+    """A field named as `OBJECT FIELD` or as `Object.Field`: its object and field names. Every
+    command takes both forms, so a name copied from one command's output works in any other."""
+    if second is not None:
+        return first, second
+    obj, dot, name = first.partition(".")
+    if not (dot and obj and name):
+        raise typer.BadParameter(
+            f"{first!r}: name the field as OBJECT FIELD or Object.Field", param_hint="FIELD"
+        )
+    return obj, name
+
+
+def field_key(first: str, second: str | None) -> str:
+    """`Object.Field` (or a field id) from the one or two words a command was given."""
+    return first if second is None else f"{first}.{second}"

@@ -8,8 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import DEFAULT_URL, MAX_COUNTER, DbOption, console
-from .field_cmd import FieldArg, ObjectArg
+from .common import DEFAULT_URL, MAX_COUNTER, DbOption, FieldArg, ObjectArg, console, one_field
 
 if TYPE_CHECKING:
     from autonumber.commands.counters import CounterReport
@@ -24,7 +23,7 @@ app = typer.Typer(
 @app.command("show")
 def show_cmd(
     object_name: ObjectArg,
-    field: FieldArg,
+    field: FieldArg = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
@@ -33,6 +32,7 @@ def show_cmd(
 
     Example: autonumber counter show Case CaseNumber
     """
+    object_name, field = one_field(object_name, field)
     from autonumber.commands import counters
 
     report = counters.show_counters(db, object_name, field)
@@ -57,13 +57,13 @@ def _print(report: CounterReport) -> None:
 @app.command("set")
 def set_cmd(
     object_name: ObjectArg,
-    field: FieldArg,
     next_value: Annotated[
         int,
         typer.Option(
             "--next", min=0, max=MAX_COUNTER, help="The next number to hand out.", show_default=False
         ),
     ],
+    field: FieldArg = None,
     scope_key: Annotated[
         str | None,
         typer.Option(
@@ -79,6 +79,7 @@ def set_cmd(
 
     Example: autonumber counter set Case CaseNumber --next 5000
     """
+    object_name, field = one_field(object_name, field)
     from autonumber.commands import counters
 
     typer.echo(counters.set_counter(db, object_name, field, next_value, scope_key).line)

@@ -10,7 +10,21 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import DEFAULT_URL, DbOption, Numbering, Scope, choices, console
+from .common import (
+    DEFAULT_URL,
+    DbOption,
+    FieldArg,
+    KeyArg,
+    NameArg,
+    NamedFieldArg,
+    Numbering,
+    ObjectArg,
+    Scope,
+    choices,
+    console,
+    field_key,
+    one_field,
+)
 
 if TYPE_CHECKING:
     from autonumber.commands.fields import FieldView
@@ -22,12 +36,6 @@ app = typer.Typer(
     no_args_is_help=True,
 )
 
-ObjectArg = Annotated[
-    str, typer.Argument(metavar="OBJECT", help="Object API name, e.g. Account.", show_default=False)
-]
-FieldArg = Annotated[
-    str, typer.Argument(metavar="FIELD", help="Field API name, e.g. Member_No__c.", show_default=False)
-]
 FormatOption = Annotated[
     str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.", show_default=False)
 ]
@@ -160,8 +168,8 @@ def _report(rule: RuleSpec, done: FieldChange) -> None:
 @app.command("add")
 def add_cmd(
     object_name: ObjectArg,
-    field: FieldArg,
     fmt: FormatOption,
+    field: FieldArg = None,
     scope: Annotated[
         str, typer.Option("--scope", metavar=choices(Scope), help="The counter's scope.")
     ] = "global",
@@ -189,6 +197,7 @@ def add_cmd(
 
     Example: autonumber field add Account Member_No__c --format 'MB-{000000}' --start 100 --backfill
     """
+    object_name, field = one_field(object_name, field)
     from autonumber.commands import fields
     from autonumber.rules import RuleEdit
 
@@ -215,7 +224,7 @@ def add_cmd(
 @app.command("backfill")
 def backfill_cmd(
     object_name: ObjectArg,
-    field: FieldArg,
+    field: FieldArg = None,
     batch_size: BatchOption = BATCH_DEFAULT,
     db: DbOption = DEFAULT_URL,
 ) -> None:
@@ -224,13 +233,14 @@ def backfill_cmd(
 
     Example: autonumber field backfill Account Member_No__c
     """
+    object_name, field = one_field(object_name, field)
     _backfill(db, object_name, field, batch_size)
 
 
 @app.command("set")
 def set_cmd(
     object_name: ObjectArg,
-    field: FieldArg,
+    field: FieldArg = None,
     fmt: SetFormatOption = None,
     scope: Annotated[
         str | None,
@@ -274,6 +284,7 @@ def set_cmd(
 
     Example: autonumber field set Account Account_ID__c --time-zone Asia/Tokyo
     """
+    object_name, field = one_field(object_name, field)
     from autonumber.commands import fields
     from autonumber.rules import RuleEdit
 
@@ -299,12 +310,13 @@ def set_cmd(
 
 
 @app.command("remove")
-def remove_cmd(object_name: ObjectArg, field: FieldArg, db: DbOption = DEFAULT_URL) -> None:
+def remove_cmd(object_name: ObjectArg, field: FieldArg = None, db: DbOption = DEFAULT_URL) -> None:
     """Remove an autonumber field's rule: the column and its stored values stay (an ordinary text
     field now); added back later, the field continues above every value it ever issued.
 
     Example: autonumber field remove Account Member_No__c
     """
+    object_name, field = one_field(object_name, field)
     from autonumber.commands import fields
 
     done = fields.remove_field(db, object_name, field)
@@ -316,7 +328,7 @@ def remove_cmd(object_name: ObjectArg, field: FieldArg, db: DbOption = DEFAULT_U
 @app.command("rename")
 def rename_cmd(
     object_name: ObjectArg,
-    field: FieldArg,
+    field: NamedFieldArg,
     new_name: Annotated[
         str, typer.Argument(metavar="NEW", help="The field's new API name.", show_default=False)
     ],
@@ -357,9 +369,8 @@ def list_cmd(
 
 @app.command("show")
 def show_cmd(
-    field: Annotated[
-        str, typer.Argument(metavar="FIELD", help="Object.Field or the field's id.", show_default=False)
-    ],
+    field: KeyArg,
+    name: NameArg = None,
     as_json: JsonOption = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
@@ -369,7 +380,7 @@ def show_cmd(
     """
     from autonumber.commands import fields
 
-    _show(fields.describe_fields(db, field=field), as_json)
+    _show(fields.describe_fields(db, field=field_key(field, name)), as_json)
 
 
 def _show(views: list[FieldView], as_json: bool) -> None:

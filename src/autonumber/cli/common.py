@@ -11,6 +11,7 @@ from autonumber.defaults import DATABASE_ENV, DEFAULT_URL
 
 if TYPE_CHECKING:
     from rich.console import Console
+    from rich.table import Table
 
 __all__ = [
     "DEFAULT_URL",
@@ -73,6 +74,23 @@ def console() -> Console:
     return Console(highlight=False)
 
 
+def show_table(table: Table) -> None:
+    """A table on a terminal; in a pipe, one tab-separated line per row under a header line (the
+    title as a `#` comment), never wrapped and never boxed, so `grep`, `cut` and `awk` read it."""
+    import sys
+
+    if sys.stdout.isatty():
+        console().print(table)
+        return
+    if table.title:
+        print(f"# {table.title}")
+    columns = table.columns
+    if any(str(c.header) for c in columns):
+        print("\t".join(str(c.header) for c in columns))
+    for cells in zip(*(c.cells for c in columns), strict=True):
+        print("\t".join(str(cell).replace("\t", " ").replace("\n", " ") for cell in cells))
+
+
 ObjectArg = Annotated[
     str,
     typer.Argument(
@@ -96,9 +114,7 @@ KeyArg = Annotated[
 ]
 NameArg = Annotated[
     str | None,
-    typer.Argument(
-        metavar="NAME", help="The field's name, when FIELD names the object.", show_default=False
-    ),
+    typer.Argument(metavar="NAME", help="The field's name, when FIELD names the object.", show_default=False),
 ]
 
 

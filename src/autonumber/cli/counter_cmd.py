@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import DEFAULT_URL, MAX_COUNTER, DbOption, FieldArg, ObjectArg, console, one_field
+from .common import DEFAULT_URL, MAX_COUNTER, DbOption, FieldArg, ObjectArg, one_field, show_table
 
 if TYPE_CHECKING:
     from autonumber.commands.counters import CounterReport
@@ -51,7 +51,7 @@ def _print(report: CounterReport) -> None:
         table.add_column(head, overflow="fold")
     for c in report.counters:
         table.add_row(c.scope_key or "global", str(c.next_value), c.next_number or "?", str(c.floor))
-    console().print(table)
+    show_table(table)
 
 
 @app.command("set")

@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import DEFAULT_URL, DbOption, console
+from .common import DEFAULT_URL, DbOption, console, show_table
 
 if TYPE_CHECKING:
     from autonumber.db.status import DatabaseStatus
@@ -93,4 +93,4 @@ def print_status(st: DatabaseStatus) -> None:
     table.add_row("objects", str(st.objects))
     table.add_row("autonumber fields", str(st.autonumber_fields))
     table.add_row("counter rows", str(st.counter_rows))
-    console().print(table)
+    show_table(table)

@@ -21,9 +21,9 @@ from .common import (
     ObjectArg,
     Scope,
     choices,
-    console,
     field_key,
     one_field,
+    show_table,
 )
 
 if TYPE_CHECKING:
@@ -408,4 +408,4 @@ def _show(views: list[FieldView], as_json: bool) -> None:
             state,
             "\n".join(shown) or "-",
         )
-    console().print(table)
+    show_table(table)

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_URL, MAX_ROWS, DbOption, console
+from .common import DEFAULT_URL, MAX_ROWS, DbOption, console, show_table
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -33,7 +33,7 @@ def print_plan() -> None:
     table.add_column("what it does")
     for i, phase in enumerate(PHASES, 1):
         table.add_row(str(i), phase.name, phase.summary)
-    console().print(table)
+    show_table(table)
 
 
 @app.command("apply")

@@ -48,10 +48,7 @@ class Resize:
 
 
 def column_length(conn: Connection, table: str, column: str) -> int | None:
-    """The length a text column enforces (None: unbounded, not a sized type, or SQLite, which keeps
-    a declared length as a name only: there the field's MaxLength is the only width)."""
-    if not dialect_for(conn).enforces_text_length:
-        return None
+    """The declared length of a text column (None: unbounded or not a sized type)."""
     for col in sa.inspect(conn).get_columns(table):
         if col["name"] == column:
             return getattr(col["type"], "length", None)
@@ -95,6 +92,8 @@ def plan_resize(
         if physical is None or physical == stored:
             return None
         return Resize(name, field_id, table, column, stored, physical, physical, alter=False)
+    if not dialect_for(conn).enforces_text_length:
+        physical = None  # SQLite keeps a declared length as a name only: MaxLength is the width
     if wanted is None or (wanted == stored and wanted == (physical or wanted)):
         return None
     longest = longest_value(conn, table, column)

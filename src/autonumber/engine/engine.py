@@ -14,6 +14,7 @@ from autonumber.catalog import Catalog, Rule
 from autonumber.db import Dialect
 from autonumber.db.base import Numbered
 from autonumber.db.driver import kept
+from autonumber.db.fence import declare
 
 from .blocks import Blocks, Piece
 from .combining import Combiner
@@ -134,6 +135,8 @@ class Engine:
         rule = snapshot.rule(field)
         if not records:
             return Assigned([], None)
+        if conn is not None:
+            declare(conn)  # a caller's connection from another pool: the writer fence's declaration
         if dates is None:  # before any reservation: a missing date takes none
             dates = record_dates(rule, records)
         keys = {ref.key for ref in rule.token_refs}

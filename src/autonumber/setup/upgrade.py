@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
+from autonumber.db.fence import ensure_fence, install_fence
 from autonumber.db.guard import refresh_guard
 from autonumber.db.schema import add_columns, reconcile_system_schema, reconcile_tables
 from autonumber.db.tables import idempotency_table, reservation_journal, system_field, system_object
@@ -112,6 +113,14 @@ def _date_columns(engine: Engine, reporter: Reporter) -> list[str]:
     return changes
 
 
+def _writer_fence(engine: Engine, reporter: Reporter) -> list[str]:
+    """Triggers on the counter table refusing a counter write from a session that declared no
+    schema version, or an older one than the database's: a process of an earlier release kept
+    running across the upgrade stops at its next counter write (db/fence.py)."""
+    with engine.begin() as conn:
+        return install_fence(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -136,6 +145,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         (_rule_columns("auto_number_shared_counter"),),
     ),
     Migration(7, "date fields of custom objects are DATE columns", (_date_columns,)),
+    Migration(8, "writer fence: counter writes only from sessions declaring this schema", (_writer_fence,)),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 
@@ -176,10 +186,12 @@ def run_migrations(engine: Engine, reporter: Reporter | None = None) -> list[str
 
 def repair(engine: Engine, reporter: Reporter | None = None) -> list[str]:
     """Put back what another tool dropped from a database at this release's version: the missing
-    system tables (empty) and the UNIQUE index of every autonumber column (stored duplicates refuse
-    it, naming them). Idempotent; [] when nothing is missing."""
+    system tables (empty), the UNIQUE index of every autonumber column (stored duplicates refuse
+    it, naming them) and the writer fence. Idempotent; [] when nothing is missing."""
     rep = reporter or NullReporter()
-    return _system_tables(engine, rep) + _unique_indexes(engine, rep)
+    changes = _system_tables(engine, rep) + _unique_indexes(engine, rep)
+    with engine.begin() as conn:
+        return changes + ensure_fence(conn)
 
 
 def upgrade(

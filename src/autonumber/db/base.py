@@ -411,8 +411,9 @@ class Dialect:
     """Whether a schema declaration (db/fence.py) made inside a transaction stays after it rolls
     back (SQLite's function, MariaDB's session variable; not PostgreSQL's session setting)."""
 
-    def fence_install_sql(self) -> list[str]:
-        """The statements that create (or replace) the writer fence (db/fence.py)."""
+    def fence_install_sql(self, floor: int) -> list[str]:
+        """The statements that create (or replace) the writer fence (db/fence.py), refusing a
+        session that declared less than `floor` or than the database's version."""
         raise NotImplementedError(f"{self.name}: no writer fence")
 
     def fence_drop_sql(self) -> list[str]:

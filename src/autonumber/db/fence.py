@@ -1,7 +1,11 @@
 """The writer fence (docs/upgrading.md, "Rolling upgrades"): triggers on the counter table that
 refuse a counter INSERT or UPDATE from a session that has not declared the schema version it
 writes, or declared one older than the database's (the largest version in
-`_System_SchemaVersion`).
+`_System_SchemaVersion`) or than the release that installed the triggers (their floor).
+
+`db upgrade` installs them with its own version as the floor before its first migration step, so
+a process of the release before stops at its next counter write from the moment the upgrade
+begins, not only once it is stamped: nothing it writes meets a half-migrated schema.
 
 Why: a process of an earlier release kept running across `autonumber db upgrade` would go on
 writing counter rows with its old view of them (0.1.0 and 0.2.0 check no version at all); the
@@ -25,6 +29,8 @@ from typing import TYPE_CHECKING, Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from autonumber.errors import SchemaUpgradedMeanwhile
+
 if TYPE_CHECKING:
     from .base import Dialect
 
@@ -36,7 +42,9 @@ ADVICE = (
     "a process of an earlier release kept running across `autonumber db upgrade`: stop it and "
     "start it on the upgraded release (docs/upgrading.md, Rolling upgrades)"
 )
-MESSAGE = f"{MARKER}: this session declared no schema version or an older one than the database; {ADVICE}"
+MESSAGE = (
+    f"{MARKER}: this session declared no schema version, or an older one than the database needs; {ADVICE}"
+)
 """What the trigger says where its message is fixed text (SQLite); MariaDB and PostgreSQL name
 both versions: MARKER, the versions, ADVICE. No quote character: it is pasted into SQL text."""
 assert "'" not in MESSAGE and "%" not in MESSAGE
@@ -66,10 +74,12 @@ def _dialect(bind: Connection) -> Dialect:
 
 
 def install_fence(conn: Connection) -> list[str]:
-    """Create (or replace) the fence triggers on the counter table."""
-    for statement in _dialect(conn).fence_install_sql():
+    """Create (or replace) the fence triggers on the counter table, refusing every session that
+    declared less than this release's schema version (the floor), or than the database's."""
+    floor = schema_version()
+    for statement in _dialect(conn).fence_install_sql(floor):
         conn.execute(sa.text(statement))
-    return [f"writer fence {TRIGGER} on _System_AutoNumberCounter"]
+    return [f"writer fence {TRIGGER} on _System_AutoNumberCounter (schema {floor} and above)"]
 
 
 def ensure_fence(conn: Connection) -> list[str]:
@@ -114,8 +124,19 @@ def declare(conn: Connection) -> None:
 
 def is_refusal(exc: BaseException) -> bool:
     """Whether a database error is the fence refusing a counter write of this session."""
-    text = str(getattr(exc, "orig", None) or exc)
+    if not isinstance(exc, sa.exc.DBAPIError):
+        return False
+    text = str(exc.orig or exc)
     return MARKER in text or SQLITE_FUNCTION in text
+
+
+def raise_if_refused(exc: BaseException) -> None:
+    """SchemaUpgradedMeanwhile from a refusal of this release's write (a later release upgraded
+    the database while this process ran); nothing for any other error."""
+    if is_refusal(exc):
+        from .version import release
+
+        raise SchemaUpgradedMeanwhile(schema_version(), release()) from exc
 
 
 __all__ = [
@@ -131,5 +152,6 @@ __all__ = [
     "ensure_fence",
     "install_fence",
     "is_refusal",
+    "raise_if_refused",
     "schema_version",
 ]

@@ -39,9 +39,10 @@ class SQLiteFence:
 
     declaration_outlives_transaction: ClassVar[bool] = True
 
-    def fence_install_sql(self) -> list[str]:
+    def fence_install_sql(self, floor: int) -> list[str]:
         check = (
-            f'WHEN "{SQLITE_FUNCTION}"() < (SELECT coalesce(max(version), 0) FROM "{VERSIONS}") '
+            f'WHEN "{SQLITE_FUNCTION}"() < max({int(floor)}, '
+            f'(SELECT coalesce(max(version), 0) FROM "{VERSIONS}")) '
             f"BEGIN SELECT RAISE(ABORT, '{MESSAGE}'); END"
         )
         return [
@@ -77,13 +78,14 @@ class MySQLFence:
 
     declaration_outlives_transaction: ClassVar[bool] = True
 
-    def fence_install_sql(self) -> list[str]:
+    def fence_install_sql(self, floor: int) -> list[str]:
         body = (
             "BEGIN DECLARE at_version INT; DECLARE msg VARCHAR(512); "
-            f"SELECT COALESCE(MAX(version), 0) INTO at_version FROM `{VERSIONS}`; "
+            f"SELECT GREATEST({int(floor)}, COALESCE(MAX(version), 0)) INTO at_version FROM `{VERSIONS}`; "
             f"IF COALESCE({MYSQL_VARIABLE}, 0) < at_version THEN "
             f"SET msg = CONCAT('{MARKER}: this session declared schema version ', "
-            f"COALESCE({MYSQL_VARIABLE}, 'none'), ', the database is at ', at_version, '; {ADVICE}'); "
+            f"COALESCE({MYSQL_VARIABLE}, 'none'), ', the database needs at least ', at_version, "
+            f"'; {ADVICE}'); "
             "SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = msg; END IF; END"
         )
         return [
@@ -115,13 +117,14 @@ class PostgreSQLFence:
 
     declaration_outlives_transaction: ClassVar[bool] = False
 
-    def fence_install_sql(self) -> list[str]:
+    def fence_install_sql(self, floor: int) -> list[str]:
         return [
             f"CREATE OR REPLACE FUNCTION {TRIGGER}() RETURNS trigger AS $$ "
             f"DECLARE declared int := coalesce(nullif(current_setting('{PG_SETTING}', true), ''), '0')::int; "
-            f'at_version int := (SELECT coalesce(max(version), 0) FROM "{VERSIONS}"); '
+            f"at_version int := (SELECT greatest({int(floor)}, coalesce(max(version), 0)) "
+            f'FROM "{VERSIONS}"); '
             "BEGIN IF declared < at_version THEN "
-            f"RAISE EXCEPTION '{MARKER}: this session declared schema version %, the database is at "
+            f"RAISE EXCEPTION '{MARKER}: this session declared schema version %, the database needs at least "
             f"%; {ADVICE}', CASE WHEN declared = 0 THEN 'none' ELSE declared::text END, at_version "
             "USING ERRCODE = 'P0001'; END IF; RETURN NULL; END $$ LANGUAGE plpgsql",
             f'DROP TRIGGER IF EXISTS {TRIGGER} ON "{COUNTERS}"',

@@ -19,7 +19,13 @@ from autonumber.db import dialect_for
 from autonumber.db.fence import ensure_fence, install_fence
 from autonumber.db.guard import refresh_guard
 from autonumber.db.schema import add_columns, reconcile_system_schema, reconcile_tables
-from autonumber.db.tables import idempotency_table, reservation_journal, system_field, system_object
+from autonumber.db.tables import (
+    idempotency_table,
+    reservation_journal,
+    schema_version_table,
+    system_field,
+    system_object,
+)
 from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
 from autonumber.progress import NullReporter, Reporter
@@ -113,6 +119,14 @@ def _date_columns(engine: Engine, reporter: Reporter) -> list[str]:
     return changes
 
 
+def _raise_fence(engine: Engine) -> list[str]:
+    """Before the first migration step: the writer fence with this release's version as its floor
+    (and the version table it reads), so processes of earlier releases stop at their next counter
+    write while the steps run, none writing into a half-migrated schema (db/fence.py)."""
+    with engine.begin() as conn:
+        return reconcile_tables(conn, [schema_version_table]) + install_fence(conn)
+
+
 def _writer_fence(engine: Engine, reporter: Reporter) -> list[str]:
     """Triggers on the counter table refusing a counter write from a session that declared no
     schema version, or an older one than the database's: a process of an earlier release kept
@@ -168,7 +182,7 @@ def run_migrations(engine: Engine, reporter: Reporter | None = None) -> list[str
         return _system_tables(engine, rep)  # created at this version, and stamped
     if found > SCHEMA_VERSION:
         check_version(found)
-    changes = []
+    changes = _raise_fence(engine) if found < SCHEMA_VERSION else []
     for migration in MIGRATIONS:
         if migration.number <= found:
             continue

@@ -19,7 +19,7 @@ from .bulk_rows import PairChunks, Rejected, RowCheck, ordered_ids
 from .catalog import Catalog, CatalogSnapshot, Rule
 from .db.base import Dialect, Numbered, by_fields, to_utc
 from .db.driver import kept, savepoint, statement, watched
-from .db.fence import raise_if_refused
+from .db.fence import declare, raise_if_refused
 from .db.held import HeldConnection
 from .db.objects import key_column
 from .engine import Engine, metrics
@@ -231,6 +231,8 @@ class Records:
         committed (the caller owns its own COMMIT); our COMMIT failing other than on a lost race
         (which rolled back) raises CommitOutcomeUnknown naming the records' Ids."""
         committing = False
+        if conn is not None:
+            declare(conn)  # a caller's connection from another pool: the writer fence's declaration
         try:
             with self._txn(conn, db) as c:
                 yield c

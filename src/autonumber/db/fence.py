@@ -23,6 +23,7 @@ Dialect (db/fence_sql.py: `fence_install_sql`, `fence_drop_sql`, `fence_installe
 
 from __future__ import annotations
 
+import contextlib
 import weakref
 from typing import TYPE_CHECKING, Any
 
@@ -109,17 +110,15 @@ def declare(conn: Connection) -> None:
     fairy = conn.connection
     if INFO_KEY in fairy.info:
         return
-    driver = fairy.driver_connection
     dialect = _dialect(conn)
-    if dialect.declaration_outlives_transaction:
-        try:
-            if driver in _declared:
-                return
-        except TypeError:  # a driver connection that takes no weak reference: declare every time
-            driver = None
+    driver = fairy.driver_connection
+    if dialect.declaration_outlives_transaction and driver in _declared:
+        return
     dialect.declare_on(conn)
-    if driver is not None and dialect.declaration_outlives_transaction:
-        _declared[driver] = 1
+    if dialect.declaration_outlives_transaction:
+        # no weak reference to sqlite3's connection: declared again next time (no round trip)
+        with contextlib.suppress(TypeError):
+            _declared[driver] = 1
 
 
 def is_refusal(exc: BaseException) -> bool:

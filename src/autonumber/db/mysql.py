@@ -244,7 +244,7 @@ class MySQLDialect(MySQLFence, Dialect):
             lambda: line(_variables(counter)),
             conn.dialect,
         )
-        stamp = f"SELECT CAST({STAMP_VARIABLE} AS DATETIME(6)), LAST_INSERT_ID()"
+        stamp = f"SELECT CAST({STAMP_VARIABLE} AS DATETIME(6)), {NEXT_VALUE}"
         args = _merged(bump.args(params), journal.args(params))
         if conn.in_transaction():
             sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {journal.sql}; {stamp}"
@@ -324,8 +324,8 @@ class MySQLDialect(MySQLFence, Dialect):
         then `INSERT … SELECT …, CONCAT(before,
         LPAD(@next - n + i, width, '0'), after), @stamp … WHERE @next IS NOT NULL RETURNING
         number, created` (`_numbered_insert`): the values built from the session variables the
-        UPDATE set, then `SELECT LAST_INSERT_ID()` (the writer fence's trigger keeps the value out of
-        the UPDATE's OK packet), so a connection that takes statement batches (the group writer's:
+        UPDATE set, then `SELECT @next` (the writer fence's trigger keeps the value out of the
+        UPDATE's OK packet), so a connection that takes statement batches (the group writer's:
         `statement_batches`) sends all three in one round trip, and no row reads the counter row.
         The text clears @next first, so an UPDATE that matched no row (a missing or full counter)
         inserts nothing. `commit`: the text holds START TRANSACTION before the UPDATE and COMMIT
@@ -342,18 +342,19 @@ class MySQLDialect(MySQLFence, Dialect):
         for i, row in enumerate(bound_tuples(conn.dialect, table, given, rows)):
             args.update({f"r{i}_{j}": arg for j, arg in enumerate(row)})
         if commit:
-            sql = f"SET {NEXT_VARIABLE} = NULL; START TRANSACTION; {bump.sql}; {insert}; {LAST_ID}; COMMIT"
+            text = f"{bump.sql}; {insert}; SELECT {NEXT_VALUE}"
+            sql = f"SET {NEXT_VARIABLE} = NULL; START TRANSACTION; {text}; COMMIT"
             _, _, bumped, inserted, last, _ = execute_batch(conn, sql, args)
             setattr(conn.connection.dbapi_connection, TEXT_COMMITTED, True)
         elif takes_batches(conn):
-            sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {insert}; {LAST_ID}"
+            sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {insert}; SELECT {NEXT_VALUE}"
             _, bumped, inserted, last = execute_batch(conn, sql, args)
         else:
             bumped = execute(conn, bump.sql, named)
             if not bumped.rowcount:
                 return None
             inserted = execute(conn, insert, args)
-            last = execute(conn, LAST_ID, ())
+            last = execute(conn, f"SELECT {NEXT_VALUE}", ())
         if bumped.rowcount == 0 or not inserted.rows:
             return None  # nothing inserted (full or missing counter): the caller raises
         after = int(last.rows[0][0])
@@ -546,6 +547,9 @@ def _assigned(variable: str, value: sa.ColumnElement[Any]) -> sa.ColumnElement[A
 
 
 LAST_ID = "SELECT LAST_INSERT_ID()"
+NEXT_VALUE = f"CAST({NEXT_VARIABLE} AS SIGNED)"
+"""The counter's value after the increment as the UPDATE left it in NEXT_VARIABLE: read after an
+INSERT, where LAST_INSERT_ID() may be that INSERT's AUTO_INCREMENT value instead."""
 
 
 def _bumped(conn: Connection, carried: int | None) -> int:

@@ -20,6 +20,7 @@ from autonumber.db.fence import ensure_fence, install_fence
 from autonumber.db.guard import refresh_guard
 from autonumber.db.schema import add_columns, reconcile_system_schema, reconcile_tables
 from autonumber.db.tables import (
+    counter_table,
     idempotency_table,
     reservation_journal,
     schema_version_table,
@@ -124,6 +125,8 @@ def _raise_fence(engine: Engine) -> list[str]:
     (and the version table it reads), so processes of earlier releases stop at their next counter
     write while the steps run, none writing into a half-migrated schema (db/fence.py)."""
     with engine.begin() as conn:
+        if not sa.inspect(conn).has_table(counter_table.name):
+            return []  # no counter to write (dropped by a rollback): migration 8 fences the new one
         return reconcile_tables(conn, [schema_version_table]) + install_fence(conn)
 
 

@@ -11,7 +11,10 @@ bootstrapping costs seconds on a server (on MariaDB each DDL commits on its own)
 - MariaDB: the snapshot is a database `<name>_tpl`. Emptying moves the tables of a platform whose
   schema is unchanged into `<name>_spare` (RENAME TABLE, no data copy); the next copy reloads
   their rows from the snapshot (DML only) and renames them back. Anything else is dropped, and a
-  copy is then rebuilt from the snapshot's DDL.
+  copy is then rebuilt from the snapshot's DDL. The snapshot's triggers (the writer fence on the
+  counter table) are dropped before the move (a table with triggers cannot change database) and
+  made again after it, and a copy from the DDL makes them after the rows are in (the fence would
+  refuse the copy's own counter rows: its session declares no schema version).
 
 Each worker uses its own databases, named after the configured one plus the worker id (created
 when missing), so `.ci/run` need not know the worker count.
@@ -295,11 +298,7 @@ def _my_snapshot(url: str) -> _MySnapshot | None:
             ).first()
             if views or routines is not None:
                 return None  # not copied by this module: every test bootstraps for real
-            trigger_names = [r[0] for r in conn.execute(sa.text(f"SHOW TRIGGERS FROM `{tpl}`"))]
-            triggers = [
-                str(conn.execute(sa.text(f"SHOW CREATE TRIGGER `{tpl}`.`{t}`")).one()[2])
-                for t in trigger_names
-            ]
+            triggers = _my_triggers(conn, tpl)
             ddl = {t: _my_create(conn, tpl, t) for t in tables}
             checksums = _my_checksums(conn, tpl, tables) if tables else {}
             snap = _MySnapshot(_today(), tpl, spare, ddl, triggers, checksums, _my_auto_increments(conn, tpl))
@@ -319,7 +318,7 @@ def _my_empty(url: str) -> None:
             tables, views = _my_tables(conn, db)
             if not tables and not views:
                 return
-            if snap is not None and not snap.spare_ready and not snap.triggers:
+            if snap is not None and not snap.spare_ready:
                 _my_recycle(conn, db, snap, tables)
             _my_drop_all(conn, db)
     finally:
@@ -330,11 +329,13 @@ def _my_recycle(conn: sa.Connection, db: str, snap: _MySnapshot, tables: list[st
     """Move an unchanged platform's tables to the spare database, to be reloaded for the next copy."""
     if set(snap.tables) - set(tables):
         return
-    if conn.execute(sa.text(f"SHOW TRIGGERS FROM `{db}`")).first() is not None:
+    if _my_triggers(conn, db) != snap.triggers:  # a test made or dropped one
         return
     for table, ddl in snap.tables.items():
         if _plain(_my_create(conn, db, table)) != _plain(ddl):
             return
+    for name in _my_trigger_names(conn, db):
+        conn.execute(sa.text(f"DROP TRIGGER `{db}`.`{name}`"))
     renames = ", ".join(f"`{db}`.`{t}` TO `{snap.spare}`.`{t}`" for t in snap.tables)
     conn.execute(sa.text(f"RENAME TABLE {renames}"))
     snap.spare_ready = True
@@ -363,11 +364,11 @@ def _restore_mysql(url: str) -> bool:
             conn.execute(sa.text("SET SESSION FOREIGN_KEY_CHECKS=0"))
             for ddl in snap.tables.values():
                 conn.exec_driver_sql(ddl)
-            for ddl in snap.triggers:
-                conn.exec_driver_sql(ddl)
             for table in snap.tables:
                 source = f"`{snap.tpl}`.`{table}`"
                 conn.execute(sa.text(f"INSERT INTO `{db}`.`{table}` SELECT * FROM {source}"))
+            for ddl in snap.triggers:  # after the rows: the fence refuses this session's counter rows
+                conn.exec_driver_sql(ddl)
     finally:
         admin.dispose()
     return True
@@ -387,6 +388,18 @@ def _my_reloaded_spare(admin: sa.Engine, db: str, snap: _MySnapshot) -> bool:
             _my_drop_all(conn, db)
             _my_drop_all(conn, snap.spare)
         return False
+
+
+def _my_trigger_names(conn: sa.Connection, db: str) -> list[str]:
+    return sorted(str(r[0]) for r in conn.execute(sa.text(f"SHOW TRIGGERS FROM `{db}`")))
+
+
+def _my_triggers(conn: sa.Connection, db: str) -> list[str]:
+    """The CREATE TRIGGER statements of `db`, by name (they name no database: made where `USE`d)."""
+    return [
+        str(conn.execute(sa.text(f"SHOW CREATE TRIGGER `{db}`.`{t}`")).one()[2])
+        for t in _my_trigger_names(conn, db)
+    ]
 
 
 def _my_checksums(conn: sa.Connection, db: str, tables: Iterable[str]) -> dict[str, int | None]:
@@ -422,6 +435,9 @@ def _my_reload_spare(admin: sa.Engine, db: str, snap: _MySnapshot) -> None:
                 conn.execute(sa.text(f"ALTER TABLE `{spare}`.`{table}` AUTO_INCREMENT = {int(value)}"))
         renames = ", ".join(f"`{spare}`.`{t}` TO `{db}`.`{t}`" for t in snap.tables)
         conn.execute(sa.text(f"RENAME TABLE {renames}"))
+        conn.execute(sa.text(f"USE `{db}`"))
+        for ddl in snap.triggers:
+            conn.exec_driver_sql(ddl)
     snap.spare_ready = False
 
 

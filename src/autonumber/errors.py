@@ -463,6 +463,20 @@ class SchemaTooOld(SchemaVersionError):
         )
 
 
+class SchemaUpgradedMeanwhile(SchemaVersionError):
+    """The database was upgraded past this release while this process ran: the writer fence
+    (docs/upgrading.md, "Rolling upgrades") refused its counter write, and so will every other."""
+
+    def __init__(self, expected: int, release: str) -> None:
+        super().__init__(
+            expected + 1,
+            expected,
+            f"counter write refused: the database was upgraded past this release's schema version "
+            f"{expected} (autonumber {release}) while this process ran; restart it on the release "
+            "that upgraded the database",
+        )
+
+
 class SchemaTooNew(SchemaVersionError):
     """The database was upgraded by a later release: this one refuses to write to it."""
 

@@ -19,6 +19,7 @@ from .bulk_rows import PairChunks, Rejected, RowCheck, ordered_ids
 from .catalog import Catalog, CatalogSnapshot, Rule
 from .db.base import Dialect, Numbered, by_fields, to_utc
 from .db.driver import kept, savepoint, statement, watched
+from .db.fence import declare, raise_if_refused
 from .db.held import HeldConnection
 from .db.objects import key_column
 from .engine import Engine, metrics
@@ -230,11 +231,14 @@ class Records:
         committed (the caller owns its own COMMIT); our COMMIT failing other than on a lost race
         (which rolled back) raises CommitOutcomeUnknown naming the records' Ids."""
         committing = False
+        if conn is not None:
+            declare(conn)  # a caller's connection from another pool: the writer fence's declaration
         try:
             with self._txn(conn, db) as c:
                 yield c
                 committing = conn is None
         except sa.exc.SQLAlchemyError as exc:
+            raise_if_refused(exc)
             dialect = self.engine.dialect
             if committing and not dialect.is_retryable(exc):
                 ids = [str(r.get(key_column(table).name)) for r in records]
@@ -270,7 +274,11 @@ class Records:
             table = snapshot.table(object_name)
             record = self._checked(snapshot, object_name, table, data, f"{object_name} record #1")
             self._refuse_quarantined(snapshot, object_name)
-            return self.group_commit.insert(object_name, record)
+            try:
+                return self.group_commit.insert(object_name, record)
+            except sa.exc.DBAPIError as exc:
+                raise_if_refused(exc)
+                raise
         return self.insert_many(object_name, [data], conn, idempotency_key=idempotency_key)[0]
 
     def insert_many(

@@ -144,6 +144,14 @@ def traced(p: Platform) -> Iterator[list[str]]:
         if not text.upper().startswith("BEGIN"):
             seen.append(text)
 
+    def record_sqlite(statement: Any) -> None:
+        # SQLite's trace repeats a statement's text for each trigger it fires (the writer fence on
+        # the counter table: one per row written): the statement was sent once
+        if not str(statement).startswith("--") and " ".join(str(statement).split()) != (
+            seen[-1] if seen else None
+        ):
+            record(statement)
+
     def count_commits(dbapi_connection: Any) -> None:
         if "commit" in vars(dbapi_connection):
             return
@@ -162,7 +170,7 @@ def traced(p: Platform) -> Iterator[list[str]]:
         if backend != "sqlite":  # SQLite's trace shows its COMMIT
             count_commits(dbapi_connection)
         if backend == "sqlite":
-            dbapi_connection.set_trace_callback(record)
+            dbapi_connection.set_trace_callback(record_sqlite)
             undo.append(lambda: dbapi_connection.set_trace_callback(None))
         elif backend == "mysql" and "query" not in vars(dbapi_connection):
             query = dbapi_connection.query

@@ -90,8 +90,8 @@ def test_a_version_6_custom_object_gets_date_columns_keeping_each_day(
     changes = setup.upgrade_schema(db_url)
     assert any(line.startswith("column Trip.Day: ") for line in changes), changes
     assert not any("Trip.At" in line or "legacy_orders" in line for line in changes), changes
-    assert changes[-1] == f"schema version {DATE_COLUMNS}: date fields of custom objects are DATE columns"
-    assert current_version(engine) == SCHEMA_VERSION == DATE_COLUMNS
+    assert f"schema version {DATE_COLUMNS}: date fields of custom objects are DATE columns" in changes
+    assert current_version(engine) == SCHEMA_VERSION
     engine.dispose()
     kind, values = _stored(db_url, "Trip", "Day")
     assert values == ["2026-04-18", "2026-04-18", "None"]

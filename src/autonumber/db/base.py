@@ -16,6 +16,7 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.format.model import padded_run
 
 from .bulk import Send, bound_tuples, insert_text, nobody_waits
+from .fence import is_refusal
 
 
 def to_utc(value: Any) -> datetime:
@@ -409,6 +410,28 @@ class Dialect:
         """Raise the session flag the guard trigger reads while the block runs; nothing here."""
         yield
 
+    declaration_outlives_transaction: ClassVar[bool] = True
+    """Whether a schema declaration (db/fence.py) made inside a transaction stays after it rolls
+    back (SQLite's function, MariaDB's session variable; not PostgreSQL's session setting)."""
+
+    def fence_install_sql(self, floor: int) -> list[str]:
+        """The statements that create (or replace) the writer fence (db/fence.py), refusing a
+        session that declared less than `floor` or than the database's version."""
+        raise NotImplementedError(f"{self.name}: no writer fence")
+
+    def fence_drop_sql(self) -> list[str]:
+        """The statements that remove the writer fence if it exists."""
+        raise NotImplementedError(f"{self.name}: no writer fence")
+
+    def fence_installed(self, conn: Connection) -> bool:
+        """Whether the writer fence exists in this database."""
+        raise NotImplementedError(f"{self.name}: no writer fence")
+
+    def declare_on(self, conn: Connection, version: int | None = None) -> None:
+        """Declare `version` (default: this release's schema) as the one `conn`'s session writes,
+        on a connection the product's connect hook did not open."""
+        raise NotImplementedError(f"{self.name}: no writer fence")
+
     def is_retryable(self, exc: BaseException) -> bool:
         """Whether a database error is a lost race (deadlock, serialization, certification)."""
         return False
@@ -425,7 +448,7 @@ class Dialect:
     def is_unavailable(self, exc: BaseException) -> bool:
         """Whether an error says the connection was lost, killed or refused (a lost race is not:
         it is retried as one)."""
-        return isinstance(exc, UNAVAILABLE) and not self.is_retryable(exc)
+        return isinstance(exc, UNAVAILABLE) and not self.is_retryable(exc) and not is_refusal(exc)
 
     def bulk_insert(self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
         """Write many checked rows the fastest way this backend has, in `conn`'s transaction, with

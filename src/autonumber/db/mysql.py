@@ -23,7 +23,10 @@ from . import mysql_load, pymysql_tls
 from .base import Counter, Dialect, Numbered, by_fields, forget_server_flag, server_flag, to_utc
 from .bulk import Handed, NotDelimitable, Send, bound_columns, bound_tuples, insert_text, nobody_waits
 from .driver import DriverStatement, execute, execute_batch, kept, statement
-from .guard import MESSAGE, MYSQL_VARIABLE, TRIGGER
+from .fence import INFO_KEY, MYSQL_VARIABLE, schema_version
+from .fence_sql import MySQLFence
+from .guard import MESSAGE, TRIGGER
+from .guard import MYSQL_VARIABLE as GUARD_VARIABLE
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS
 
@@ -54,7 +57,7 @@ def database_lock_name(name: str, database: str | None) -> str:
     return f"{name}:{hashlib.blake2b(database.encode(), digest_size=8).hexdigest()}"[:MAX_LOCK_NAME]
 
 
-class MySQLDialect(Dialect):
+class MySQLDialect(MySQLFence, Dialect):
     """MariaDB/MySQL/TiDB: GET_LOCK for named locks, LAST_INSERT_ID(expr) for atomic increments."""
 
     name = "mysql"
@@ -86,13 +89,17 @@ class MySQLDialect(Dialect):
 
             pymysql_tls.share_preferred_context(engine)
 
+        version = schema_version()
+
         @event.listens_for(engine, "connect")
-        def _utc_session(dbapi_connection: Any, _record: Any) -> None:
+        def _utc_session(dbapi_connection: Any, record: Any) -> None:
             # CURRENT_TIMESTAMP(6) column defaults use the session time zone: pin it to UTC so a
-            # server whose default zone is local time still stores UTC timestamps.
+            # server whose default zone is local time still stores UTC timestamps. The same
+            # statement declares the schema version the writer fence checks (db/fence.py).
             cursor = dbapi_connection.cursor()
-            cursor.execute("SET time_zone = '+00:00'")
+            cursor.execute(f"SET time_zone = '+00:00', {MYSQL_VARIABLE} = {int(version)}")
             cursor.close()
+            record.info[INFO_KEY] = version
 
         if statement_batches:
             _no_commit_after_text(engine)
@@ -168,8 +175,7 @@ class MySQLDialect(Dialect):
         result = conn.execute(stmt, params)
         if result.rowcount == 0:
             return None
-        # the OK packet carries LAST_INSERT_ID(expr): no `SELECT LAST_INSERT_ID()` round trip
-        return int(result.lastrowid)
+        return _bumped(conn, result.lastrowid)
 
     def atomic_increment_clocked(
         self,
@@ -244,7 +250,7 @@ class MySQLDialect(Dialect):
             lambda: line(_variables(counter)),
             conn.dialect,
         )
-        stamp = f"SELECT CAST({STAMP_VARIABLE} AS DATETIME(6))"
+        stamp = f"SELECT CAST({STAMP_VARIABLE} AS DATETIME(6)), {NEXT_VALUE}"
         args = _merged(bump.args(params), journal.args(params))
         if conn.in_transaction():
             sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {journal.sql}; {stamp}"
@@ -252,9 +258,9 @@ class MySQLDialect(Dialect):
         else:  # autocommitted: the text is the whole transaction, COMMIT last
             sql = f"SET {NEXT_VARIABLE} = NULL; START TRANSACTION; {bump.sql}; {journal.sql}; {stamp}; COMMIT"
             _, _, bumped, _, read, _ = execute_batch(conn, sql, args)
-        if bumped.rowcount == 0 or bumped.lastrowid is None:
+        if bumped.rowcount == 0:
             return None
-        return int(bumped.lastrowid), to_utc(read.rows[0][0])
+        return int(read.rows[0][1]), to_utc(read.rows[0][0])
 
     def _clocked_bump(
         self,
@@ -304,8 +310,9 @@ class MySQLDialect(Dialect):
         return bool(conn.dialect.insert_returning)
 
     def numbers_on_insert(self, conn: Connection) -> bool:
-        """Where the INSERT can return the clock sample (`stamp_rides_on_insert`): the increment's
-        value comes back in its OK packet, so `insert_numbered` needs no read in between."""
+        """Where the INSERT can return the clock sample (`stamp_rides_on_insert`): the rows' values
+        are built from the increment's session variable, so `insert_numbered` needs no read in
+        between."""
         return self.stamp_rides_on_insert(conn)
 
     def insert_numbered(
@@ -320,11 +327,12 @@ class MySQLDialect(Dialect):
         commit: bool = False,
     ) -> list[tuple[str, datetime]] | None:
         """`UPDATE counter SET value = LAST_INSERT_ID(@next := value + n), stamp = (@stamp := <clock>) …`
-        (the value also comes back in the OK packet), then `INSERT … SELECT …, CONCAT(before,
+        then `INSERT … SELECT …, CONCAT(before,
         LPAD(@next - n + i, width, '0'), after), @stamp … WHERE @next IS NOT NULL RETURNING
         number, created` (`_numbered_insert`): the values built from the session variables the
-        UPDATE set, so a connection that takes statement batches (the group writer's:
-        `statement_batches`) sends both in one round trip, and no row reads the counter row again.
+        UPDATE set, then `SELECT @next` (the writer fence's trigger keeps the value out of the
+        UPDATE's OK packet), so a connection that takes statement batches (the group writer's:
+        `statement_batches`) sends all three in one round trip, and no row reads the counter row.
         The text clears @next first, so an UPDATE that matched no row (a missing or full counter)
         inserts nothing. `commit`: the text holds START TRANSACTION before the UPDATE and COMMIT
         last, the whole transaction in one round trip (SQLAlchemy's COMMIT after it is then not
@@ -340,20 +348,22 @@ class MySQLDialect(Dialect):
         for i, row in enumerate(bound_tuples(conn.dialect, table, given, rows)):
             args.update({f"r{i}_{j}": arg for j, arg in enumerate(row)})
         if commit:
-            sql = f"SET {NEXT_VARIABLE} = NULL; START TRANSACTION; {bump.sql}; {insert}; COMMIT"
-            _, _, bumped, inserted, _ = execute_batch(conn, sql, args)
+            text = f"{bump.sql}; {insert}; SELECT {NEXT_VALUE}"
+            sql = f"SET {NEXT_VARIABLE} = NULL; START TRANSACTION; {text}; COMMIT"
+            _, _, bumped, inserted, last, _ = execute_batch(conn, sql, args)
             setattr(conn.connection.dbapi_connection, TEXT_COMMITTED, True)
         elif takes_batches(conn):
-            sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {insert}"
-            _, bumped, inserted = execute_batch(conn, sql, args)
+            sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {insert}; SELECT {NEXT_VALUE}"
+            _, bumped, inserted, last = execute_batch(conn, sql, args)
         else:
             bumped = execute(conn, bump.sql, named)
             if not bumped.rowcount:
                 return None
             inserted = execute(conn, insert, args)
-        if bumped.rowcount == 0 or bumped.lastrowid is None or not inserted.rows:
+            last = execute(conn, f"SELECT {NEXT_VALUE}", ())
+        if bumped.rowcount == 0 or not inserted.rows:
             return None  # nothing inserted (full or missing counter): the caller raises
-        after = int(bumped.lastrowid)
+        after = int(last.rows[0][0])
         expected = number.values(after - len(rows), len(rows))
         stored = [(value, to_utc(created)) for value, created in inserted.rows]
         if [value for value, _ in stored] != expected:
@@ -373,20 +383,20 @@ class MySQLDialect(Dialect):
         guard: sa.ColumnElement[bool],
         params: Mapping[str, Any],
     ) -> int | None:
-        """The clocked increment's UPDATE alone: the value comes back in the OK packet
-        (LAST_INSERT_ID(expr)), and no SELECT reads the stamped clock."""
+        """The clocked increment's UPDATE alone, its value read as LAST_INSERT_ID() (`_bumped`);
+        no SELECT reads the stamped clock."""
         # the same statement (and cache entry) as atomic_increment_clocked's UPDATE
         key = (table, where, column, n, clock_column, guard)
         update = self.built(("bump", *key), self._clocked_bump(*key))
         result = conn.execute(update, params)
-        return None if result.rowcount == 0 else int(result.lastrowid)
+        return None if result.rowcount == 0 else _bumped(conn, result.lastrowid)
 
     def guard_install_sql(self) -> list[str]:
         changed = " OR ".join(f"NOT (OLD.{c} <=> NEW.{c})" for c in AUTONUMBER_COLUMNS)
         return [
             f"DROP TRIGGER IF EXISTS {TRIGGER}",
             f"CREATE TRIGGER {TRIGGER} BEFORE UPDATE ON `_System_Field` FOR EACH ROW BEGIN "
-            f"IF ({changed}) AND COALESCE({MYSQL_VARIABLE}, 0) <> 1 THEN "
+            f"IF ({changed}) AND COALESCE({GUARD_VARIABLE}, 0) <> 1 THEN "
             f"SIGNAL SQLSTATE '45000' SET MESSAGE_TEXT = '{MESSAGE}'; END IF; END",
         ]
 
@@ -403,11 +413,11 @@ class MySQLDialect(Dialect):
     @contextmanager
     def guard_authorized(self, conn: Connection) -> Iterator[None]:
         """A session variable: cleared however the block ends (the session outlives it)."""
-        conn.execute(sa.text(f"SET {MYSQL_VARIABLE} = 1"))
+        conn.execute(sa.text(f"SET {GUARD_VARIABLE} = 1"))
         try:
             yield
         finally:
-            conn.execute(sa.text(f"SET {MYSQL_VARIABLE} = NULL"))
+            conn.execute(sa.text(f"SET {GUARD_VARIABLE} = NULL"))
 
     def retype_column(self, conn: Connection, column: sa.Column[Any]) -> list[str]:
         """MODIFY a system column whose collation differs from its declared type's (idempotency
@@ -543,6 +553,18 @@ def is_galera(engine: Engine) -> bool:
 def _assigned(variable: str, value: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
     """`(@variable := value)`: MariaDB sets a session variable inside an expression."""
     return sa.literal_column(variable).op(":=")(value).self_group()
+
+
+LAST_ID = "SELECT LAST_INSERT_ID()"
+NEXT_VALUE = f"CAST({NEXT_VARIABLE} AS SIGNED)"
+"""The counter's value after the increment as the UPDATE left it in NEXT_VARIABLE: read after an
+INSERT, where LAST_INSERT_ID() may be that INSERT's AUTO_INCREMENT value instead."""
+
+
+def _bumped(conn: Connection, carried: int | None) -> int:
+    """The value an UPDATE gave LAST_INSERT_ID(expr): carried by its OK packet, except on a table
+    with a trigger (the writer fence, db/fence.py), whose OK packet says 0: then read back."""
+    return int(carried) if carried else int(conn.exec_driver_sql(LAST_ID).scalar_one())
 
 
 def _variables(counter: Counter) -> sa.CTE:

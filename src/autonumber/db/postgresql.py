@@ -19,7 +19,10 @@ from autonumber.errors import LockTimeout
 from .base import Counter, Dialect, Numbered, by_fields, driver_code, lock_key, server_flag, to_utc
 from .bulk import Handed, NotDelimitable, Send, delimited, row_columns, text_datetimes
 from .driver import statement
-from .guard import MESSAGE, PG_SETTING, TRIGGER
+from .fence import INFO_KEY, PG_SETTING, schema_version
+from .fence_sql import PostgreSQLFence
+from .guard import MESSAGE, TRIGGER
+from .guard import PG_SETTING as GUARD_SETTING
 from .lease import lease_lock
 from .tables import AUTONUMBER_COLUMNS, counter_table
 
@@ -41,7 +44,7 @@ _DEFER_FLUSH = sa.func.set_config(
 """synchronous_commit off until the end of the current transaction."""
 
 
-class PostgreSQLDialect(Dialect):
+class PostgreSQLDialect(PostgreSQLFence, Dialect):
     """PostgreSQL: session advisory locks keyed by a stable hash of the lock name."""
 
     name = "postgresql"
@@ -214,13 +217,17 @@ class PostgreSQLDialect(Dialect):
         return send
 
     def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:
+        version = schema_version()
+
         @event.listens_for(engine, "connect")
-        def _utc_session(dbapi_connection: Any, _record: Any) -> None:
+        def _utc_session(dbapi_connection: Any, record: Any) -> None:
             # CURRENT_TIMESTAMP defaults and aware datetimes bound to TIMESTAMP columns are converted
-            # with the session TimeZone: pin it to UTC (committed, as SET is transactional).
+            # with the session TimeZone: pin it to UTC (committed, as SET is transactional). The
+            # same round trip declares the schema version the writer fence checks (db/fence.py).
             with dbapi_connection.cursor() as cursor:
-                cursor.execute("SET TIME ZONE 'UTC'")
+                cursor.execute(f"SET TIME ZONE 'UTC'; SET {PG_SETTING} = '{int(version)}'")
             dbapi_connection.commit()
+            record.info[INFO_KEY] = version
 
     def utc_now_expr(self) -> sa.ColumnElement[Any]:
         return sa.func.timezone("UTC", sa.func.clock_timestamp())
@@ -249,7 +256,7 @@ class PostgreSQLDialect(Dialect):
         changed = " OR ".join(f"OLD.{c}::text IS DISTINCT FROM NEW.{c}::text" for c in AUTONUMBER_COLUMNS)
         return [
             f"CREATE OR REPLACE FUNCTION {TRIGGER}() RETURNS trigger AS $$ BEGIN "
-            f"IF ({changed}) AND coalesce(current_setting('{PG_SETTING}', true), '') <> '1' "
+            f"IF ({changed}) AND coalesce(current_setting('{GUARD_SETTING}', true), '') <> '1' "
             f"THEN RAISE EXCEPTION '{MESSAGE}' USING ERRCODE = 'P0001'; END IF; "
             "RETURN NEW; END $$ LANGUAGE plpgsql",
             f'DROP TRIGGER IF EXISTS {TRIGGER} ON "_System_Field"',
@@ -272,9 +279,9 @@ class PostgreSQLDialect(Dialect):
         """A transaction-local setting: it ends with the transaction whatever happens, and is
         cleared after the block so later statements of that transaction are not authorized (no
         `finally`: a failed transaction refuses every further statement)."""
-        conn.execute(sa.text(f"SELECT set_config('{PG_SETTING}', '1', true)"))
+        conn.execute(sa.text(f"SELECT set_config('{GUARD_SETTING}', '1', true)"))
         yield
-        conn.execute(sa.text(f"SELECT set_config('{PG_SETTING}', '', true)"))
+        conn.execute(sa.text(f"SELECT set_config('{GUARD_SETTING}', '', true)"))
 
     def is_retryable(self, exc: BaseException) -> bool:
         return bool(driver_code(exc) in RETRYABLE)

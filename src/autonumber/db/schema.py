@@ -13,6 +13,7 @@ from sqlalchemy.schema import CreateColumn
 from autonumber.identifiers import check_api_name
 
 from . import dialect_for
+from .fence import install_fence
 from .tables import LEGACY_TABLES, SYSTEM_TABLES, system_field, utc_now6
 from .version import SCHEMA_VERSION, stamp
 
@@ -73,11 +74,13 @@ def reconcile_system_schema(engine: Engine) -> list[str]:
 
 
 def reconcile_system_tables(conn: Connection) -> list[str]:
-    """reconcile_system_schema inside the caller's transaction (the Django migration's)."""
+    """reconcile_system_schema inside the caller's transaction (the Django migration's). A fresh
+    database gets the writer fence (db/fence.py) with its version."""
     fresh = system_field.name not in table_names(conn)
     changes = reconcile_tables(conn, SYSTEM_TABLES)
     if fresh:
         stamp(conn, SCHEMA_VERSION, "created at this version")
+        changes += install_fence(conn)
     return changes
 
 

@@ -19,6 +19,8 @@ from autonumber.errors import ConfigError, SetupError
 from .base import Counter, Dialect, Numbered, by_fields, to_utc
 from .bulk import Handed, Send, bound_columns, bound_tuples, flat_rows, insert_text
 from .driver import execute_rows, kept, statement
+from .fence import INFO_KEY, schema_version
+from .fence_sql import SQLiteFence, sqlite_declare
 from .lease import lease_lock
 from .url import mask
 
@@ -73,7 +75,7 @@ def _page_size_of(path: Path) -> int:
     return 65_536 if size == 1 else size
 
 
-class SQLiteDialect(Dialect):
+class SQLiteDialect(SQLiteFence, Dialect):
     """SQLite: the clock has millisecond resolution (`strftime('%f')`); locks are lease rows."""
 
     name = "sqlite"
@@ -128,9 +130,13 @@ class SQLiteDialect(Dialect):
         # readers must not wait on the one writer's table locks (it may be the caller's transaction)
         shared_cache = engine.url.query.get("cache") == "shared"
 
+        version = schema_version()
+
         @event.listens_for(engine, "connect")
-        def _on_connect(dbapi_connection: Any, _record: Any) -> None:
+        def _on_connect(dbapi_connection: Any, record: Any) -> None:
             dbapi_connection.isolation_level = None
+            sqlite_declare(dbapi_connection, version)  # the writer fence's (db/fence.py)
+            record.info[INFO_KEY] = version
             cursor = dbapi_connection.cursor()
             cursor.execute("PRAGMA journal_mode=WAL")
             cursor.execute(f"PRAGMA busy_timeout={BUSY_TIMEOUT_MS}")

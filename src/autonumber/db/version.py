@@ -19,7 +19,7 @@ from autonumber.errors import SchemaMissing, SchemaTooNew, SchemaTooOld, SystemT
 from .sqlite import READONLY
 from .tables import SYSTEM_TABLES, schema_version_table, system_field
 
-SCHEMA_VERSION = 7
+SCHEMA_VERSION = 8
 """The schema this release reads and writes: the number of the last migration it ships."""
 
 

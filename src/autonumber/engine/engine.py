@@ -14,6 +14,7 @@ from autonumber.catalog import Catalog, Rule
 from autonumber.db import Dialect
 from autonumber.db.base import Numbered
 from autonumber.db.driver import kept
+from autonumber.db.fence import declare, raise_if_refused
 
 from .blocks import Blocks, Piece
 from .combining import Combiner
@@ -134,6 +135,8 @@ class Engine:
         rule = snapshot.rule(field)
         if not records:
             return Assigned([], None)
+        if conn is not None:
+            declare(conn)  # a caller's connection from another pool: the writer fence's declaration
         if dates is None:  # before any reservation: a missing date takes none
             dates = record_dates(rule, records)
         keys = {ref.key for ref in rule.token_refs}
@@ -151,35 +154,39 @@ class Engine:
         at: datetime | None = None
         detached: list[Range] = []
         defer = stored_by and self.defer_flush
-        for indices in groups.values():
-            values = cross[indices[0]]
-            by = rule if dates is None else rule.pinned(dates[indices[0]])
-            if by.block_size > 1 and self._on_caller(conn) is None:
-                pieces = self.blocks.take(by, len(indices), values)
-                detached += [Range(rule.counter_id, p.scope_key, p.first, p.count) for p in pieces]
-                at = pieces[-1].assigned_at
-                for idx, (number, piece) in zip(indices, _numbers(pieces), strict=True):
-                    when = piece.assigned_at if dates is None else dates[idx]
-                    out[idx] = rule.render(number, when, values, piece.scope_key)
-                continue
-            if by.gapless:
-                res, offset = reserve_gapless(self.reserver, by, len(indices), values, conn, at), 0
-            elif len(records) == 1 and not inside and dates is None:
-                res, offset = self._reserve_single(by, values, conn, defer)
-            else:
-                res, offset = self._reserve(by, len(indices), values, conn, at, inside, defer), 0
-            if not by.gapless and not inside and self._on_caller(conn) is None:
-                detached.append(Range(rule.counter_id, res.scope_key, res.first + offset, len(indices)))
-            at = res.assigned_at
-            first = res.first + offset
-            if dates is None and len(indices) == len(records):  # one group: every record, in order
-                out = rule.format.fixed_run(first, len(indices)) or [
-                    rule.render(n, at, values, res.scope_key) for n in range(first, first + len(indices))
-                ]
-            else:
-                for j, idx in enumerate(indices):
-                    when = at if dates is None else dates[idx]
-                    out[idx] = rule.render(first + j, when, values, res.scope_key)
+        try:  # the writer fence refusing this release: the database was upgraded past it
+            for indices in groups.values():
+                values = cross[indices[0]]
+                by = rule if dates is None else rule.pinned(dates[indices[0]])
+                if by.block_size > 1 and self._on_caller(conn) is None:
+                    pieces = self.blocks.take(by, len(indices), values)
+                    detached += [Range(rule.counter_id, p.scope_key, p.first, p.count) for p in pieces]
+                    at = pieces[-1].assigned_at
+                    for idx, (number, piece) in zip(indices, _numbers(pieces), strict=True):
+                        when = piece.assigned_at if dates is None else dates[idx]
+                        out[idx] = rule.render(number, when, values, piece.scope_key)
+                    continue
+                if by.gapless:
+                    res, offset = reserve_gapless(self.reserver, by, len(indices), values, conn, at), 0
+                elif len(records) == 1 and not inside and dates is None:
+                    res, offset = self._reserve_single(by, values, conn, defer)
+                else:
+                    res, offset = self._reserve(by, len(indices), values, conn, at, inside, defer), 0
+                if not by.gapless and not inside and self._on_caller(conn) is None:
+                    detached.append(Range(rule.counter_id, res.scope_key, res.first + offset, len(indices)))
+                at = res.assigned_at
+                first = res.first + offset
+                if dates is None and len(indices) == len(records):  # one group: every record, in order
+                    out = rule.format.fixed_run(first, len(indices)) or [
+                        rule.render(n, at, values, res.scope_key) for n in range(first, first + len(indices))
+                    ]
+                else:
+                    for j, idx in enumerate(indices):
+                        when = at if dates is None else dates[idx]
+                        out[idx] = rule.render(first + j, when, values, res.scope_key)
+        except sa.exc.DBAPIError as exc:
+            raise_if_refused(exc)
+            raise
         assert at is not None
         return Assigned(out, at, detached)
 

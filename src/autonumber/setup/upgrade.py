@@ -16,9 +16,17 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
+from autonumber.db.fence import ensure_fence, install_fence
 from autonumber.db.guard import refresh_guard
 from autonumber.db.schema import add_columns, reconcile_system_schema, reconcile_tables
-from autonumber.db.tables import idempotency_table, reservation_journal, system_field, system_object
+from autonumber.db.tables import (
+    counter_table,
+    idempotency_table,
+    reservation_journal,
+    schema_version_table,
+    system_field,
+    system_object,
+)
 from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
 from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
 from autonumber.progress import NullReporter, Reporter
@@ -112,6 +120,24 @@ def _date_columns(engine: Engine, reporter: Reporter) -> list[str]:
     return changes
 
 
+def _raise_fence(engine: Engine) -> list[str]:
+    """Before the first migration step: the writer fence with this release's version as its floor
+    (and the version table it reads), so processes of earlier releases stop at their next counter
+    write while the steps run, none writing into a half-migrated schema (db/fence.py)."""
+    with engine.begin() as conn:
+        if not sa.inspect(conn).has_table(counter_table.name):
+            return []  # no counter to write (dropped by a rollback): migration 8 fences the new one
+        return reconcile_tables(conn, [schema_version_table]) + install_fence(conn)
+
+
+def _writer_fence(engine: Engine, reporter: Reporter) -> list[str]:
+    """Triggers on the counter table refusing a counter write from a session that declared no
+    schema version, or an older one than the database's: a process of an earlier release kept
+    running across the upgrade stops at its next counter write (db/fence.py)."""
+    with engine.begin() as conn:
+        return install_fence(conn)
+
+
 MIGRATIONS: tuple[Migration, ...] = (
     Migration(
         1,
@@ -136,6 +162,7 @@ MIGRATIONS: tuple[Migration, ...] = (
         (_rule_columns("auto_number_shared_counter"),),
     ),
     Migration(7, "date fields of custom objects are DATE columns", (_date_columns,)),
+    Migration(8, "writer fence: counter writes only from sessions declaring this schema", (_writer_fence,)),
 )
 """Every migration, in order; the last number is SCHEMA_VERSION. Add a migration at the end."""
 
@@ -158,7 +185,7 @@ def run_migrations(engine: Engine, reporter: Reporter | None = None) -> list[str
         return _system_tables(engine, rep)  # created at this version, and stamped
     if found > SCHEMA_VERSION:
         check_version(found)
-    changes = []
+    changes = _raise_fence(engine) if found < SCHEMA_VERSION else []
     for migration in MIGRATIONS:
         if migration.number <= found:
             continue
@@ -176,10 +203,12 @@ def run_migrations(engine: Engine, reporter: Reporter | None = None) -> list[str
 
 def repair(engine: Engine, reporter: Reporter | None = None) -> list[str]:
     """Put back what another tool dropped from a database at this release's version: the missing
-    system tables (empty) and the UNIQUE index of every autonumber column (stored duplicates refuse
-    it, naming them). Idempotent; [] when nothing is missing."""
+    system tables (empty), the UNIQUE index of every autonumber column (stored duplicates refuse
+    it, naming them) and the writer fence. Idempotent; [] when nothing is missing."""
     rep = reporter or NullReporter()
-    return _system_tables(engine, rep) + _unique_indexes(engine, rep)
+    changes = _system_tables(engine, rep) + _unique_indexes(engine, rep)
+    with engine.begin() as conn:
+        return changes + ensure_fence(conn)
 
 
 def upgrade(

@@ -5,6 +5,7 @@ rolled-back session leaves a gap (the default policy reserves outside the sessio
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
@@ -186,3 +187,28 @@ def test_core_insert_that_leaves_the_number_empty_is_refused(
     with Session(app_engine) as s, pytest.raises(ReadOnlyAutoNumber, match="leaves number empty"):
         s.execute(sa.insert(Invoice), [{"customer": "bulk"}])
     assert stored(app_engine) == ["EXT-1"]
+
+
+def test_keep_numbers_saves_legacy_numbers_checked_and_moves_the_counter(
+    platform: Platform, app_engine: sa.Engine
+) -> None:
+    from autonumber.integrations.sqlalchemy import NumberRefused, keep_numbers
+
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    year = datetime.now(UTC).year
+    with Session(app_engine) as s:
+        s.add(Invoice(customer="first"))
+        s.commit()
+    with keep_numbers(), Session(app_engine) as s:
+        s.add_all([Invoice(customer="old", number=f"INV-{year}-00040"), Invoice(customer="new")])
+        s.commit()
+    for bad, why in ((f"INV-{year}-00040", "already taken"), ("X-1", "does not match the format")):
+        with keep_numbers(), Session(app_engine) as s:
+            s.add(Invoice(customer="bad", number=bad))
+            with pytest.raises(NumberRefused, match=why):
+                s.commit()
+    with Session(app_engine) as s:
+        s.add(Invoice(customer="later"))
+        s.commit()
+    numbers = stored(app_engine)
+    assert invoice_counters(numbers) == [1, 40, 41, 42]

@@ -31,15 +31,18 @@ from autonumber.rules.store import RuleSpec, check_enums
 from .common import ReadOnlyAutoNumber, ensure_field
 from .django_db import borrowed, close_platforms, database_settings, database_url, platform_for, registered
 from .django_migrations import RegisterAutoNumber, rule_of
+from .keep import NumberRefused, keep, keep_numbers, keeping
 
 __all__ = [
     "AutoNumberField",
     "NeedsAtomic",
+    "NumberRefused",
     "ReadOnlyAutoNumber",
     "RegisterAutoNumber",
     "close_platforms",
     "database_settings",
     "database_url",
+    "keep_numbers",
     "platform_for",
     "register",
 ]
@@ -175,6 +178,26 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
     def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
         super().contribute_to_class(cls, name, private_only)
         models.signals.post_init.connect(self._remember, sender=cls, weak=False)
+        models.signals.pre_save.connect(self._before_load, sender=cls, weak=False)
+        models.signals.post_save.connect(self._loaded, sender=cls, weak=False)
+
+    def _before_load(
+        self, sender: type[models.Model], instance: models.Model, raw: bool, using: str, **kw: Any
+    ) -> None:
+        """Before `loaddata`'s first row is written: open the platform and find the rule, which on
+        SQLite cannot be done once the fixture's transaction holds the write lock."""
+        if raw:
+            register(type(instance), self, using)
+
+    def _loaded(
+        self, sender: type[models.Model], instance: models.Model, raw: bool, using: str, **kw: Any
+    ) -> None:
+        """A row `loaddata` wrote (a raw save: the number as dumped): move the counter past it, so
+        the next `create()` does not hand the same number out. Only moved, never burnt: a counter
+        already past the value stays where it is."""
+        value = getattr(instance, self.attname, None) if raw else None
+        if value:
+            _Kept(self, instance, str(value), check=False).assign(using)
 
     def _remember(self, sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
         if self.attname in instance.__dict__:  # a deferred column is not checked
@@ -190,15 +213,18 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
                     f"assigned on the first save and read-only afterwards ({loaded!r})"
                 )
             return value
+        if value and keeping():
+            return _Kept(self, model_instance, str(value))
         if value:
             raise ReadOnlyAutoNumber(
                 f"{type(model_instance).__name__}.{self.name} is assigned on the first "
-                f"save and cannot be supplied (got {value!r})"
+                f"save and cannot be supplied (got {value!r}); to keep an existing number, save "
+                "inside `with autonumber.integrations.django.keep_numbers():`"
             )
         return _Pending(self, model_instance)  # numbered in get_db_prep_save, which knows the database
 
     def get_db_prep_save(self, value: Any, connection: Any) -> Any:
-        if isinstance(value, _Pending):
+        if isinstance(value, _Pending | _Kept):
             value = value.assign(connection.alias)
         return super().get_db_prep_save(value, connection)
 
@@ -230,3 +256,27 @@ class _Pending:
         setattr(instance, field.attname, value)
         instance.__dict__.setdefault(LOADED, {})[field.attname] = value
         return value
+
+
+class _Kept(_Pending):
+    """A number supplied inside `keep_numbers()`: checked and its counter moved, on the insert's database."""
+
+    def __init__(
+        self, field: AutoNumberField, instance: models.Model, value: str, check: bool = True
+    ) -> None:
+        super().__init__(field, instance)
+        self.value = value
+        self.check = check
+
+    def assign(self, alias: str) -> str:
+        field, instance = self.field, self.instance
+        field_id = register(type(instance), field, alias)
+        platform = platform_for(alias)
+        wrapper = connections[alias]
+        on_caller = platform.engine.rule(field_id).gapless or (
+            wrapper.vendor == "sqlite" and wrapper.in_atomic_block
+        )
+        with borrowed(alias) as conn:
+            keep(platform, field_id, [self.value], conn if self.check else None, conn if on_caller else None)
+        instance.__dict__.setdefault(LOADED, {})[field.attname] = self.value
+        return self.value

@@ -152,8 +152,7 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
         """autonumber.E001: the format, scope, numbering, time zone or start is invalid;
         autonumber.E002: the number can be longer than max_length."""
         model = getattr(self, "model", None)
-        where = f"{model._meta.label}.{self.name}" if model is not None else self.name
-        rule = self.rule(where)
+        rule = self.rule(model._meta.label if model is not None else "model")  # names `label.field` once
         try:
             check_enums(rule)
             report = check_format(self.format, scope=self.scope)

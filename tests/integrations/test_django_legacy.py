@@ -75,3 +75,56 @@ def test_loaddata_into_a_fresh_database_then_create_does_not_collide(project: Pr
     project.manage("loaddata", "invoices.json")
     [number] = project.shell(DUMP_CREATE).split()
     assert number == f"INV-{YEAR}-00004"
+
+
+DATA_MIGRATION = """from django.db import migrations
+
+from autonumber.integrations.django import RegisterAutoNumber
+
+
+def fill(apps, schema_editor):
+    Invoice = apps.get_model("shop", "Invoice")
+    Invoice.objects.create(customer="seeded")
+
+
+class Migration(migrations.Migration):
+    dependencies = [("shop", "0001_initial")]
+    operations = [RegisterAutoNumber("invoice", "number"), migrations.RunPython(fill)]
+"""
+
+FILL = """from django.db import migrations
+
+
+def fill(apps, schema_editor):
+    Invoice = apps.get_model("shop", "Invoice")
+    Invoice.objects.create(customer="seeded")
+
+
+class Migration(migrations.Migration):
+    dependencies = [("shop", "0002_register_number")]
+    operations = [migrations.RunPython(fill)]
+"""
+
+
+def test_register_and_runpython_in_one_migration_says_how_to_split_and_the_split_works(
+    project: Project,
+) -> None:
+    migrations = project.root / "shop" / "migrations"
+    register = migrations / "0002_register_number.py"
+    register.write_text(DATA_MIGRATION)
+    seeded = "from shop.models import Invoice; print(Invoice.objects.get().number)"
+    if project.url.startswith("mysql"):  # no transactional DDL: each step commits, so one migration works
+        project.manage("migrate", "--noinput")
+        assert project.shell(seeded) == f"INV-{YEAR}-00001"
+        return
+    done = project.manage("migrate", "--noinput", ok=False)
+    assert done.returncode != 0
+    [advice] = [line for line in done.stderr.splitlines() if "cannot share one migration" in line]
+    assert "makemigrations shop --empty" in advice and "move the RunPython" in advice, advice
+    assert "database is locked" not in done.stderr and "SchemaMissing" not in done.stderr, done.stderr
+    assert "[ ] 0002_register_number" in project.manage("showmigrations", "shop").stdout
+    # split exactly as advised: the registration alone, the RunPython in the migration after it
+    register.write_text(DATA_MIGRATION.replace(", migrations.RunPython(fill)", ""))
+    (migrations / "0003_fill.py").write_text(FILL)
+    project.manage("migrate", "--noinput")
+    assert project.shell(seeded) == f"INV-{YEAR}-00001"

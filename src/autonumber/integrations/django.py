@@ -30,7 +30,7 @@ from autonumber.rules.store import RuleSpec, check_enums
 
 from .common import ReadOnlyAutoNumber, ensure_field
 from .django_db import borrowed, close_platforms, database_settings, database_url, platform_for, registered
-from .django_migrations import RegisterAutoNumber, rule_of
+from .django_migrations import RegisterAutoNumber, registering, rule_of, split_advice
 from .keep import NumberRefused, keep, keep_numbers, keeping
 
 __all__ = [
@@ -71,6 +71,8 @@ def register(model: type[models.Model], field: AutoNumberField, alias: str = "de
     if found is not None:
         return found
     wrapper = connections[alias]
+    if registering(alias, model._meta.db_table) and wrapper.in_atomic_block:
+        raise AutonumberError(split_advice(model._meta.label, field.name))
     platform = platform_for(alias)
     if wrapper.vendor == "sqlite" and wrapper.in_atomic_block:
         try:
@@ -79,7 +81,8 @@ def register(model: type[models.Model], field: AutoNumberField, alias: str = "de
             raise AutonumberError(
                 f"{model.__name__}.{field.name}: the autonumber rule is not registered yet and SQLite "
                 "cannot register it inside transaction.atomic(); run `manage.py migrate` (it registers "
-                "every AutoNumberField) or save once outside a transaction"
+                "every AutoNumberField) or save once outside a transaction; in a data migration, put "
+                "RegisterAutoNumber in an earlier migration than the RunPython that saves"
             ) from None
     else:
         field_id = ensure_field(platform, rule.object, model._meta.db_table, rule)

@@ -128,3 +128,31 @@ def test_register_and_runpython_in_one_migration_says_how_to_split_and_the_split
     (migrations / "0003_fill.py").write_text(FILL)
     project.manage("migrate", "--noinput")
     assert project.shell(seeded) == f"INV-{YEAR}-00001"
+
+
+SAVE = "from shop.models import Invoice; print(Invoice.objects.create(customer='d').number)"
+
+
+def test_deploy_order_saves_with_the_databases_rule_and_names_the_command(project: Project) -> None:
+    project.manage("migrate", "--noinput")
+    models = project.root / "shop" / "models.py"
+    old_models = models.read_text()
+    models.write_text(old_models.replace('"INV-{YYYY}-{00000}"', '"BILL-{YYYY}-{000000}"'))
+    # (b) model edited, no makemigrations: saved with the database's rule, one line naming the commands
+    done = project.manage("shell", "--no-imports", "-c", SAVE)
+    assert done.stdout.strip() == f"INV-{YEAR}-00001", done.stdout + done.stderr
+    assert "`python manage.py makemigrations shop && python manage.py migrate`" in done.stderr, done.stderr
+    assert "RuleChangeRefused" not in done.stderr
+    # (a) makemigrations run, migrate not yet
+    project.manage("makemigrations", "shop")
+    done = project.manage("shell", "--no-imports", "-c", SAVE)
+    assert done.stdout.strip() == f"INV-{YEAR}-00002", done.stdout + done.stderr
+    assert "numbering with the database's rule until you run `python manage.py migrate`" in done.stderr
+    # (c) migrate run by the deploy while the old code (old model, no new migration) still serves
+    project.manage("migrate", "--noinput")
+    new_migration = next((project.root / "shop" / "migrations").glob("0003_*.py"))
+    new_migration.unlink()
+    models.write_text(old_models)
+    done = project.manage("shell", "--no-imports", "-c", SAVE)
+    assert done.stdout.strip() == f"BILL-{YEAR}-000001", done.stdout + done.stderr
+    assert done.stderr.strip() == "", done.stderr

@@ -30,6 +30,7 @@ from autonumber.rules.store import RuleSpec, check_enums
 
 from .common import ReadOnlyAutoNumber, ensure_field
 from .django_db import borrowed, close_platforms, database_settings, database_url, platform_for, registered
+from .django_deploy import stored_differs, warn_once
 from .django_migrations import RegisterAutoNumber, registering, rule_of, split_advice
 from .keep import NumberRefused, keep, keep_numbers, keeping
 
@@ -85,7 +86,10 @@ def register(model: type[models.Model], field: AutoNumberField, alias: str = "de
                 "RegisterAutoNumber in an earlier migration than the RunPython that saves"
             ) from None
     else:
-        field_id = ensure_field(platform, rule.object, model._meta.db_table, rule)
+        differs = stored_differs(platform, rule)  # a deploy under way: the database's rule wins
+        if differs is not None:
+            warn_once(model, field.name, alias)
+        field_id = differs or ensure_field(platform, rule.object, model._meta.db_table, rule)
     registered[key] = field_id
     return field_id
 

@@ -212,3 +212,29 @@ def test_keep_numbers_saves_legacy_numbers_checked_and_moves_the_counter(
         s.commit()
     numbers = stored(app_engine)
     assert invoice_counters(numbers) == [1, 40, 41, 42]
+
+
+def test_verify_reports_rows_left_without_a_number_after_the_field_was_numbering(
+    db_url: str, platform: Platform, app_engine: sa.Engine
+) -> None:
+    from autonumber.db import create_engine
+    from autonumber.rules.verify import verify
+
+    with app_engine.begin() as conn:  # a row from before the field: not reported
+        conn.execute(sa.text("INSERT INTO sa_invoices (customer) VALUES ('before')"))
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    with Session(app_engine) as s:
+        s.add(Invoice(customer="numbered"))
+        s.commit()
+    eng = create_engine(db_url)
+    try:
+        assert [f for f in verify(eng) if "NULL" in f.message] == []
+        unbind(Invoice.number)  # a process that never bound the field
+        with app_engine.begin() as conn:
+            conn.execute(sa.insert(Invoice.__table__).values(customer="core"))
+        [finding] = [f for f in verify(eng) if "NULL" in f.message]
+    finally:
+        eng.dispose()
+    assert finding.code == "V1" and finding.row_id == "3", finding.message
+    assert "1 row(s) have no number (NULL)" in finding.message
+    assert "autonumber field backfill sa_invoices number" in finding.message

@@ -156,3 +156,17 @@ def test_deploy_order_saves_with_the_databases_rule_and_names_the_command(projec
     done = project.manage("shell", "--no-imports", "-c", SAVE)
     assert done.stdout.strip() == f"BILL-{YEAR}-000001", done.stdout + done.stderr
     assert done.stderr.strip() == "", done.stderr
+
+
+def test_reset_counters_refuses_a_database_the_test_runner_did_not_create(project: Project) -> None:
+    project.manage("migrate", "--noinput")
+    project.shell("from shop.models import Invoice; Invoice.objects.create(customer='kept')")
+    done = project.manage(
+        "shell",
+        "--no-imports",
+        "-c",
+        "from autonumber.integrations.django_testing import reset_counters; reset_counters()",
+        ok=False,
+    )
+    assert done.returncode != 0 and "was not created by the test runner" in done.stderr, done.stderr
+    assert project.shell(SAVE) == f"INV-{YEAR}-00002"  # nothing was reset

@@ -9,6 +9,7 @@ import importlib.util
 import itertools
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import django
@@ -261,3 +262,29 @@ def test_forms_and_the_admin_show_the_number_read_only(alias: str) -> None:
     new = added.save(commit=False)
     new.save(using=alias)
     assert invoice_counters([invoice.number, new.number]) == [1, 2]
+
+
+def test_the_scopes_the_docs_list_are_exactly_those_the_check_accepts() -> None:
+    text = (Path(__file__).resolve().parents[2] / "docs" / "integrations.md").read_text()
+    listed = re.search(r"`scope` \(([^)]*)\)", text.split("## Django", 1)[1])
+    assert listed is not None
+    documented = re.findall(r"`(\w+)`", listed.group(1))
+    candidates = {*documented, "per_year", "per_month", "per_week", "per_prefix", "per_day", "global"}
+
+    def accepted(scope: str) -> bool:
+        field = AutoNumberField(format="INV-{YYYY}-{MM}-{DD}-{00000}", scope=scope, max_length=30)
+        field.set_attributes_from_name("number")
+        return not field.check()
+
+    assert sorted(documented) == sorted(s for s in candidates if accepted(s))
+
+
+def test_the_checks_message_names_the_field_once() -> None:
+    field = Invoice._meta.get_field("number")
+    field.scope = "per_week"
+    try:
+        [error] = field.check()
+    finally:
+        field.scope = "per_prefix"
+    label = f"{Invoice._meta.label}.number"
+    assert label in error.msg and f"{label}.number" not in error.msg, error.msg

@@ -155,4 +155,4 @@ def test_refused_registration_leaves_the_migration_unapplied(project: Project) -
 
 def test_the_projects_own_manage_py_test_passes(project: Project) -> None:
     done = project.manage("test", "--noinput")
-    assert "Ran 2 tests" in done.stderr and "OK" in done.stderr, done.stderr
+    assert "Ran 5 tests" in done.stderr and "OK" in done.stderr, done.stderr

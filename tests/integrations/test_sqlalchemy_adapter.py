@@ -5,6 +5,7 @@ rolled-back session leaves a gap (the default policy reserves outside the sessio
 from __future__ import annotations
 
 from collections.abc import Iterator
+from datetime import UTC, datetime
 
 import pytest
 import sqlalchemy as sa
@@ -186,3 +187,54 @@ def test_core_insert_that_leaves_the_number_empty_is_refused(
     with Session(app_engine) as s, pytest.raises(ReadOnlyAutoNumber, match="leaves number empty"):
         s.execute(sa.insert(Invoice), [{"customer": "bulk"}])
     assert stored(app_engine) == ["EXT-1"]
+
+
+def test_keep_numbers_saves_legacy_numbers_checked_and_moves_the_counter(
+    platform: Platform, app_engine: sa.Engine
+) -> None:
+    from autonumber.integrations.sqlalchemy import NumberRefused, keep_numbers
+
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    year = datetime.now(UTC).year
+    with Session(app_engine) as s:
+        s.add(Invoice(customer="first"))
+        s.commit()
+    with keep_numbers(), Session(app_engine) as s:
+        s.add_all([Invoice(customer="old", number=f"INV-{year}-00040"), Invoice(customer="new")])
+        s.commit()
+    for bad, why in ((f"INV-{year}-00040", "already taken"), ("X-1", "does not match the format")):
+        with keep_numbers(), Session(app_engine) as s:
+            s.add(Invoice(customer="bad", number=bad))
+            with pytest.raises(NumberRefused, match=why):
+                s.commit()
+    with Session(app_engine) as s:
+        s.add(Invoice(customer="later"))
+        s.commit()
+    numbers = stored(app_engine)
+    assert invoice_counters(numbers) == [1, 40, 41, 42]
+
+
+def test_verify_reports_rows_left_without_a_number_after_the_field_was_numbering(
+    db_url: str, platform: Platform, app_engine: sa.Engine
+) -> None:
+    from autonumber.db import create_engine
+    from autonumber.rules.verify import verify
+
+    with app_engine.begin() as conn:  # a row from before the field: not reported
+        conn.execute(sa.text("INSERT INTO sa_invoices (customer) VALUES ('before')"))
+    autonumbered(Invoice.number, platform, format=FORMAT, scope="per_prefix")
+    with Session(app_engine) as s:
+        s.add(Invoice(customer="numbered"))
+        s.commit()
+    eng = create_engine(db_url)
+    try:
+        assert [f for f in verify(eng) if "NULL" in f.message] == []
+        unbind(Invoice.number)  # a process that never bound the field
+        with app_engine.begin() as conn:
+            conn.execute(sa.insert(Invoice.__table__).values(customer="core"))
+        [finding] = [f for f in verify(eng) if "NULL" in f.message]
+    finally:
+        eng.dispose()
+    assert finding.code == "V1" and finding.row_id == "3", finding.message
+    assert "1 row(s) have no number (NULL)" in finding.message
+    assert "autonumber field backfill sa_invoices number" in finding.message

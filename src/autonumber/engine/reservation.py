@@ -519,7 +519,7 @@ class Reserver:
         while True:
             try:
                 with self.transaction(conn) as c:
-                    self._check_counter_of(c, rule, missing.scope_key)
+                    self.check_counter_of(c, rule, missing.scope_key)
                     self.dialect.upsert_greatest(
                         c,
                         T,
@@ -537,7 +537,7 @@ class Reserver:
                     break
         raise ReservationFailed(rule.field_id, missing.scope_key, tries.losses, "lazy row")
 
-    def _check_counter_of(self, c: Connection, rule: Rule, scope_key: str) -> None:
+    def check_counter_of(self, c: Connection, rule: Rule, scope_key: str) -> None:
         """CounterMissing unless `rule` still draws from its counter: a process that has not yet
         seen a field join or leave a shared counter must not create a row of the counter it left
         (it would count again from that counter's floor). The field's row is locked, as a rule

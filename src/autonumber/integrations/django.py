@@ -30,16 +30,20 @@ from autonumber.rules.store import RuleSpec, check_enums
 
 from .common import ReadOnlyAutoNumber, ensure_field
 from .django_db import borrowed, close_platforms, database_settings, database_url, platform_for, registered
-from .django_migrations import RegisterAutoNumber, rule_of
+from .django_deploy import stored_differs, warn_once
+from .django_migrations import RegisterAutoNumber, registering, rule_of, split_advice
+from .keep import NumberRefused, keep, keep_numbers, keeping
 
 __all__ = [
     "AutoNumberField",
     "NeedsAtomic",
+    "NumberRefused",
     "ReadOnlyAutoNumber",
     "RegisterAutoNumber",
     "close_platforms",
     "database_settings",
     "database_url",
+    "keep_numbers",
     "platform_for",
     "register",
 ]
@@ -68,6 +72,8 @@ def register(model: type[models.Model], field: AutoNumberField, alias: str = "de
     if found is not None:
         return found
     wrapper = connections[alias]
+    if registering(alias, model._meta.db_table) and wrapper.in_atomic_block:
+        raise AutonumberError(split_advice(model._meta.label, field.name))
     platform = platform_for(alias)
     if wrapper.vendor == "sqlite" and wrapper.in_atomic_block:
         try:
@@ -76,10 +82,14 @@ def register(model: type[models.Model], field: AutoNumberField, alias: str = "de
             raise AutonumberError(
                 f"{model.__name__}.{field.name}: the autonumber rule is not registered yet and SQLite "
                 "cannot register it inside transaction.atomic(); run `manage.py migrate` (it registers "
-                "every AutoNumberField) or save once outside a transaction"
+                "every AutoNumberField) or save once outside a transaction; in a data migration, put "
+                "RegisterAutoNumber in an earlier migration than the RunPython that saves"
             ) from None
     else:
-        field_id = ensure_field(platform, rule.object, model._meta.db_table, rule)
+        differs = stored_differs(platform, rule)  # a deploy under way: the database's rule wins
+        if differs is not None:
+            warn_once(model, field.name, alias)
+        field_id = differs or ensure_field(platform, rule.object, model._meta.db_table, rule)
     registered[key] = field_id
     return field_id
 
@@ -149,8 +159,7 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
         """autonumber.E001: the format, scope, numbering, time zone or start is invalid;
         autonumber.E002: the number can be longer than max_length."""
         model = getattr(self, "model", None)
-        where = f"{model._meta.label}.{self.name}" if model is not None else self.name
-        rule = self.rule(where)
+        rule = self.rule(model._meta.label if model is not None else "model")  # names `label.field` once
         try:
             check_enums(rule)
             report = check_format(self.format, scope=self.scope)
@@ -175,6 +184,26 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
     def contribute_to_class(self, cls: type[models.Model], name: str, private_only: bool = False) -> None:
         super().contribute_to_class(cls, name, private_only)
         models.signals.post_init.connect(self._remember, sender=cls, weak=False)
+        models.signals.pre_save.connect(self._before_load, sender=cls, weak=False)
+        models.signals.post_save.connect(self._loaded, sender=cls, weak=False)
+
+    def _before_load(
+        self, sender: type[models.Model], instance: models.Model, raw: bool, using: str, **kw: Any
+    ) -> None:
+        """Before `loaddata`'s first row is written: open the platform and find the rule, which on
+        SQLite cannot be done once the fixture's transaction holds the write lock."""
+        if raw:
+            register(type(instance), self, using)
+
+    def _loaded(
+        self, sender: type[models.Model], instance: models.Model, raw: bool, using: str, **kw: Any
+    ) -> None:
+        """A row `loaddata` wrote (a raw save: the number as dumped): move the counter past it, so
+        the next `create()` does not hand the same number out. Only moved, never burnt: a counter
+        already past the value stays where it is."""
+        value = getattr(instance, self.attname, None) if raw else None
+        if value:
+            _Kept(self, instance, str(value), check=False).assign(using)
 
     def _remember(self, sender: type[models.Model], instance: models.Model, **kwargs: Any) -> None:
         if self.attname in instance.__dict__:  # a deferred column is not checked
@@ -190,15 +219,18 @@ class AutoNumberField(models.CharField):  # type: ignore[misc]
                     f"assigned on the first save and read-only afterwards ({loaded!r})"
                 )
             return value
+        if value and keeping():
+            return _Kept(self, model_instance, str(value))
         if value:
             raise ReadOnlyAutoNumber(
                 f"{type(model_instance).__name__}.{self.name} is assigned on the first "
-                f"save and cannot be supplied (got {value!r})"
+                f"save and cannot be supplied (got {value!r}); to keep an existing number, save "
+                "inside `with autonumber.integrations.django.keep_numbers():`"
             )
         return _Pending(self, model_instance)  # numbered in get_db_prep_save, which knows the database
 
     def get_db_prep_save(self, value: Any, connection: Any) -> Any:
-        if isinstance(value, _Pending):
+        if isinstance(value, _Pending | _Kept):
             value = value.assign(connection.alias)
         return super().get_db_prep_save(value, connection)
 
@@ -230,3 +262,27 @@ class _Pending:
         setattr(instance, field.attname, value)
         instance.__dict__.setdefault(LOADED, {})[field.attname] = value
         return value
+
+
+class _Kept(_Pending):
+    """A number supplied inside `keep_numbers()`: checked and its counter moved, on the insert's database."""
+
+    def __init__(
+        self, field: AutoNumberField, instance: models.Model, value: str, check: bool = True
+    ) -> None:
+        super().__init__(field, instance)
+        self.value = value
+        self.check = check
+
+    def assign(self, alias: str) -> str:
+        field, instance = self.field, self.instance
+        field_id = register(type(instance), field, alias)
+        platform = platform_for(alias)
+        wrapper = connections[alias]
+        on_caller = platform.engine.rule(field_id).gapless or (
+            wrapper.vendor == "sqlite" and wrapper.in_atomic_block
+        )
+        with borrowed(alias) as conn:
+            keep(platform, field_id, [self.value], conn if self.check else None, conn if on_caller else None)
+        instance.__dict__.setdefault(LOADED, {})[field.attname] = self.value
+        return self.value

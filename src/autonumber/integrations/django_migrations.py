@@ -36,6 +36,34 @@ if TYPE_CHECKING:
     from .django import AutoNumberField
 
 
+_registering: set[tuple[str, str]] = set()
+"""(alias, table) of the fields RegisterAutoNumber registered in a migration not yet committed."""
+
+
+def registering(alias: str, table: str) -> bool:
+    """Whether the field of `table` was registered by a migration still running on `alias`."""
+    return (alias, table) in _registering
+
+
+def _mark_registering(alias: str, table: str) -> None:
+    """Remember the uncommitted registration until the migration commits (a rolled-back one fails
+    `migrate`; the mark is dropped by the next save outside a transaction)."""
+    key = (alias, table)
+    _registering.add(key)
+    transaction.on_commit(lambda: _registering.discard(key), using=alias)
+
+
+def split_advice(label: str, field: str) -> str:
+    """What to do when a migration registers a field and saves numbered rows in its own transaction."""
+    app = label.split(".", 1)[0]
+    return (
+        f"{label}.{field}: RegisterAutoNumber and a RunPython that saves {label} rows cannot share "
+        f"one migration (the number is taken once the registration is committed); split it: "
+        f"`python manage.py makemigrations {app} --empty --name <name>`, move the RunPython into "
+        "that new migration, then run `python manage.py migrate` again"
+    )
+
+
 def rule_of(model: type[models.Model], field: AutoNumberField) -> RuleSpec:
     """The rule a model's field declares, on the object named after its table."""
     return field.rule(model._meta.db_table)
@@ -124,6 +152,7 @@ class RegisterAutoNumber(Operation):  # type: ignore[misc]
         if field not in _autonumber_fields(model):
             raise AutonumberError(f"{app_label}.{self.model_name}.{self.name} is not an AutoNumberField")
         _sync(alias, model, field)
+        _mark_registering(alias, model._meta.db_table)
 
     def database_backwards(self, app_label: str, schema_editor: Any, from_state: Any, to_state: Any) -> None:
         pass

@@ -31,6 +31,9 @@ from autonumber.rules.store import RuleSpec
 from autonumber.runtime import Platform
 
 from .common import ReadOnlyAutoNumber, ensure_field
+from .keep import NumberRefused, keep, keep_numbers, keeping
+
+__all__ = ["Binding", "NumberRefused", "ReadOnlyAutoNumber", "autonumbered", "keep_numbers", "unbind"]
 
 WROTE = "autonumber_wrote"
 """Session.info key: this session's transaction has flushed (on SQLite it holds the write lock)."""
@@ -53,6 +56,22 @@ class Binding:
         """The session's new instances of the class without a number, in the order they were added."""
         new = [obj for obj in session.new if isinstance(obj, self.cls) and getattr(obj, self.key) is None]
         return sorted(new, key=lambda obj: sa.inspect(obj).insert_order)
+
+    def kept(self, session: Session) -> None:
+        """Inside `keep_numbers()`: check the numbers new instances carry and move their counters."""
+        values = [
+            str(v)
+            for obj in session.new
+            if isinstance(obj, self.cls) and (v := getattr(obj, self.key)) is not None
+        ]
+        if not values:
+            return
+        conn = session.connection()
+        gapless = self.platform.engine.rule(self.field_id).gapless
+        on_caller = gapless or (
+            session.info.get(WROTE) and self.platform.dialect.reserve_on_caller_when_written
+        )
+        keep(self.platform, self.field_id, values, conn, conn if on_caller else None)
 
     def number(self, session: Session, instances: list[Any]) -> None:
         """Assign numbers to `instances` with one reservation (per cross-record token group)."""
@@ -183,6 +202,8 @@ def _bound() -> Iterable[Binding]:
 @event.listens_for(Session, "before_flush")
 def _before_flush(session: Session, flush_context: UOWTransaction, instances: object) -> None:
     for binding in _bound():
+        if keeping():
+            binding.kept(session)
         binding.number(session, binding.pending(session))
 
 

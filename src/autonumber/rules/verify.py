@@ -26,6 +26,7 @@ from autonumber.shared import members, mismatch
 from autonumber.stored import StoredRule
 
 from .history import older_by_field
+from .numberless import numberless_after
 from .scan import scan_rule
 
 METADATA_RULES = frozenset({4, 6, 7, 8, 10})
@@ -93,6 +94,8 @@ def check(
     older = older_by_field(conn, {r.field_id: r.format.source for r in rules})
     for rule in rules:
         out += _v1(conn, snapshot, rule, counters, older.get(rule.field_id, ()))
+    if field_ids is None:  # `setup verify` only: a rule change is not refused for rows it did not write
+        out += [f for rule in rules if (f := _numberless(conn, snapshot, rule)) is not None]
     out += _v6(conn, rules)
     out += v7_duplicates(conn, snapshot, rules)
     out += v7_unique_indexes(conn, snapshot, [r for r in rules if r.field_id not in index_pending])
@@ -205,6 +208,21 @@ def _v1(
                 )
             )
     return out
+
+
+def _numberless(conn: Connection, snapshot: CatalogSnapshot, rule: Rule) -> Finding | None:
+    """V1: rows left without a number after the field was numbering (rules/numberless.py)."""
+    late = numberless_after(conn, snapshot, rule)
+    if late is None:
+        return None
+    return _finding(
+        f"V1 field_id={rule.field_id}: {late[0]} row(s) have no {rule.field_name} (NULL), written "
+        f"after numbered rows (first key {late[1]}): inserted outside autonumber, e.g. a Core insert "
+        "from a process that never bound the field; number them with autonumber field backfill "
+        f"{rule.object_name} {rule.field_name}",
+        rule.field_id,
+        late[1],
+    )
 
 
 def _shared_members(configured: Sequence[StoredRule], snapshot: CatalogSnapshot) -> list[Finding]:

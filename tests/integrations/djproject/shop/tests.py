@@ -1,8 +1,16 @@
 """The project's own tests, run by `manage.py test` on a test database the runner creates."""
 
+import json
+import tempfile
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import ClassVar
+
 from django.contrib.auth.models import User
 from django.db import transaction
 from django.test import TestCase
+
+from autonumber.integrations.django_testing import ResetAutoNumbers
 
 from .models import Invoice
 
@@ -27,3 +35,37 @@ class InvoiceNumbers(TestCase):
         self.client.post(f"/admin/shop/invoice/{invoice.pk}/change/", {"customer": "I2", "number": "X-1"})
         invoice.refresh_from_db()
         self.assertEqual((invoice.customer, invoice.number[:4]), ("I2", "INV-"))
+
+
+def _legacy_fixture() -> str:
+    """Two rows as `dumpdata` writes them, numbered in this year's scope (TestCase.fixtures)."""
+    year = datetime.now(UTC).year
+    rows = [
+        {
+            "model": "shop.invoice",
+            "pk": 900 + n,
+            "fields": {"customer": "old", "number": f"INV-{year}-{n:05d}"},
+        }
+        for n in (1, 2)
+    ]
+    path = Path(tempfile.mkdtemp()) / "legacy_invoices.json"
+    path.write_text(json.dumps(rows))
+    return str(path)
+
+
+class LoadedFixtures(ResetAutoNumbers, TestCase):
+    fixtures: ClassVar[list[str]] = [_legacy_fixture()]
+
+    def test_create_after_fixture_rows_does_not_reuse_their_numbers(self) -> None:
+        invoice = Invoice.objects.create(customer="new")
+        self.assertEqual(int(invoice.number[-5:]), 3)  # counters reset, then past the fixture's rows
+
+
+class ResetBetweenTests(ResetAutoNumbers, TestCase):
+    """Each test starts from number 1 on every backend (on SQLite rollback alone would do it)."""
+
+    def test_first(self) -> None:
+        self.assertEqual(Invoice.objects.create(customer="a").number[-5:], "00001")
+
+    def test_second(self) -> None:
+        self.assertEqual(Invoice.objects.create(customer="b").number[-5:], "00001")

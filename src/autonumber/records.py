@@ -231,9 +231,9 @@ class Records:
         committed (the caller owns its own COMMIT); our COMMIT failing other than on a lost race
         (which rolled back) raises CommitOutcomeUnknown naming the records' Ids."""
         committing = False
-        if conn is not None:
-            declare(conn)  # a caller's connection from another pool: the writer fence's declaration
         try:
+            if conn is not None:
+                declare(conn)  # a caller's connection from another pool: the writer fence's declaration
             with self._txn(conn, db) as c:
                 yield c
                 committing = conn is None

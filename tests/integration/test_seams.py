@@ -406,6 +406,7 @@ def run_seams(
     )
 
 
+@pytest.mark.timeout(600)
 @pytest.mark.parametrize("db_url", ["sqlite"], indirect=True)
 def test_features_crossed_at_random_keep_every_promise_on_sqlite(
     db_url: str, tmp_path: Path, capsys: pytest.CaptureFixture[str]

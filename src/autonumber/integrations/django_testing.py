@@ -18,6 +18,7 @@ import sqlalchemy as sa
 from django.db import connections
 from django.db.backends.base.creation import TEST_DATABASE_PREFIX
 
+from autonumber.db.fence import declare
 from autonumber.db.tables import counter_table, reservation_journal
 from autonumber.errors import AutonumberError
 
@@ -47,6 +48,7 @@ def reset_counters(alias: str = "default") -> None:
     wrapper = connections[alias]
     on_caller = wrapper.vendor == "sqlite" and wrapper.in_atomic_block  # SQLite: the test holds the lock
     with borrowed(alias) if on_caller else platform.db.begin() as conn:
+        declare(conn)  # Django's own connection: the writer fence's declaration
         t, j = counter_table, reservation_journal
         for rule in rules:
             cid = rule.counter_id

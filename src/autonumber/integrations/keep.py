@@ -17,6 +17,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from autonumber.catalog import CatalogSnapshot, Rule
+from autonumber.db.fence import declare
 from autonumber.db.tables import counter_table, reservation_journal
 from autonumber.engine.journal import MAX_DETAIL, MAX_JOURNAL_COUNT, SKIPPED
 from autonumber.engine.livemax import stored_max
@@ -101,6 +102,7 @@ def _move_past(
     t = counter_table
     where = sa.and_(t.c.field_id == rule.counter_id, t.c.scope_key == key)
     with reserver.transaction(on) as c:
+        declare(c)  # a Django or caller connection from another pool: the writer fence's declaration
         current = c.execute(reserver.dialect.for_update(sa.select(t.c.next_value).where(where))).scalar()
         if current is None and rule.scope != "global":
             _create_above(reserver, platform.catalog.current(), c, rule, key, counter)

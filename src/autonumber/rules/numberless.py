@@ -4,7 +4,9 @@ A row inserted with its number NULL after numbered rows exist came from a writer
 the product (a Core insert from a process that never called `autonumbered()`, a raw SQL script).
 "After" is read from the table's own order: an integer primary key above the smallest numbered
 row's key, or else a `CreatedDate` later than the earliest numbered row's. Rows older than every
-number (a field added to a table with data, not yet backfilled) are not reported.
+number (a field added to a table with data, not yet backfilled) are not reported, nor a row that
+carries the number of another autonumber field of its object: it was written by something that knew
+the numbers (a restore, an import of one field's legacy values), not by a writer that bypassed them.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from autonumber.catalog import CatalogSnapshot, Rule
+from autonumber.db.tables import field_format_history
 
 
 def numberless_after(conn: Connection, snapshot: CatalogSnapshot, rule: Rule) -> tuple[int, str] | None:
@@ -23,7 +26,11 @@ def numberless_after(conn: Connection, snapshot: CatalogSnapshot, rule: Rule) ->
     if order is None:
         return None
     first = sa.select(sa.func.min(order)).where(column.is_not(None)).scalar_subquery()
-    late = sa.and_(column.is_(None), order > first)
+    siblings = [table.c[r.field_name] for r in snapshot.rules.values() if r.object_name == rule.object_name]
+    late = sa.and_(column.is_(None), order > first, *(c.is_(None) for c in siblings))
+    since = _rule_since(conn, rule)
+    if since is not None and "CreatedDate" in table.c:  # rows from before the rule as it is now
+        late = sa.and_(late, table.c["CreatedDate"] >= since)  # (e.g. while it was removed) are not
     count = int(conn.execute(sa.select(sa.func.count()).select_from(table).where(late)).scalar() or 0)
     if count == 0:
         return None
@@ -40,3 +47,11 @@ def _order_column(table: sa.Table) -> sa.ColumnElement[object] | None:
     if "CreatedDate" in table.c:
         return table.c["CreatedDate"]
     return None
+
+
+def _rule_since(conn: Connection, rule: Rule) -> object:
+    """When the field's current format last became current (a field removed and added again
+    starts anew); None when its history does not say."""
+    h = field_format_history
+    stmt = sa.select(sa.func.max(h.c.effective_from)).where(h.c.field_id == rule.field_id)
+    return conn.execute(stmt).scalar()

@@ -127,7 +127,7 @@ def _floor(cursor: Any, prep: Any, placeholder: str, lines: Any) -> int:
     """The executemany script writing the import's columns (see the module docstring)."""
     from datetime import UTC, datetime
 
-    from autonumber.bulk_rows import ordered_ids
+    from autonumber.write.bulk_rows import ordered_ids
 
     names = ", ".join(prep.quote(n) for n in ("Id", "CreatedDate", "Subject", "CaseNumber"))
     marks = ", ".join([placeholder] * 4)
@@ -160,7 +160,7 @@ def _server_rows(url: str, path: Path, workdir: Path) -> list[Any]:
     PostgreSQL, LOAD DATA files on MariaDB, tuples for multi-row INSERTs on SQLite."""
     from datetime import UTC, datetime
 
-    from autonumber.bulk_rows import ordered_ids
+    from autonumber.write.bulk_rows import ordered_ids
 
     backend = sa.make_url(url).get_backend_name()
     with path.open(encoding="utf-8") as lines:
@@ -238,11 +238,11 @@ def _import(url: str, path: Path) -> int:
 def measure(url: str, path: Path, how: str) -> dict[str, Any]:
     """One measurement in this (fresh) process: seconds, rows/s, peak RSS."""
     if how == "import":
-        import autonumber.bulk_import
+        import autonumber.bulk.imports
         import autonumber.cli.import_cmd
         import autonumber.runtime
     if how == "floor":
-        import autonumber.bulk_rows  # noqa: F401 - loaded before the clock starts
+        import autonumber.write.bulk_rows  # noqa: F401 - loaded before the clock starts
     prepared = _server_rows(url, path, path.parent) if how == "server" else []
     began = time.perf_counter()
     if how == "server":

@@ -18,7 +18,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from autonumber.catalog import load_snapshot
+from autonumber.catalog.cache import load_snapshot
 from autonumber.db import create_engine, mask
 from autonumber.rules import RuleEdit, set_rule
 from autonumber.rules.scan import scan_rule

@@ -22,7 +22,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from autonumber.catalog import load_snapshot
+from autonumber.catalog.cache import load_snapshot
 from autonumber.db import create_engine, mask
 from autonumber.rules.scan import scan_rule
 from autonumber.rules.seed import seed_counters

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from autonumber.catalog import Catalog
+from autonumber.catalog.cache import Catalog
 
 from .database import engine_for, stored_numbers
 from .harness import Log

@@ -21,7 +21,8 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import CatalogSnapshot, Rule
+from autonumber.catalog.cache import CatalogSnapshot, Rule
+from autonumber.catalog.shared import counter_id
 from autonumber.db.schema import has_table
 from autonumber.db.tables import counter_table, setup_state
 from autonumber.engine.journal import (
@@ -40,7 +41,6 @@ from autonumber.rules.floor import retired
 from autonumber.rules.history import format_rows, rule_log, utc
 from autonumber.rules.timeline import Version, in_force, versions
 from autonumber.runtime import Platform
-from autonumber.shared import counter_id
 
 PAGE = 10_000
 LogByField = dict[str, list[tuple[datetime | None, dict[str, Any]]]]

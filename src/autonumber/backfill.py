@@ -20,7 +20,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .catalog import Rule
+from .catalog.cache import Rule
 from .db.objects import key_column
 from .engine.journal import Pending, track
 from .engine.record_dates import record_dates

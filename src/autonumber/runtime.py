@@ -10,7 +10,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .catalog import Catalog, CatalogSnapshot
+from .catalog.cache import Catalog, CatalogSnapshot
 from .db import check_reachable, create_engine, dialect_for
 from .db.budget import DEFAULT_WAIT, Budget, max_connections_from, pool_class
 from .db.held import HeldConnection
@@ -21,7 +21,7 @@ from .engine import DEFAULT_MAX_RETRIES, Engine, Strategy, metrics
 from .engine import DEFAULT_STRATEGY as DEFAULT_STRATEGY  # re-exported: bench reads it here
 from .engine.journal import caller_label
 from .events import EventBus
-from .records import Records
+from .write.records import Records
 
 GROUP_COMMIT = True
 """Chosen by the job benchmark (docs/performance.md): concurrent independent inserts of one object

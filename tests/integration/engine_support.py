@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 
 import autonumber
-from autonumber.catalog import Rule
+from autonumber.catalog.cache import Rule
 from autonumber.db.tables import counter_table
 from autonumber.engine import STRATEGIES, Reservation
 from autonumber.rules.store import RuleSpec, apply_rules

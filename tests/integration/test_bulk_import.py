@@ -19,13 +19,13 @@ import pytest
 import sqlalchemy as sa
 from engine_support import ReservationLog, assert_unique_contiguous
 
-from autonumber.bulk_import import Checkpoint, ImportOptions, run_import
-from autonumber.collection import SWITCH_INTERVAL
+from autonumber.bulk.collection import SWITCH_INTERVAL
+from autonumber.bulk.imports import Checkpoint, ImportOptions, run_import
+from autonumber.bulk.jsonl import Line, read_lines
 from autonumber.errors import NumberAlreadyStored, RecordError
 from autonumber.events import RecordBeforeCreate
-from autonumber.jsonl import Line, read_lines
-from autonumber.records import Batch
 from autonumber.runtime import Platform
+from autonumber.write.records import Batch
 from support import import_cases, run_cli, send_batch
 
 

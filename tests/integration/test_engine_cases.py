@@ -26,7 +26,7 @@ from engine_support import (
     store_rules,
 )
 
-from autonumber.catalog import Rule
+from autonumber.catalog.cache import Rule
 from autonumber.db.tables import counter_table
 from autonumber.errors import CounterMissing, CounterOverflow
 from autonumber.rules.store import RuleSpec

@@ -12,7 +12,7 @@ import sqlalchemy as sa
 from engine_support import CASE, assert_unique_contiguous, bump_in_place, make_platform, number, run_threads
 from prometheus_client import REGISTRY
 
-from autonumber.catalog import Rule
+from autonumber.catalog.cache import Rule
 from autonumber.db import create_engine
 from autonumber.db.tables import counter_table
 from autonumber.runtime import Platform

@@ -17,9 +17,9 @@ from engine_support import ReservationLog, assert_unique_contiguous, make_platfo
 from autonumber.db.tables import counter_table
 from autonumber.errors import RecordError
 from autonumber.events import RecordBeforeCreate
-from autonumber.group_commit import GroupCommit
-from autonumber.records import INSIDE_UP_TO
 from autonumber.runtime import Platform
+from autonumber.write.group_commit import GroupCommit
+from autonumber.write.records import INSIDE_UP_TO
 
 pytestmark = pytest.mark.timeout(180)
 SERVER_THREADS, SQLITE_THREADS, PER_THREAD = 50, 8, 20

@@ -15,7 +15,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 import autonumber
-from autonumber.catalog import load_snapshot
+from autonumber.catalog.cache import load_snapshot
 from autonumber.db import dialect_for
 from autonumber.db.schema import create_legacy_tables
 from autonumber.db.tables import counter_table, legacy_autonumber, legacy_compound

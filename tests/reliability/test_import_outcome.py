@@ -24,11 +24,11 @@ from fault_proxy import AFTER, BEFORE, FaultProxy, fault_proxy
 from rel_support import make_platform
 from test_commit_outcome import subjects
 
-from autonumber.bulk_import import ImportOptions, run_import
+from autonumber.bulk.imports import ImportOptions, run_import
+from autonumber.bulk.jsonl import Line, read_lines
 from autonumber.cli import main
 from autonumber.errors import DatabaseUnavailable, ImportInterrupted, ImportOutcomeUnknown
 from autonumber.events import RecordBeforeCreate
-from autonumber.jsonl import Line, read_lines
 from autonumber.runtime import Platform
 from autonumber.web import create_app
 

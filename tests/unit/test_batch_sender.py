@@ -9,24 +9,28 @@ import time
 
 import pytest
 
-from autonumber.batch_sender import BatchSender
 from autonumber.db.bulk import Handed
+from autonumber.write.batch_sender import BatchSender
 
 
 def test_each_send_runs_off_the_caller_thread_after_the_one_before() -> None:
     order: list[str] = []
     threads: set[int] = set()
+    second_may_end = threading.Event()  # so the second cannot end before the check below
 
-    def send(name: str, seconds: float, handed: Handed) -> None:
+    def send(name: str, seconds: float, handed: Handed, until: threading.Event | None = None) -> None:
         threads.add(threading.get_ident())
         handed()
         time.sleep(seconds)
+        if until is not None:
+            until.wait(5)
         order.append(name)
 
     with BatchSender() as sender:
         sender.start(lambda handed: send("first", 0.05, handed))
-        sender.start(lambda handed: send("second", 0, handed))
+        sender.start(lambda handed: send("second", 0, handed, second_may_end))
         assert order == ["first"]  # start waited for the first before the second began
+        second_may_end.set()
     assert order == ["first", "second"]  # the context settled the last
     assert threading.get_ident() not in threads
 

@@ -118,7 +118,7 @@ def test_every_records_command_has_help_with_an_example() -> None:
 
 
 def test_insert_many_batches_as_the_library_does_by_default() -> None:
-    from autonumber.records import BATCH_SIZE
+    from autonumber.write.records import BATCH_SIZE
 
     group = typer.main.get_command(app).commands["records"]  # type: ignore[attr-defined]
     (option,) = [p for p in group.commands["insert-many"].params if p.name == "batch_size"]

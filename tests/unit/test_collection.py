@@ -12,7 +12,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from autonumber.collection import (
+from autonumber.bulk.collection import (
     SWITCH_INTERVAL,
     YoungCollections,
     collect_young,

@@ -9,8 +9,8 @@ from concurrent.futures import ThreadPoolExecutor
 
 import pytest
 
-from autonumber import group_commit
-from autonumber.group_commit import GroupCommit, Row
+from autonumber.write import group_commit
+from autonumber.write.group_commit import GroupCommit, Row
 
 CALLERS = 8
 ROUNDS = 12

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from autonumber.group_commit import GroupCommit, Row
+from autonumber.write.group_commit import GroupCommit, Row
 
 
 class LostRaces(Exception):

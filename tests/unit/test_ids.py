@@ -1,4 +1,4 @@
-"""Record Ids (autonumber/ids.py): time-ordered version 7 UUIDs, random after the time."""
+"""Record Ids (autonumber/write/ids.py): time-ordered version 7 UUIDs, random after the time."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import multiprocessing
 import time
 import uuid
 
-from autonumber.ids import new_id
+from autonumber.write.ids import new_id
 
 
 def test_new_ids_are_unique_version_7_uuids_of_the_current_millisecond() -> None:

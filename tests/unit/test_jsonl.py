@@ -8,9 +8,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from autonumber import jsonl
+from autonumber.bulk import jsonl
+from autonumber.bulk.jsonl import read_lines, rows
 from autonumber.errors import RecordError
-from autonumber.jsonl import read_lines, rows
 
 
 def _read(data: bytes, limit: int = 10, after: int = 0) -> list[tuple[int, str]]:

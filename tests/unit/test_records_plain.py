@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 
-from autonumber.records import _plain
+from autonumber.write.records import _plain
 
 
 def test_timestamps_become_utc_text_with_the_offset_decimals_floats_and_the_rest_stays() -> None:

@@ -9,7 +9,7 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
-from autonumber.jsonl import MAX_LINE_BYTES
+from autonumber.bulk.jsonl import MAX_LINE_BYTES
 from autonumber.runtime import Platform
 
 NDJSON = {"Content-Type": "application/x-ndjson"}

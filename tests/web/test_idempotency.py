@@ -140,7 +140,7 @@ def test_unknown_commit_is_503_and_a_retry_with_the_key_returns_the_stored_recor
 def test_keys_are_kept_at_least_a_day(platform: Platform) -> None:
     from datetime import timedelta
 
-    from autonumber import idempotency
+    from autonumber.write import idempotency
 
     platform.records.insert("Case", {"Subject": "x"}, idempotency_key="kept")
     assert idempotency.purge(platform.db, older_than=timedelta(0)) == 0  # never less than 24 h

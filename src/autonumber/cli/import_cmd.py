@@ -17,10 +17,10 @@ import typer
 from rich.console import Console
 from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedColumn, TimeRemainingColumn
 
-from autonumber.bulk_import import ImportOptions, ImportSummary, run_import
+from autonumber.bulk.imports import ImportOptions, ImportSummary, run_import
+from autonumber.bulk.jsonl import Line, read_lines
 from autonumber.errors import RecordError
-from autonumber.jsonl import Line, read_lines
-from autonumber.records import Batch
+from autonumber.write.records import Batch
 
 PLAIN_EVERY = 5.0
 """Seconds between two plain progress lines when stderr is not a terminal."""

@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 import typer
 
-from autonumber.jsonl import MAX_LINE_BYTES
+from autonumber.bulk.jsonl import MAX_LINE_BYTES
 
 from .common import DEFAULT_URL, DbOption
 
@@ -25,7 +25,7 @@ def _emit(record: dict[str, Any]) -> None:
 
 
 def _parse_object(text: str, where: str) -> dict[str, Any]:
-    from autonumber.jsonl import parse_object
+    from autonumber.bulk.jsonl import parse_object
 
     return parse_object(text, where)
 
@@ -87,7 +87,7 @@ def insert_many(
 
     Example: autonumber records insert-many Case --file cases.jsonl --db sqlite:///autonumber.db
     """
-    from autonumber.bulk_import import ImportOptions
+    from autonumber.bulk.imports import ImportOptions
 
     from .import_cmd import run_file_import
 

@@ -8,7 +8,7 @@ from autonumber.audit import GapReport, audit_gaps
 from autonumber.db import dialect_for
 from autonumber.engine.journal import prune
 from autonumber.runtime import Platform
-from autonumber.values import check_text
+from autonumber.write.values import check_text
 
 from .session import opened, platform
 

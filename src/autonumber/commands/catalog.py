@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from autonumber.catalog import CatalogSnapshot, load_snapshot
+from autonumber.catalog.cache import CatalogSnapshot, load_snapshot
 from autonumber.db import mask
 from autonumber.db.schema import table_names
 from autonumber.errors import ConfigError

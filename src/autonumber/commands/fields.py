@@ -17,14 +17,14 @@ from sqlalchemy.engine import Engine
 from autonumber import rules
 from autonumber.audit import render_in_scope
 from autonumber.backfill import BackfillResult, Progress, backfill
-from autonumber.catalog import CatalogSnapshot
+from autonumber.catalog.cache import CatalogSnapshot
+from autonumber.catalog.stored import StoredRule
 from autonumber.db.tables import counter_table
 from autonumber.errors import FormatError, RuleChangedMeanwhile
 from autonumber.format import parse_format
 from autonumber.format.validate import describe_date_source
 from autonumber.rules import FieldChange, RuleEdit, RuleRequest, RuleSpec, commit_requests, set_rule
 from autonumber.runtime import Platform
-from autonumber.stored import StoredRule
 
 from . import session
 from .session import opened

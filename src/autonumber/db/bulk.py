@@ -18,7 +18,7 @@ _UNSET = object()
 Handed = Callable[[], None]
 """What a bulk send calls once its rows have left this process, only the server's work and its
 answer still to come: the importing thread waits for it before it runs its own Python again, so
-the two do not take turns at Python's lock while the rows go out (batch_sender.py)."""
+the two do not take turns at Python's lock while the rows go out (write/batch_sender.py)."""
 Send = Callable[[Handed], None]
 """A bulk write made ready by `Dialect.bulk_sender`, run on the batch sender's thread."""
 

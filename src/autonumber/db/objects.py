@@ -31,7 +31,7 @@ def column_type(field: FieldInfo) -> sa.types.TypeEngine[Any]:
     if kind == "date":
         return sa.Date()  # a calendar day, not an instant
     if kind == "datetime":
-        return Timestamp6  # an instant, stored as UTC (values.py)
+        return Timestamp6  # an instant, stored as UTC (write/values.py)
     return sa.String(field.max_length or 255)
 
 

@@ -230,7 +230,7 @@ idempotency_table = sa.Table(
     sa.Column("created_date", Timestamp6, nullable=False, server_default=utc_now6()),
 )
 """One row per idempotent create: the key, a digest of its request and the Ids it stored (kept
-at least 24 h; `autonumber.idempotency.purge` removes older rows)."""
+at least 24 h; `autonumber.write.idempotency.purge` removes older rows)."""
 
 web_session_table = sa.Table(
     "_System_WebSession",

@@ -17,7 +17,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from autonumber.catalog import Rule
+from autonumber.catalog.cache import Rule
 
 from .journal import FAILED, Range
 from .reservation import Reservation

@@ -10,7 +10,7 @@ from typing import Any, Literal
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import Catalog, Rule
+from autonumber.catalog.cache import Catalog, Rule
 from autonumber.db import Dialect
 from autonumber.db.base import Numbered
 from autonumber.db.driver import kept

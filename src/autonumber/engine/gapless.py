@@ -20,7 +20,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import Rule
+from autonumber.catalog.cache import Rule
 from autonumber.db.tables import counter_table
 from autonumber.errors import GaplessNeedsTransaction, ReservationFailed
 

@@ -10,7 +10,7 @@ from datetime import datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.catalog import CatalogSnapshot, Rule
+from autonumber.catalog.cache import CatalogSnapshot, Rule
 from autonumber.format.value_patterns import LIKE_ESCAPE, like_pattern, literal_like
 from autonumber.rules.floor import scope_floor
 

@@ -7,13 +7,13 @@ from collections.abc import Mapping, Sequence
 from datetime import UTC, date, datetime, tzinfo
 from typing import Any
 
-from autonumber.catalog import Rule
+from autonumber.catalog.cache import Rule
 from autonumber.errors import RecordError
 
 
 def as_instant(value: Any, zone: tzinfo) -> datetime | None:
     """A record's date value as an aware instant: a datetime as it is, a naive one as UTC (what the
-    product stores, values.py); a date as its midnight on the field's calendar `zone`; ISO text is
+    product stores, write/values.py); a date as its midnight on the field's calendar `zone`; ISO text is
     parsed. None when the value is empty or not a date."""
     if isinstance(value, str):
         value = _parsed(value.strip())

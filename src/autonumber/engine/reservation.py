@@ -21,7 +21,7 @@ import sqlalchemy as sa
 from cachetools import TTLCache
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.catalog import Rule
+from autonumber.catalog.cache import Rule
 from autonumber.db import Dialect, driver
 from autonumber.db.base import Counter, Numbered
 from autonumber.db.tables import counter_table, system_field

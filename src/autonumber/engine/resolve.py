@@ -18,7 +18,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.catalog import CatalogSnapshot, Rule
+from autonumber.catalog.cache import CatalogSnapshot, Rule
 from autonumber.db.objects import key_column
 from autonumber.errors import TokenResolveError
 from autonumber.format import ChainStep, TokenRef, describe_chain

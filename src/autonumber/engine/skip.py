@@ -19,7 +19,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import CatalogSnapshot, Rule
+from autonumber.catalog.cache import CatalogSnapshot, Rule
 from autonumber.db.tables import counter_table, reservation_journal
 
 from .journal import MAX_DETAIL, MAX_JOURNAL_COUNT, SKIPPED

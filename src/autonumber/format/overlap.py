@@ -1,5 +1,5 @@
 """Whether two formats can render the same text: what a field leaving a shared counter is checked
-with (autonumber/shared.py), since both counters continue from the same next value.
+with (autonumber/catalog/shared.py), since both counters continue from the same next value.
 
 Each format is read as a sequence of one-character items: a literal character, a digit (the
 counter, a date or time token: each a fixed number of digits) or "any text" (a cross-record

@@ -16,7 +16,7 @@ from contextvars import ContextVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import CatalogSnapshot, Rule
+from autonumber.catalog.cache import CatalogSnapshot, Rule
 from autonumber.db.fence import declare
 from autonumber.db.tables import counter_table, reservation_journal
 from autonumber.engine.journal import MAX_DETAIL, MAX_JOURNAL_COUNT, SKIPPED

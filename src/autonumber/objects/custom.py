@@ -19,9 +19,9 @@ from autonumber.db.tables import system_field, system_object
 from autonumber.errors import AutonumberError
 from autonumber.format import FieldInfo
 from autonumber.identifiers import check_api_name
-from autonumber.lookups import STANDARD_OBJECTS
 from autonumber.runtime import Platform
 from autonumber.setup.pack import FieldSpec, ObjectSpec, install_objects, object_id
+from autonumber.write.lookups import STANDARD_OBJECTS
 
 FIELD = re.compile(r"(?P<name>[^:]+?)\s*:\s*(?P<type>[a-z]+)\s*(?:\(\s*(?P<arg>[^)]*?)\s*\))?")
 SCALAR_TYPES = ("number", "integer", "boolean", "date", "datetime")

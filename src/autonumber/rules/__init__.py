@@ -5,8 +5,8 @@ Every path that changes a rule (CLI, data-spec, `setup apply`, console, HTTP) ca
 public API below; `autonumber.setup` holds only the cut-over pipeline built on it.
 """
 
+from autonumber.catalog.stored import StoredRule
 from autonumber.errors import RuleChangeRefused
-from autonumber.stored import StoredRule
 
 from .change import EDIT_LOCK, FieldChange, Plan, RuleRequest, ensure_history_table, plan_requests
 from .counters import CounterMove, CounterState, already_moved, counter_states, move_counter, set_next

@@ -29,8 +29,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber import shared
-from autonumber.catalog import Rule
+from autonumber.catalog import shared
+from autonumber.catalog.cache import Rule
+from autonumber.catalog.shared import counter_id
+from autonumber.catalog.stored import StoredRule
 from autonumber.db import dialect_for
 from autonumber.db.objects import object_table
 from autonumber.db.schema import reconcile_tables, table_names
@@ -67,8 +69,6 @@ from autonumber.rules.store import (
     write_rule,
 )
 from autonumber.rules.verify import check
-from autonumber.shared import counter_id
-from autonumber.stored import StoredRule
 
 DEFAULT_LENGTH = 30
 MAX_LENGTH = 255
@@ -372,7 +372,7 @@ def _highest(*maps: dict[str, int]) -> dict[str, int]:
 def _leave(batch: Batch, plan: Plan, rule: RuleSpec, was: str) -> None:
     """The field stops drawing from counter `was`: its own rows, or a shared counter's once its last
     member leaves, are retired (kept as floors); a shared counter other members still use stays,
-    and the field may leave it only with a format that renders none of their text (shared.py)."""
+    and the field may leave it only with a format that renders none of their text (catalog/shared.py)."""
     old = dict(batch.counters_of(was))
     remaining = [
         r for r in batch.stored.values() if r.format and r.counter_id == was and r.field_id != plan.field_id

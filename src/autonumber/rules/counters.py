@@ -17,12 +17,12 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber.catalog.stored import StoredRule
 from autonumber.db import dialect_for
 from autonumber.db.tables import counter_table, reservation_journal
 from autonumber.engine.journal import MAX_JOURNAL_COUNT, MOVED, owner_token
 from autonumber.errors import RuleChangeRefused, UnknownField
 from autonumber.format import parse_format
-from autonumber.stored import StoredRule
 
 from . import floor
 from .change import EDIT_LOCK, ensure_history_table

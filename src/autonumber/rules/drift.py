@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from autonumber.catalog.stored import PREFIX, StoredRule
 from autonumber.format.validate import describe_date_source
-from autonumber.stored import PREFIX, StoredRule
 
 from .store import RuleSpec, same_values
 

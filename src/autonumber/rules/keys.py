@@ -17,7 +17,7 @@ from datetime import UTC, datetime
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import Rule
+from autonumber.catalog.cache import Rule
 from autonumber.db import dialect_for
 from autonumber.db.tables import counter_table
 from autonumber.errors import AutonumberError

@@ -18,12 +18,12 @@ import re
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber.catalog.stored import StoredRule
 from autonumber.db import dialect_for
 from autonumber.db.guard import authorized
 from autonumber.db.tables import counter_table, system_field, system_object
 from autonumber.errors import RuleChangeRefused, UnknownField
 from autonumber.identifiers import check_api_name
-from autonumber.stored import StoredRule
 
 from . import floor, state
 from .change import EDIT_LOCK, FieldChange, ensure_history_table

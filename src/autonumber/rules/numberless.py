@@ -14,7 +14,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import CatalogSnapshot, Rule
+from autonumber.catalog.cache import CatalogSnapshot, Rule
 from autonumber.db.tables import field_format_history
 
 

@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import Rule
+from autonumber.catalog.cache import Rule
 from autonumber.db.objects import key_column
 from autonumber.errors import FormatError, SeedLimitError, SeedParseError
 from autonumber.format.scope import prefix_key

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.catalog import CatalogSnapshot, Rule, load_snapshot
+from autonumber.catalog.cache import CatalogSnapshot, Rule, load_snapshot
 from autonumber.db import dialect_for
 from autonumber.db.tables import counter_table
 from autonumber.errors import SeedLimitError, SetupError

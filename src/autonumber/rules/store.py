@@ -11,7 +11,9 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.allocation import SINGLE, check_allocation
+from autonumber.catalog.allocation import SINGLE, check_allocation
+from autonumber.catalog.shared import check_name
+from autonumber.catalog.stored import EDITABLE, POLICY, StoredRule
 from autonumber.db.guard import authorized
 from autonumber.db.tables import system_field, system_object, system_record_type
 from autonumber.errors import FormatError, UnknownField
@@ -29,8 +31,6 @@ from autonumber.format.dates import check_fiscal_year_start
 from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
 from autonumber.format.validate import date_source_of, describe_date_source, validate_date_source
 from autonumber.format.zones import UnknownTimeZone, zone_of
-from autonumber.shared import check_name
-from autonumber.stored import EDITABLE, POLICY, StoredRule
 
 
 @dataclass(frozen=True)
@@ -54,7 +54,7 @@ class RuleSpec:
     date_field: str | None = None
     """With date_src `custom_field`: the record's own date/datetime field the dates come from."""
     shared_counter: str | None = None
-    """The shared counter the field draws from (None: its own; autonumber/shared.py)."""
+    """The shared counter the field draws from (None: its own; autonumber/catalog/shared.py)."""
 
     @property
     def date_source(self) -> str:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
-from autonumber.catalog import Rule
+from autonumber.catalog.cache import Rule
 from autonumber.errors import AutonumberError
 from autonumber.format import parse_format
 

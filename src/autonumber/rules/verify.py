@@ -15,15 +15,15 @@ from dataclasses import dataclass
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber.catalog import CatalogSnapshot, Rule, build_rule, load_snapshot
+from autonumber.catalog.cache import CatalogSnapshot, Rule, build_rule, load_snapshot
+from autonumber.catalog.shared import members, mismatch
+from autonumber.catalog.stored import StoredRule
 from autonumber.db.tables import counter_table, system_object, system_record_type
 from autonumber.db.unique import Target, find_duplicates, unindexed
 from autonumber.errors import AutonumberError, FormatError, SeedLimitError, SeedParseError, VerifyError
 from autonumber.format import parse_format
 from autonumber.format.tokens import TAXONOMY_OBJECT
 from autonumber.format.value_patterns import ScanPattern
-from autonumber.shared import members, mismatch
-from autonumber.stored import StoredRule
 
 from .history import older_by_field
 from .numberless import numberless_after
@@ -227,7 +227,7 @@ def _numberless(conn: Connection, snapshot: CatalogSnapshot, rule: Rule) -> Find
 
 def _shared_members(configured: Sequence[StoredRule], snapshot: CatalogSnapshot) -> list[Finding]:
     """V4: the members of a shared counter still fit each other (a raw UPDATE can break that; a
-    rule change refuses it: autonumber/shared.py)."""
+    rule change refuses it: autonumber/catalog/shared.py)."""
     everyone = [row for rows in snapshot.fields.values() for row in rows if row.format is not None]
     out = []
     for row in configured:

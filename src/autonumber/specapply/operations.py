@@ -31,7 +31,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.catalog import CatalogSnapshot, Rule, load_snapshot
+from autonumber.catalog.cache import CatalogSnapshot, Rule, load_snapshot
 from autonumber.db import dialect_for
 from autonumber.db.guard import drop_guard
 from autonumber.db.schema import table_names

@@ -10,9 +10,9 @@ from fastapi.concurrency import run_in_threadpool
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, generate_latest, multiprocess
 from pydantic_core import to_json
 
-from autonumber.bulk_import import ImportOptions
+from autonumber.bulk.imports import ImportOptions
 from autonumber.errors import RecordError
-from autonumber.records import BATCH_SIZE, MAX_OFFSET
+from autonumber.write.records import BATCH_SIZE, MAX_OFFSET
 
 from .models import (
     BulkIn,

@@ -20,10 +20,10 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
-from autonumber.catalog import CatalogSnapshot
+from autonumber.catalog.cache import CatalogSnapshot
 from autonumber.db.objects import key_column
-from autonumber.records import SYSTEM_COLUMNS
-from autonumber.values import BIGINT_MAX
+from autonumber.write.records import SYSTEM_COLUMNS
+from autonumber.write.values import BIGINT_MAX
 
 from .models import MAX_BULK
 

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, tzinfo
 
-from autonumber.catalog import CatalogSnapshot
+from autonumber.catalog.cache import CatalogSnapshot
 from autonumber.format import FormatReport, check_format
 from autonumber.format.dates import check_fiscal_year_start
 from autonumber.format.zones import check_instant, local_time, zone_of
 from autonumber.rules import carried_overrides
-from autonumber.values import check_text
+from autonumber.write.values import check_text
 
 from .models import PreviewIn, PreviewOut
 

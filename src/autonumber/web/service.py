@@ -8,17 +8,17 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, BinaryIO, Literal
 
-from autonumber.bulk_import import ImportOptions, ImportSummary, run_import
-from autonumber.catalog import CatalogSnapshot
+from autonumber.bulk.imports import ImportOptions, ImportSummary, run_import
+from autonumber.bulk.jsonl import Line, read_lines
+from autonumber.catalog.cache import CatalogSnapshot
+from autonumber.catalog.stored import StoredRule
 from autonumber.commands.audit import gaps_on
 from autonumber.commands.counters import counters_on
 from autonumber.commands.fields import change_field, drop_rule, field_views, rename_rule
 from autonumber.db.objects import key_column
 from autonumber.errors import RecordError
-from autonumber.jsonl import Line, read_lines
 from autonumber.rules import RuleEdit, set_next
 from autonumber.runtime import Platform
-from autonumber.stored import StoredRule
 
 from .auth import AdminAuth
 from .models import (

@@ -19,8 +19,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from autonumber import shared
-from autonumber.allocation import SINGLE, block_size, check_allocation
+from autonumber.catalog import shared
+from autonumber.catalog.allocation import SINGLE, block_size, check_allocation
+from autonumber.catalog.shared import check_name, counter_id
+from autonumber.catalog.stored import StoredRule
 from autonumber.db.base import UNAVAILABLE
 from autonumber.db.objects import shared_object_table
 from autonumber.db.tables import system_field, system_object, system_record_type
@@ -47,8 +49,6 @@ from autonumber.format.tokens import DATE_SOURCES, FISCAL_MONTHS, NUMBERING, ON_
 from autonumber.format.validate import validate_date_source
 from autonumber.format.zones import zone_of
 from autonumber.identifiers import check_api_name
-from autonumber.shared import check_name, counter_id
-from autonumber.stored import StoredRule
 
 RECORD_TYPE = "RecordType"
 RECORD_TYPE_TABLE = system_record_type.name
@@ -72,7 +72,7 @@ class Rule:
     date_field: str | None = None
     """The record's own date/datetime field that dates its numbers (None: the database clock)."""
     shared_counter: str | None = None
-    """The shared counter it draws from (None: its own counter; autonumber/shared.py)."""
+    """The shared counter it draws from (None: its own counter; autonumber/catalog/shared.py)."""
     pinned_date: datetime | None = None
     """A record's date this copy of the rule keys and renders with instead of the clock
     (`pinned`); set only on the per-reservation copies the engine makes."""

@@ -14,10 +14,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from .catalog import CatalogSnapshot
-from .db.objects import key_column
-from .errors import RecordError
-from .seeds import autonumber_formats as _seed
+from ..catalog.cache import CatalogSnapshot
+from ..db.objects import key_column
+from ..errors import RecordError
+from ..seeds import autonumber_formats as _seed
 
 STANDARD_OBJECTS = frozenset(name for name, _, _ in _seed.OBJECTS)
 """The standard pack's objects; every other object the platform created is a custom object."""

@@ -15,10 +15,10 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
-from .db import schema
-from .db.base import UNAVAILABLE
-from .db.tables import idempotency_table
-from .errors import DatabaseUnavailable, IdempotencyConflict, RecordError
+from ..db import schema
+from ..db.base import UNAVAILABLE
+from ..db.tables import idempotency_table
+from ..errors import DatabaseUnavailable, IdempotencyConflict, RecordError
 from .values import check_text
 
 MAX_KEY_LENGTH = 255
@@ -96,7 +96,7 @@ def _stored(conn: Connection, key: str) -> tuple[str, str, list[str]] | None:
 
 def purge(engine: Engine, older_than: timedelta = timedelta(days=7)) -> int:
     """Delete keys older than `older_than` (never less than 24 h); return how many were removed."""
-    from .db import dialect_for
+    from ..db import dialect_for
 
     age = max(older_than, KEEP_AT_LEAST)
     with engine.begin() as conn:

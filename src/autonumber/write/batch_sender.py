@@ -16,7 +16,7 @@ import threading
 from concurrent.futures import Future, ThreadPoolExecutor, wait
 from types import TracebackType
 
-from .db.bulk import Send
+from ..db.bulk import Send
 
 
 class BatchSender:

@@ -15,7 +15,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import sqlalchemy as sa
 
-from .errors import RecordError
+from ..errors import RecordError
 
 FullCheck = Callable[[Mapping[str, Any], Any], dict[str, Any]]
 """The records layer's own check of one row (it raises the RecordError naming the label)."""

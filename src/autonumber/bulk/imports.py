@@ -20,8 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .collection import YoungCollections, paused_collection, quick_switches
-from .errors import (
+from ..errors import (
     AutonumberError,
     CommitOutcomeUnknown,
     DatabaseUnavailable,
@@ -29,8 +28,9 @@ from .errors import (
     ImportOutcomeUnknown,
     RecordError,
 )
+from ..write.records import BATCH_SIZE, Batch, Records
+from .collection import YoungCollections, paused_collection, quick_switches
 from .jsonl import Line, rows
-from .records import BATCH_SIZE, Batch, Records
 
 
 @dataclass(frozen=True)

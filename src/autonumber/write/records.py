@@ -13,21 +13,18 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from . import idempotency
-from .batch_sender import BatchSender
-from .bulk_rows import PairChunks, Rejected, RowCheck, ordered_ids
-from .catalog import Catalog, CatalogSnapshot, Rule
-from .db.base import Dialect, Numbered, by_fields, to_utc
-from .db.driver import kept, savepoint, statement, watched
-from .db.fence import declare, raise_if_refused
-from .db.held import HeldConnection
-from .db.objects import key_column
-from .engine import Engine, metrics
-from .engine.journal import FAILED, Pending, Range, track, watch
-from .engine.reservation import STAMPED_AT, stamp_params
-from .engine.retry import Tries
-from .engine.skip import skip_stored
-from .errors import (
+from ..catalog.cache import Catalog, CatalogSnapshot, Rule
+from ..db.base import Dialect, Numbered, by_fields, to_utc
+from ..db.driver import kept, savepoint, statement, watched
+from ..db.fence import declare, raise_if_refused
+from ..db.held import HeldConnection
+from ..db.objects import key_column
+from ..engine import Engine, metrics
+from ..engine.journal import FAILED, Pending, Range, track, watch
+from ..engine.reservation import STAMPED_AT, stamp_params
+from ..engine.retry import Tries
+from ..engine.skip import skip_stored
+from ..errors import (
     AutonumberError,
     CommitOutcomeUnknown,
     CounterMissing,
@@ -38,7 +35,10 @@ from .errors import (
     ReservationFailed,
     RuleQuarantined,
 )
-from .events import EventBus, RecordBeforeCreate
+from ..events import EventBus, RecordBeforeCreate
+from . import idempotency
+from .batch_sender import BatchSender
+from .bulk_rows import PairChunks, Rejected, RowCheck, ordered_ids
 from .group_commit import GroupCommit
 from .ids import new_id
 from .lookups import check_lookups, checked_lookups
@@ -103,7 +103,7 @@ class _Shape:
 def _shape(table: sa.Table) -> _Shape:
     return kept(
         table,
-        ("autonumber.records.shape",),
+        ("autonumber.write.records.shape",),
         lambda: _Shape({c.key: c for c in table.c}, tuple(c.name for c in table.c)),
     )
 

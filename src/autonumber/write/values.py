@@ -17,8 +17,8 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from .db.base import driver_code
-from .errors import RecordError
+from ..db.base import driver_code
+from ..errors import RecordError
 
 SCALARS = (str, int, float, bool, Decimal, date)
 BIGINT_MAX = 2**63 - 1

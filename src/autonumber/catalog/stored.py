@@ -12,10 +12,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any
 
-from autonumber.allocation import SINGLE
+from autonumber.catalog.allocation import SINGLE
+from autonumber.catalog.shared import counter_id
 from autonumber.db.tables import AUTONUMBER_COLUMNS
 from autonumber.format import FieldInfo
-from autonumber.shared import counter_id
 
 PREFIX = "auto_number_"
 
@@ -46,7 +46,7 @@ class StoredRule:
     fiscal_year_start: int = 1
     date_field: str | None = None
     shared_counter: str | None = None
-    """The shared counter the field draws from (None: its own counter; autonumber/shared.py)."""
+    """The shared counter the field draws from (None: its own counter; autonumber/catalog/shared.py)."""
 
     @classmethod
     def of(cls, field_id: str, info: FieldInfo, columns: Mapping[Any, Any]) -> StoredRule:

@@ -14,13 +14,13 @@ import re
 from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
-from autonumber.allocation import SINGLE
+from autonumber.catalog.allocation import SINGLE
 from autonumber.errors import InvalidIdentifier
 from autonumber.format import parse_format
 from autonumber.format.overlap import may_render_same
 
 if TYPE_CHECKING:  # stored.py reads counter_id from here
-    from autonumber.stored import StoredRule
+    from autonumber.catalog.stored import StoredRule
 
 PREFIX = "shared:"
 NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")

@@ -15,7 +15,7 @@ from typing import Any, BinaryIO, NamedTuple
 
 import orjson
 
-from .errors import RecordError
+from ..errors import RecordError
 
 MAX_LINE_BYTES = 1 << 20
 """The longest line read by default (1 MiB): far above any record, far below a memory problem."""

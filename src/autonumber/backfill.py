@@ -26,6 +26,7 @@ from .engine.journal import Pending, track
 from .engine.record_dates import record_dates
 from .errors import UnknownField
 from .runtime import Platform
+from .write.skips import skip_tries, skipped_stored
 
 BACKFILL_BATCH = 1_000
 """Rows per batch: one transaction and one reservation per counter scope each."""
@@ -98,14 +99,16 @@ def _skipping(platform: Platform, rule: Rule, table: sa.Table, keys: list[Any]) 
     """One batch in a transaction of its own, written again with new numbers when one of them was
     already stored by a row written outside the product (docs/engine.md, "Values stored behind the
     counter's back")."""
-    tries = platform.records.skip_tries()
+    tries = skip_tries(platform.engine)
     while True:
         written: list[dict[str, Any]] = []
         try:
             with platform.db.begin() as conn:
                 return _batch(platform, conn, rule.field_id, table, rule.field_name, keys, written)
         except sa.exc.DBAPIError as exc:
-            if not platform.records.skipped_stored(exc, rule.object_name, written, None, tries.again()):
+            if not skipped_stored(
+                platform.engine, platform.catalog, exc, rule.object_name, written, None, tries.again()
+            ):
                 raise
 
 

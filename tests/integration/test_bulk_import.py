@@ -25,7 +25,7 @@ from autonumber.bulk.jsonl import Line, read_lines
 from autonumber.errors import NumberAlreadyStored, RecordError
 from autonumber.events import RecordBeforeCreate
 from autonumber.runtime import Platform
-from autonumber.write.records import Batch
+from autonumber.write.rows import Batch
 from support import import_cases, run_cli, send_batch
 
 

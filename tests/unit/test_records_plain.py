@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import UTC, datetime, timedelta, timezone
 from decimal import Decimal
 
-from autonumber.write.records import _plain
+from autonumber.write.rows import plain
 
 
 def test_timestamps_become_utc_text_with_the_offset_decimals_floats_and_the_rest_stays() -> None:
@@ -20,7 +20,7 @@ def test_timestamps_become_utc_text_with_the_offset_decimals_floats_and_the_rest
         "Flag": True,
         "Empty": None,
     }
-    assert _plain(row) == {
+    assert plain(row) == {
         "Id": "0193a0b1c2d34e5f8a9b0c1d2e3f4a5b",
         "CreatedDate": "2026-12-04T13:57:21.123456+00:00",
         "Whole": "2026-12-04T13:57:21+00:00",
@@ -35,4 +35,4 @@ def test_timestamps_become_utc_text_with_the_offset_decimals_floats_and_the_rest
 
 def test_every_timestamp_says_utc_whatever_zone_it_came_in() -> None:
     aware = datetime(2026, 1, 1, tzinfo=UTC)
-    assert _plain({"At": aware})["At"] == "2026-01-01T00:00:00+00:00"
+    assert plain({"At": aware})["At"] == "2026-01-01T00:00:00+00:00"

@@ -28,7 +28,8 @@ from ..errors import (
     ImportOutcomeUnknown,
     RecordError,
 )
-from ..write.records import BATCH_SIZE, Batch, Records
+from ..write.records import BATCH_SIZE, Records
+from ..write.rows import Batch
 from .collection import YoungCollections, paused_collection, quick_switches
 from .jsonl import Line, rows
 

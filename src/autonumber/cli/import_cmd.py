@@ -20,7 +20,7 @@ from rich.progress import BarColumn, Progress, TaskID, TextColumn, TimeElapsedCo
 from autonumber.bulk.imports import ImportOptions, ImportSummary, run_import
 from autonumber.bulk.jsonl import Line, read_lines
 from autonumber.errors import RecordError
-from autonumber.write.records import Batch
+from autonumber.write.rows import Batch
 
 PLAIN_EVERY = 5.0
 """Seconds between two plain progress lines when stderr is not a terminal."""

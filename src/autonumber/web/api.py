@@ -12,7 +12,8 @@ from pydantic_core import to_json
 
 from autonumber.bulk.imports import ImportOptions
 from autonumber.errors import RecordError
-from autonumber.write.records import BATCH_SIZE, MAX_OFFSET
+from autonumber.write.reads import MAX_OFFSET
+from autonumber.write.records import BATCH_SIZE
 
 from .models import (
     BulkIn,

@@ -22,7 +22,7 @@ from fastapi.staticfiles import StaticFiles
 
 from autonumber.catalog.cache import CatalogSnapshot
 from autonumber.db.objects import key_column
-from autonumber.write.records import SYSTEM_COLUMNS
+from autonumber.write.rows import SYSTEM_COLUMNS
 from autonumber.write.values import BIGINT_MAX
 
 from .models import MAX_BULK

@@ -17,7 +17,7 @@ from autonumber.commands import objects
 from autonumber.errors import AutonumberError, RecordError
 from autonumber.format.tokens import NUMBERING, SCOPES
 from autonumber.setup.standard import CORE_OBJECTS
-from autonumber.write.records import MAX_OFFSET
+from autonumber.write.reads import MAX_OFFSET
 
 from .api import ConsoleDep, console
 from .auth import API_ENV, COOKIE, CSRF_COOKIE, ENV, new_csrf_cookie

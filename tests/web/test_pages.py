@@ -182,9 +182,12 @@ def test_home_search_works_without_javascript_and_lists_objects_with_records_fir
     assert cards[0] == ("Case", "1") and all(count == "0" for _, count in cards[1:])
     assert 'type="search" id="q" name="q"' in html and '<label for="q"' in html
     found = pages.get("/", params={"q": "contr"}).text
-    assert re.findall(r'data-object="(\w+)"', found) == ["Contract"]
-    assert "1 object(s) match" in found
-    assert 'data-object="Account"' in pages.get("/", params={"q": "account_id"}).text  # its field's name
+    shown = re.compile(r'<a class="card" href="/o/(\w+)"  data-search')
+    assert shown.findall(found) == ["Contract"]
+    # the others are on the page, hidden, so a search typed next can show them
+    assert len(re.findall(r'<a class="card" href="/o/\w+" hidden data-search', found)) == len(cards) - 1
+    assert re.search(r'<span id="match-count">1</span> object\(s\) match', found)
+    assert shown.findall(pages.get("/", params={"q": "account_id"}).text) == ["Account"]  # its field's name
     none = pages.get("/", params={"q": "<nope>"}).text
     assert 'id="no-match" >' in none and "&lt;nope&gt;" in none and "<nope>" not in none
 

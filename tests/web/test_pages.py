@@ -104,7 +104,7 @@ def test_rules_form_changes_scope_and_start(
     pages: TestClient, admin_token: str, sqlite_platform: Platform
 ) -> None:
     pages.post("/login", data={"token": admin_token})
-    html = pages.get("/rules").text
+    html = editor_of(pages, "Case.CaseNumber")
     case_form = html[html.index('data-field="Case.CaseNumber"') :]
     assert re.search(r'name="scope".*?<option value="global" selected>', case_form, re.S)
     assert 'name="start" value=""' in case_form
@@ -123,6 +123,13 @@ def test_rules_form_changes_scope_and_start(
     assert acc["Account_ID__c"].endswith("-005000")
 
 
+def editor_of(pages: TestClient, field: str) -> str:
+    """A field's editors, as the rules page loads them when its "Edit" opens."""
+    r = pages.get(f"/rules/{field}/edit", params={"fragment": 1})
+    assert r.status_code == 200, r.text
+    return r.text
+
+
 def _base_of(html: str, field: str) -> str:
     """The hidden `base` token of a field's editor form (the rule as the page showed it)."""
     form = html[html.index(f'data-field="{field}"') :]
@@ -136,14 +143,14 @@ def test_a_rule_changed_after_the_page_was_loaded_is_not_overwritten(
 ) -> None:
     """Admin A loads the page; B changes the rule; A's submit is refused and B's change stays."""
     pages.post("/login", data={"token": admin_token})
-    seen = _base_of(pages.get("/rules").text, "Case.CaseNumber")
+    seen = _base_of(editor_of(pages, "Case.CaseNumber"), "Case.CaseNumber")
     set_rule(sqlite_platform.db, RuleEdit("Case", "CaseNumber", numbering="gapless"))  # B, meanwhile
     form = {"format": "{00000000}", "scope": "global", "start": "", "numbering": "standard"}
     r = pages.post("/rules/Case.CaseNumber", data={**form, "time_zone": "UTC", "base": seen})
     page = pages.get(r.headers["location"]).text
     assert "changed by someone else, re-read and retry" in page
     assert sqlite_platform.catalog.refresh().stored("Case.CaseNumber").numbering == "gapless"
-    fresh = _base_of(page, "Case.CaseNumber")  # re-read: the form now carries B's rule
+    fresh = _base_of(editor_of(pages, "Case.CaseNumber"), "Case.CaseNumber")  # re-read: B's rule
     assert fresh != seen
     r = pages.post("/rules/Case.CaseNumber", data={**form, "time_zone": "Asia/Tokyo", "base": fresh})
     assert "Case.CaseNumber now uses {00000000}" in pages.get(r.headers["location"]).text
@@ -182,9 +189,12 @@ def test_home_search_works_without_javascript_and_lists_objects_with_records_fir
     assert cards[0] == ("Case", "1") and all(count == "0" for _, count in cards[1:])
     assert 'type="search" id="q" name="q"' in html and '<label for="q"' in html
     found = pages.get("/", params={"q": "contr"}).text
-    assert re.findall(r'data-object="(\w+)"', found) == ["Contract"]
-    assert "1 object(s) match" in found
-    assert 'data-object="Account"' in pages.get("/", params={"q": "account_id"}).text  # its field's name
+    shown = re.compile(r'<a class="card" href="/o/(\w+)"  data-search')
+    assert shown.findall(found) == ["Contract"]
+    # the others are on the page, hidden, so a search typed next can show them
+    assert len(re.findall(r'<a class="card" href="/o/\w+" hidden data-search', found)) == len(cards) - 1
+    assert re.search(r'<span id="match-count">1</span> object\(s\) match', found)
+    assert shown.findall(pages.get("/", params={"q": "account_id"}).text) == ["Account"]  # its field's name
     none = pages.get("/", params={"q": "<nope>"}).text
     assert 'id="no-match" >' in none and "&lt;nope&gt;" in none and "<nope>" not in none
 
@@ -234,8 +244,11 @@ def test_rules_editor_is_labelled_and_only_for_an_admin(
     ) as c:
         html = c.get("/rules").text
         assert "field-row" in html and "editor-row" not in html and 'class="editor"' not in html
+        assert c.get("/rules/Case.CaseNumber/edit").headers["location"] == "/rules"
+    assert pages.get("/rules/Case.CaseNumber/edit").headers["location"].startswith("/login?next=")
     pages.post("/login", data={"token": admin_token})
-    html = pages.get("/rules").text
+    assert 'href="/rules/Case.CaseNumber/edit?back="' in pages.get("/rules").text
+    html = editor_of(pages, "Case.CaseNumber")
     editor = html[html.index('data-field="Case.CaseNumber"') :]
     editor = editor[: editor.index("</form>")]
     inputs = re.findall(r'<(?:input|select) id="([^"]+)" name="(\w+)"', editor)
@@ -310,10 +323,10 @@ def test_rules_counter_form_sets_the_next_number_for_an_admin_only(
     pages: TestClient, admin_token: str, sqlite_platform: Platform
 ) -> None:
     r = pages.post("/rules/Case.CaseNumber/counter", data={"next": "700"})  # not logged in: refused
-    assert r.status_code == 303 and r.headers["location"] == "/rules#Case.CaseNumber"
+    assert r.status_code == 303 and r.headers["location"] == "/rules?result=Case.CaseNumber#result"
     assert sqlite_platform.records.insert("Case", {"Subject": "x"})["CaseNumber"] == "00000001"
     pages.post("/login", data={"token": admin_token})
-    html = pages.get("/rules").text
+    html = editor_of(pages, "Case.CaseNumber")
     assert 'action="/rules/Case.CaseNumber/counter"' in html and 'for="counter-next-Case-CaseNumber"' in html
     r = pages.post("/rules/Case.CaseNumber/counter", data={"next": "700"})
     assert "next value 2 → 700" in pages.get(r.headers["location"]).text
@@ -328,12 +341,12 @@ def test_rules_page_removes_a_rule_and_an_empty_format_keeps_the_stored_one(
     pages.post("/login", data={"token": admin_token})
     r = pages.post("/rules/Case.CaseNumber", data={"format": "", "time_zone": "Asia/Tokyo"})
     assert "Case.CaseNumber now uses {00000000}" in pages.get(r.headers["location"]).text
-    html = pages.get("/rules").text
+    html = editor_of(pages, "Case.CaseNumber")
     assert 'action="/rules/Case.CaseNumber/remove"' in html
     first = sqlite_platform.records.insert("Case", {"Subject": "x"})["CaseNumber"]
     r = pages.post("/rules/Case.CaseNumber/remove", data={})
     assert "Case.CaseNumber: rule removed, stored values kept" in pages.get(r.headers["location"]).text
-    assert 'data-field="Case.CaseNumber"' not in pages.get("/rules").text
+    assert '<tr id="Case.CaseNumber"' not in pages.get("/rules").text
     r = pages.post("/rules/Case.CaseNumber/remove", data={})
     assert "error:" in pages.get(r.headers["location"]).text
     sqlite_platform.catalog.refresh()
@@ -341,3 +354,42 @@ def test_rules_page_removes_a_rule_and_an_empty_format_keeps_the_stored_one(
         sqlite_platform.records.insert("Case", {"Subject": "y", "CaseNumber": first + "0"})["CaseNumber"]
         == first + "0"
     )
+
+
+def test_the_message_after_a_rule_change_sits_next_to_its_row_on_the_page_it_came_from(
+    pages: TestClient, admin_token: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from autonumber.web import pages as page_module
+
+    pages.post("/login", data={"token": admin_token})
+    everything = re.findall(r'<tr id="([^"]+)" class="field-row">', pages.get("/rules").text)
+    field = "Case.CaseNumber"
+    page = str(everything.index(field) + 1)
+    assert page != "1"
+    monkeypatch.setattr(page_module, "RULES_PAGE_SIZE", 1)
+    editor = pages.get(
+        f"/rules/{field}/edit", params={"back": f"page={page}&evil=1&scope=weekly", "fragment": 1}
+    )
+    back = re.search(r'name="back" value="([^"]*)"', editor.text)
+    assert back and back.group(1) == f"page={page}"  # only the filter and page, checked
+    r = pages.post(f"/rules/{field}/counter", data={"next": "900", "back": f"page={page}"})
+    assert r.headers["location"] == f"/rules?page={page}&result={field}#result"
+    html = pages.get(r.headers["location"]).text
+    row = re.search(
+        rf'<tr id="{re.escape(field)}" class="field-row">.*?</tr>\s*<tr class="result-row">(.*?)</tr>',
+        html,
+        re.S,
+    )
+    assert row, html
+    assert re.search(
+        r'<div id="result" class="flash flash-ok" role="status" aria-live="polite" tabindex="-1">[^<]*→ 900',
+        row.group(1),
+    )
+    assert html.count('id="result"') == 1
+    # not on that page any more (a refusal of a field filtered away): the message is at the top
+    r = pages.post(
+        f"/rules/{field}/counter", data={"next": "5", "back": f"page={page}&object=nothing-matches"}
+    )
+    html = pages.get(r.headers["location"]).text
+    assert html.count('id="result"') == 1 and 'class="result-row"' not in html
+    assert html.index('id="result"') < html.index('id="rules-count"') and "the lowest allowed is 900" in html

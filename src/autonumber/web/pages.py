@@ -6,7 +6,7 @@ import re
 from collections.abc import Iterable
 from itertools import groupby
 from typing import Annotated, Any, Literal
-from urllib.parse import quote, unquote, urlencode
+from urllib.parse import parse_qsl, quote, unquote, urlencode
 
 from fastapi import APIRouter, Depends, Query, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
@@ -27,6 +27,12 @@ PAGE_SIZE = 25
 RULES_PAGE_SIZE = 40
 MAX_PAGE = MAX_OFFSET // PAGE_SIZE
 FLASH = "autonumber_flash"
+RULES_FILTERS: dict[str, tuple[str, ...] | None] = {
+    "object": None,
+    "field": None,
+    "scope": ("", *SCOPES),
+    "status": ("", "ok", "quarantined"),
+}
 
 
 async def csrf_protect(request: Request) -> None:
@@ -260,9 +266,11 @@ def rules_page(
     scope: Annotated[Literal["", "global", "per_day", "per_prefix"], Query()] = "",
     status: Annotated[Literal["", "ok", "quarantined"], Query()] = "",
     page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1,
+    result: Annotated[str, Query(max_length=300)] = "",
 ) -> Response:
     """The autonumber fields the filter keeps, a page at a time and grouped by object, with their
-    counters; a format editor with live preview on each for a logged-in admin."""
+    counters; for a logged-in admin an "Edit" on each that loads the field's editors. `result`: the
+    field the flash message is about, shown next to its row when the row is on this page."""
     if c.admin.enabled and not c.admin.is_admin(request):
         return redirect(f"/login?next={quote(str(request.url.path) + _query(request))}")
     where = FieldFilter(object=object, field=field, scope=scope, status=status)
@@ -271,6 +279,7 @@ def rules_page(
     shown = found[(page - 1) * RULES_PAGE_SIZE : page * RULES_PAGE_SIZE]
     groups = [(name, list(items)) for name, items in groupby(shown, key=lambda f: f.object)]
     args = {"object": object, "field": field, "scope": scope, "status": status}
+    back = _back(urlencode({**args, "page": page}))
     return render(
         request,
         "rules.html",
@@ -284,8 +293,51 @@ def rules_page(
             "scopes": SCOPES,
             "numberings": NUMBERING,
             "page_id": "rules",
+            "back": back,
+            "result_field": result if result in {f.field_id for f in shown} else None,
         },
     )
+
+
+@pages.get("/rules/{field_id}/edit", response_class=HTMLResponse)
+def rule_edit_page(
+    request: Request,
+    field_id: str,
+    c: ConsoleDep,
+    back: Annotated[str, Query(max_length=1000)] = "",
+    fragment: bool = False,
+) -> Response:
+    """One rule's editors (format and options, removal, next number): a page of their own, or with
+    `fragment=1` the markup the rules page loads into a row when its "Edit" opens, so that page does
+    not carry every field's editors. `back` is the rules page (filter and page) to return to."""
+    if not c.admin.is_admin(request):
+        if c.admin.enabled:
+            return redirect(f"/login?next={quote(str(request.url.path) + _query(request))}")
+        return redirect("/rules")
+    context = {"f": c.field(field_id), "back": _back(back), "scopes": SCOPES, "numberings": NUMBERING}
+    return render(
+        request, "rule_editor.html" if fragment else "rule_edit.html", {**context, "page_id": "rules"}
+    )
+
+
+def _back(raw: str) -> str:
+    """The rules page's filter and page out of a query string, checked; everything else dropped."""
+    kept: dict[str, str] = {}
+    for key, value in parse_qsl(raw.lstrip("?"))[:20]:
+        if key == "page":
+            ok = value.isascii() and value.isdigit() and 1 < int(value) <= MAX_PAGE
+        else:
+            allowed = RULES_FILTERS.get(key, ())
+            ok = key in RULES_FILTERS and 0 < len(value) <= 200 and (allowed is None or value in allowed)
+        if ok:
+            kept[key] = value
+    return urlencode(kept)
+
+
+def rules_redirect(field_id: str, back: str, message: str) -> RedirectResponse:
+    """Back to the rules page the admin came from, with `message` next to the field's row (the page
+    opens at it, `#result`), or at the top when the row is not on that page any more."""
+    return redirect(f"/rules?{urlencode([*parse_qsl(_back(back)), ('result', field_id)])}#result", message)
 
 
 def _query(request: Request) -> str:
@@ -305,6 +357,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
     """Store a new format through the applier's validation; refuse invariant breaks, and an edit
     of a rule someone else changed since the page was loaded (the form's `base` token)."""
     form = await request.form()
+    back = str(form.get("back", ""))
     try:
         c.admin.require(request)
         scope = str(form.get("scope") or "") or None
@@ -339,25 +392,27 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
             )
         )
     except AutonumberError as exc:
-        return redirect(f"/rules#{field_id}", f"error: {exc}")
-    return redirect(f"/rules#{out.field_id}", f"{out.object}.{out.field} now uses {out.format}")
+        return rules_redirect(field_id, back, f"error: {exc}")
+    return rules_redirect(out.field_id, back, f"{out.object}.{out.field} now uses {out.format}")
 
 
 @pages.post("/rules/{field_id}/remove", response_class=HTMLResponse)
 async def remove_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
     """Remove a field's rule (`autonumber field remove`): its column and values stay."""
+    back = str((await request.form()).get("back", ""))
     try:
         c.admin.require(request)
         out = await run_in_threadpool(c.remove_rule, field_id)
     except AutonumberError as exc:
-        return redirect(f"/rules#{field_id}", f"error: {exc}")
-    return redirect("/rules", f"{out.field}: rule removed, stored values kept")
+        return rules_redirect(field_id, back, f"error: {exc}")
+    return rules_redirect(field_id, back, f"{out.field}: rule removed, stored values kept")
 
 
 @pages.post("/rules/{field_id}/counter", response_class=HTMLResponse)
 async def save_counter(request: Request, field_id: str, c: ConsoleDep) -> Response:
     """Set a counter's next number like `autonumber counter set` (admin; refusals change nothing)."""
     form = await request.form()
+    back = str(form.get("back", ""))
     try:
         c.admin.require(request)
         text = str(form.get("next", "")).strip()
@@ -366,8 +421,8 @@ async def save_counter(request: Request, field_id: str, c: ConsoleDep) -> Respon
         key = form.get("scope_key")
         out = await run_in_threadpool(c.set_counter, field_id, int(text), None if key is None else str(key))
     except AutonumberError as exc:
-        return redirect(f"/rules#{field_id}", f"error: {exc}")
-    return redirect(f"/rules#{out.field_id}", out.message)
+        return rules_redirect(field_id, back, f"error: {exc}")
+    return rules_redirect(out.field_id, back, out.message)
 
 
 @pages.post("/rules/objects/new", response_class=HTMLResponse)

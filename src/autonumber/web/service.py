@@ -60,6 +60,9 @@ class ObjectSummary:
     name: str
     count: int
     autonumber_fields: list[str]
+    match: bool = True
+    """Whether the search matched it: the page lists every object and hides the others, so a
+    search typed after a submitted one still finds them."""
 
 
 @dataclass(frozen=True)
@@ -135,15 +138,19 @@ class Console:
         return self.snapshot.require_object(name).name
 
     def objects(self, query: str = "") -> list[ObjectSummary]:
-        """Objects with their record counts: the ones holding records first, then the rest.
+        """Every object with its record count: the ones holding records first, then the rest.
 
-        `query` keeps the objects whose name or autonumber field names contain it (any case), so
-        the home page's search works without JavaScript too."""
+        `query` marks the objects whose name or autonumber field names contain it (any case) as
+        matching, so the home page's search works without JavaScript too."""
         snap = self.snapshot
         out = [
-            ObjectSummary(name, self.platform.records.count(name), snap.autonumber_fields(name))
+            ObjectSummary(
+                name,
+                self.platform.records.count(name),
+                snap.autonumber_fields(name),
+                matches(query, name, *snap.autonumber_fields(name)),
+            )
             for name in sorted(snap.objects)
-            if matches(query, name, *snap.autonumber_fields(name))
         ]
         return sorted(out, key=lambda s: s.count == 0)
 

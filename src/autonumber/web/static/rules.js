@@ -45,7 +45,7 @@ async function refresh(form) {
 }
 
 // Only the rule editors (they carry data-field); the counter and new-object forms have no format.
-document.querySelectorAll("form.editor[data-field]").forEach((form) => {
+function initEditor(form) {
   let timer = null;
   const input = form.querySelector("input[name=format]");
   input.addEventListener("input", () => {
@@ -55,8 +55,39 @@ document.querySelectorAll("form.editor[data-field]").forEach((form) => {
   form.addEventListener("submit", (ev) => {
     if (form.classList.contains("invalid")) ev.preventDefault();
   });
-  // Preview when the editor is opened, not for every field on page load.
-  const details = form.closest("details");
-  if (details) details.addEventListener("toggle", () => { if (details.open) refresh(form); });
-  else refresh(form);
+  refresh(form);
+}
+
+// The rules page carries a link per field, not its editors: opening "Edit" loads them in place
+// (GET /rules/{id}/edit?fragment=1); without JavaScript the link opens them on a page of their own.
+async function loadEditor(details) {
+  const link = details.querySelector("a.editor-link");
+  if (!link || details.dataset.loading) return;
+  details.dataset.loading = "1";
+  try {
+    const res = await fetch(link.href + "&fragment=1", {headers: {Accept: "text/html"}});
+    if (!res.ok) throw new Error("HTTP " + res.status);
+    const box = document.createElement("div");
+    box.className = "editors";
+    box.innerHTML = await res.text();
+    link.replaceWith(box);
+    box.querySelectorAll("form.editor[data-field]").forEach(initEditor);
+  } catch (err) {
+    link.textContent = "The editor did not load (" + err.message + "): open it on its own page";
+  } finally {
+    delete details.dataset.loading;
+  }
+}
+
+document.querySelectorAll("details.rule-editor").forEach((details) => {
+  details.addEventListener("toggle", () => { if (details.open) loadEditor(details); });
 });
+document.querySelectorAll("form.editor[data-field]").forEach(initEditor);  // the editor's own page
+
+// After Save or Set next number the message sits next to the field's row: bring it into view and
+// move the focus there, so the admin sees it and a screen reader reads it.
+const result = document.getElementById("result");
+if (result) {
+  result.scrollIntoView({block: "center"});
+  result.focus({preventScroll: true});
+}

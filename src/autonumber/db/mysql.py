@@ -7,12 +7,10 @@ import math
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager
 from datetime import datetime
-from functools import cache
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy import event
-from sqlalchemy.dialects import mysql as mysql_types
 from sqlalchemy.dialects.mysql import insert as mysql_insert
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import PoolResetState
@@ -22,12 +20,29 @@ from autonumber.errors import LockTimeout
 from . import mysql_load, pymysql_tls
 from .base import Counter, Dialect, Numbered, by_fields, forget_server_flag, server_flag, to_utc
 from .bulk import Handed, NotDelimitable, Send, bound_columns, bound_tuples, insert_text, nobody_waits
-from .driver import DriverStatement, execute, execute_batch, kept, statement
+from .driver import DriverStatement, execute, execute_batch, statement
 from .fence import INFO_KEY, MYSQL_VARIABLE, schema_version
 from .fence_sql import MySQLFence
 from .guard import MESSAGE, TRIGGER
 from .guard import MYSQL_VARIABLE as GUARD_VARIABLE
 from .lease import lease_lock
+from .mysql_numbered import (
+    NEXT_VALUE,
+    NEXT_VARIABLE,
+    STAMP_VARIABLE,
+    assigned,
+    bumped,
+    numbered_insert_text,
+    variables,
+)
+from .mysql_texts import (
+    SERVER_STATUS_IN_TRANS,
+    TEXT_COMMITTED,
+    merged,
+    multi_statements,
+    no_commit_after_text,
+    takes_batches,
+)
 from .tables import AUTONUMBER_COLUMNS
 
 UNREACHABLE = frozenset({1040, 1053, 2002, 2003, 2006, 2013})
@@ -37,12 +52,6 @@ RETRYABLE = {1213, 1205, 1020, 1180, 1181, 1305, 9007, 8002, 8022}
 commit/rollback failures (1180/1181), a savepoint the server dropped when a deadlock rolled the whole
 transaction back (1305), and TiDB write conflicts (9007, 8002, 8022)."""
 MAX_LOCK_NAME = 64
-SERVER_STATUS_IN_TRANS = 1
-"""The server-status flag of an OK packet that says a transaction is open (MySQL protocol)."""
-NEXT_VARIABLE = "@autonumber_next"
-STAMP_VARIABLE = "@autonumber_stamp"
-"""Session variables the numbered insert's UPDATE sets for its INSERT: the counter's new value and
-the clock sample it stamped."""
 
 
 def database_lock_name(name: str, database: str | None) -> str:
@@ -80,7 +89,7 @@ class MySQLDialect(MySQLFence, Dialect):
 
             # LOCAL_FILES: the capability only, PyMySQL still refuses every file request (mysql_load)
             flags = (CLIENT.LOCAL_FILES if mysql_load.available() else 0) | (
-                _multi_statements() if statement_batches else 0
+                multi_statements() if statement_batches else 0
             )
 
             @event.listens_for(engine, "do_connect")
@@ -102,7 +111,7 @@ class MySQLDialect(MySQLFence, Dialect):
             record.info[INFO_KEY] = version
 
         if statement_batches:
-            _no_commit_after_text(engine)
+            no_commit_after_text(engine)
 
         @event.listens_for(engine, "reset")
         def _rollback_if_open(dbapi_connection: Any, _record: Any, state: PoolResetState) -> None:
@@ -175,7 +184,7 @@ class MySQLDialect(MySQLFence, Dialect):
         result = conn.execute(stmt, params)
         if result.rowcount == 0:
             return None
-        return _bumped(conn, result.lastrowid)
+        return bumped(conn, result.lastrowid)
 
     def atomic_increment_clocked(
         self,
@@ -247,11 +256,11 @@ class MySQLDialect(MySQLFence, Dialect):
         journal = statement(
             counter.table,
             ("line-from-variables", counter, line),
-            lambda: line(_variables(counter)),
+            lambda: line(variables(counter)),
             conn.dialect,
         )
         stamp = f"SELECT CAST({STAMP_VARIABLE} AS DATETIME(6)), {NEXT_VALUE}"
-        args = _merged(bump.args(params), journal.args(params))
+        args = merged(bump.args(params), journal.args(params))
         if conn.in_transaction():
             sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {journal.sql}; {stamp}"
             _, bumped, _, read = execute_batch(conn, sql, args)
@@ -282,7 +291,7 @@ class MySQLDialect(MySQLFence, Dialect):
             value: sa.ColumnElement[Any] = table.c[column] + n
             clock = self.utc_now_expr()
             if into_variables:
-                value, clock = _assigned(NEXT_VARIABLE, value), _assigned(STAMP_VARIABLE, clock)
+                value, clock = assigned(NEXT_VARIABLE, value), assigned(STAMP_VARIABLE, clock)
             return (
                 sa.update(table)
                 .where(where if guard is None else sa.and_(where, guard))
@@ -329,7 +338,7 @@ class MySQLDialect(MySQLFence, Dialect):
         """`UPDATE counter SET value = LAST_INSERT_ID(@next := value + n), stamp = (@stamp := <clock>) …`
         then `INSERT … SELECT …, CONCAT(before,
         LPAD(@next - n + i, width, '0'), after), @stamp … WHERE @next IS NOT NULL RETURNING
-        number, created` (`_numbered_insert`): the values built from the session variables the
+        number, created` (`numbered_insert_text`): the values built from the session variables the
         UPDATE set, then `SELECT @next` (the writer fence's trigger keeps the value out of the
         UPDATE's OK packet), so a connection that takes statement batches (the group writer's:
         `statement_batches`) sends all three in one round trip, and no row reads the counter row.
@@ -342,8 +351,8 @@ class MySQLDialect(MySQLFence, Dialect):
         COMMIT."""
         bump = self._bump_into_variables(conn, counter)
         given = number.given(rows[0])
-        insert = _numbered_insert(conn, table, given, number, len(rows))
-        named = _merged(bump.args(params))
+        insert = numbered_insert_text(conn, table, given, number, len(rows))
+        named = merged(bump.args(params))
         args = {**named, "autonumber_before": number.before, "autonumber_after": number.after}
         for i, row in enumerate(bound_tuples(conn.dialect, table, given, rows)):
             args.update({f"r{i}_{j}": arg for j, arg in enumerate(row)})
@@ -383,13 +392,13 @@ class MySQLDialect(MySQLFence, Dialect):
         guard: sa.ColumnElement[bool],
         params: Mapping[str, Any],
     ) -> int | None:
-        """The clocked increment's UPDATE alone, its value read as LAST_INSERT_ID() (`_bumped`);
+        """The clocked increment's UPDATE alone, its value read as LAST_INSERT_ID() (`bumped`);
         no SELECT reads the stamped clock."""
         # the same statement (and cache entry) as atomic_increment_clocked's UPDATE
         key = (table, where, column, n, clock_column, guard)
         update = self.built(("bump", *key), self._clocked_bump(*key))
         result = conn.execute(update, params)
-        return None if result.rowcount == 0 else _bumped(conn, result.lastrowid)
+        return None if result.rowcount == 0 else bumped(conn, result.lastrowid)
 
     def guard_install_sql(self) -> list[str]:
         changed = " OR ".join(f"NOT (OLD.{c} <=> NEW.{c})" for c in AUTONUMBER_COLUMNS)
@@ -548,140 +557,3 @@ def galera_on(conn: Connection) -> bool:
 def is_galera(engine: Engine) -> bool:
     """Whether the server is a Galera node (wsrep_on): GET_LOCK is node-local there."""
     return server_flag(engine, "galera", galera_on)
-
-
-def _assigned(variable: str, value: sa.ColumnElement[Any]) -> sa.ColumnElement[Any]:
-    """`(@variable := value)`: MariaDB sets a session variable inside an expression."""
-    return sa.literal_column(variable).op(":=")(value).self_group()
-
-
-LAST_ID = "SELECT LAST_INSERT_ID()"
-NEXT_VALUE = f"CAST({NEXT_VARIABLE} AS SIGNED)"
-"""The counter's value after the increment as the UPDATE left it in NEXT_VARIABLE: read after an
-INSERT, where LAST_INSERT_ID() may be that INSERT's AUTO_INCREMENT value instead."""
-
-
-def _bumped(conn: Connection, carried: int | None) -> int:
-    """The value an UPDATE gave LAST_INSERT_ID(expr): carried by its OK packet, except on a table
-    with a trigger (the writer fence, db/fence.py), whose OK packet says 0: then read back."""
-    return int(carried) if carried else int(conn.exec_driver_sql(LAST_ID).scalar_one())
-
-
-def _variables(counter: Counter) -> sa.CTE:
-    """The increment's new value and clock sample, read from the session variables it set, as
-    the one row a `line` builder selects from; no row when the increment matched none."""
-    next_value = sa.literal_column(NEXT_VARIABLE, sa.BigInteger)
-    stamp = sa.cast(sa.literal_column(STAMP_VARIABLE), mysql_types.DATETIME(fsp=6))
-    return (
-        sa.select(next_value.label(counter.column), stamp.label(counter.clock_column))
-        .where(next_value.is_not(None))
-        .cte("bumped")
-    )
-
-
-def _merged(*named: tuple[Any, ...] | dict[str, Any]) -> dict[str, Any]:
-    """The driver parameters of statements sent as one text: one mapping, a name shared by two of
-    them holding one value (they are filled from the same parameters)."""
-    merged: dict[str, Any] = {}
-    for args in named:
-        if not isinstance(args, dict):
-            raise TypeError("statements sent as one text need the driver's named (pyformat) parameters")
-        for name, value in args.items():
-            if merged.setdefault(name, value) != value:
-                raise ValueError(f"statements sent as one text bind {name!r} to two values")
-    return merged
-
-
-TEXT_COMMITTED = "autonumber_text_committed"
-"""Set on a PyMySQL connection whose transaction a text of ours ended with its own COMMIT."""
-
-
-def _no_commit_after_text(engine: Engine) -> None:
-    """SQLAlchemy's COMMIT not sent after a text that ended its transaction with its own COMMIT
-    (`insert_numbered`'s `commit`): that would be a round trip that commits nothing. Skipped only
-    when the text said so (TEXT_COMMITTED) and the server's last status agrees that no transaction
-    is open; the mark is cleared by either end of the transaction. The engine's dialect is its own
-    (create_engine makes one per engine), so only the pools that run such texts are touched."""
-    dialect = engine.dialect
-    commit, rollback = dialect.do_commit, dialect.do_rollback
-
-    def do_commit(dbapi_connection: Any) -> None:
-        raw = _driver_connection(dbapi_connection)
-        if not getattr(raw, TEXT_COMMITTED, False):
-            commit(dbapi_connection)
-            return
-        setattr(raw, TEXT_COMMITTED, False)
-        if raw.server_status & SERVER_STATUS_IN_TRANS:
-            commit(dbapi_connection)
-
-    def do_rollback(dbapi_connection: Any) -> None:
-        raw = _driver_connection(dbapi_connection)
-        if getattr(raw, TEXT_COMMITTED, False):
-            setattr(raw, TEXT_COMMITTED, False)
-        rollback(dbapi_connection)
-
-    setattr(dialect, "do_commit", do_commit)  # noqa: B010 (this instance's method, not the class's)
-    setattr(dialect, "do_rollback", do_rollback)  # noqa: B010
-
-
-def _driver_connection(connection: Any) -> Any:
-    """The driver's own connection behind SQLAlchemy's pool proxy (the mark is set on it)."""
-    return getattr(connection, "dbapi_connection", connection)
-
-
-def takes_batches(conn: Connection) -> bool:
-    """Whether `conn` was opened with the capability of several statements in one text (PyMySQL's
-    MULTI_STATEMENTS, asked for by `statement_batches`)."""
-    if conn.dialect.driver != "pymysql":
-        return False
-    return bool(getattr(conn.connection.dbapi_connection, "client_flag", 0) & _multi_statements())
-
-
-@cache
-def _multi_statements() -> int:
-    """PyMySQL's MULTI_STATEMENTS client flag, imported once (it is read on every reservation)."""
-    from pymysql.constants import CLIENT
-
-    return int(CLIENT.MULTI_STATEMENTS)
-
-
-def _numbered_insert(
-    conn: Connection, table: sa.Table, given: tuple[str, ...], number: Numbered, rows: int
-) -> str:
-    """`INSERT INTO t (given…, number, created) SELECT …, CONCAT(before, LPAD(@next - k, width,
-    '0'), after), @stamp … WHERE @next IS NOT NULL RETURNING number, created` for `rows` rows (row
-    i's own values bound as r<i>_<j>, k = rows - i), made once per table, fields and row count (a
-    group holds at most a few). One row selects its values FROM DUAL; several select them from one
-    table value constructor (`VALUES (…), (…)`) under a first SELECT of NULLs that names its
-    columns: MariaDB took about 65 µs more per row for a UNION ALL of one SELECT per row (a group
-    of 7: 650–710 µs against 420–450 µs, by hand)."""
-
-    def make() -> str:
-        prep = conn.dialect.identifier_preparer
-        names = ", ".join(prep.quote(name) for name in (*given, number.column, number.created))
-
-        def numbered(k: str) -> str:  # the number built from @next and the row's offset k, and @stamp
-            return (
-                f"CONCAT(%(autonumber_before)s, LPAD({NEXT_VARIABLE} - {k}, {int(number.width)}, '0'), "
-                f"%(autonumber_after)s), {STAMP_VARIABLE}"
-            )
-
-        returned = f"{prep.quote(number.column)}, {prep.quote(number.created)}"
-        into = f"INSERT INTO {prep.format_table(table)} ({names})"
-        if rows == 1:
-            values = "".join(f"%(r0_{j})s, " for j in range(len(given)))
-            select = f"SELECT {values}{numbered('1')} FROM DUAL"
-        else:
-            columns = [f"c{j}" for j in range(len(given))]
-            named = ", ".join(f"NULL AS {c}" for c in (*columns, "k"))
-            own = ["".join(f"%(r{i}_{j})s, " for j in range(len(given))) for i in range(rows)]
-            constructed = ", ".join(f"({values}{rows - i})" for i, values in enumerate(own))
-            picked = "".join(f"v.{c}, " for c in columns)
-            select = (
-                f"SELECT {picked}{numbered('v.k')} "
-                f"FROM (SELECT {named} FROM DUAL WHERE FALSE UNION ALL VALUES {constructed}) AS v"
-            )
-        return f"{into} {select} WHERE {NEXT_VARIABLE} IS NOT NULL RETURNING {returned}"
-
-    key = ("autonumber.mysql_numbered", given, number.column, number.width, number.created, rows)
-    return kept(table, key, make)

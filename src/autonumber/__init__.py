@@ -16,15 +16,17 @@ if TYPE_CHECKING:
     from .format import Format as Format
     from .format import parse_format as parse_format
     from .runtime import Platform as Platform
+    from .runtime import Settings as Settings
     from .runtime import connect as connect
 
-__all__ = ["Engine", "Format", "Platform", "connect", "errors", "parse_format"]
+__all__ = ["Engine", "Format", "Platform", "Settings", "connect", "errors", "parse_format"]
 
 _HOMES = {
     "Engine": "autonumber.engine",
     "Format": "autonumber.format",
     "parse_format": "autonumber.format",
     "Platform": "autonumber.runtime",
+    "Settings": "autonumber.runtime",
     "connect": "autonumber.runtime",
 }
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
@@ -34,36 +35,42 @@ POLL_INTERVAL = 1.0
 """Seconds between the catalog's checks for rule changes made by other processes."""
 
 
+@dataclass(frozen=True)
+class Settings:
+    """Everything a Platform is built from: the database URL and the options `connect` documents.
+    One object, so an option is added in one place and a Platform can say how it was opened."""
+
+    url: str = DEFAULT_URL
+    strategy: Strategy = DEFAULT_STRATEGY
+    max_retries: int = DEFAULT_MAX_RETRIES
+    max_connections: int | None = None
+    connection_timeout: float = DEFAULT_WAIT
+    pool_size: int | None = None
+    reservation_pool_size: int | None = None
+    poll_interval: float = POLL_INTERVAL
+    journal: bool = True
+    group_commit: bool = GROUP_COMMIT
+    caller: str | None = None
+    durable_reservations: bool = False
+
+
 class Platform:
     """One database: `.engine` assigns numbers, `.records` persists, `.begin()` is a caller txn."""
 
-    def __init__(
-        self,
-        url: str,
-        *,
-        strategy: Strategy = DEFAULT_STRATEGY,
-        max_retries: int = DEFAULT_MAX_RETRIES,
-        max_connections: int | None = None,
-        connection_timeout: float = DEFAULT_WAIT,
-        pool_size: int | None = None,
-        reservation_pool_size: int | None = None,
-        poll_interval: float = POLL_INTERVAL,
-        journal: bool = True,
-        group_commit: bool = GROUP_COMMIT,
-        caller: str | None = None,
-        durable_reservations: bool = False,
-    ) -> None:
-        split = Budget.split(max_connections_from(max_connections), group_commit=group_commit)
-        records = pool_size or split.records
-        reservations = reservation_pool_size or split.reservations
-        fresh = reservation_pool_size or split.fresh
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        s = settings
+        split = Budget.split(max_connections_from(s.max_connections), group_commit=s.group_commit)
+        records = s.pool_size or split.records
+        reservations = s.reservation_pool_size or split.reservations
+        fresh = s.reservation_pool_size or split.fresh
         group = split.group
         self.budget = Budget(records + reservations + fresh + group, records, reservations, fresh, group)
         """The connections this Platform may hold: explicit pool sizes override the budget's split."""
 
         def pool(size: int, name: str, **kw: Any) -> sa.Engine:
             return create_engine(
-                url, pool_size=size, poolclass=pool_class(name), pool_timeout=connection_timeout, **kw
+                s.url, pool_size=size, poolclass=pool_class(name), pool_timeout=s.connection_timeout, **kw
             )
 
         self.db = pool(self.budget.records, "records")
@@ -80,10 +87,12 @@ class Platform:
         # Only these two pools run statement batches, and only the product's own statements.
         self.group_db = pool(group, "group", pool_pre_ping=False, statement_batches=True) if group else None
         self.group_writer = (
-            HeldConnection(self.group_db, timeout=connection_timeout, name="group") if self.group_db else None
+            HeldConnection(self.group_db, timeout=s.connection_timeout, name="group")
+            if self.group_db
+            else None
         )
         # Read-only pool: on SQLite a refresh must not BEGIN IMMEDIATE behind an open caller txn.
-        self.catalog = Catalog(self.fresh_db, poll_interval=poll_interval)
+        self.catalog = Catalog(self.fresh_db, poll_interval=s.poll_interval)
         self.catalog.listeners.append(_publish_quarantine)
         self.events = EventBus()
         self.engine = Engine(
@@ -91,13 +100,13 @@ class Platform:
             self.dialect,
             self.reservation_db,
             self.fresh_db,
-            strategy=strategy,
-            max_retries=max_retries,
-            defer_flush=not durable_reservations,
+            strategy=s.strategy,
+            max_retries=s.max_retries,
+            defer_flush=not s.durable_reservations,
         )
         # The reservation journal behind `autonumber audit gaps` (off: reasons unknown, cost saved).
-        self.engine.reserver.journal.enabled = journal
-        self.engine.reserver.journal.caller = caller_label(caller or os.environ.get(CALLER_ENV))
+        self.engine.reserver.journal.enabled = s.journal
+        self.engine.reserver.journal.caller = caller_label(s.caller or os.environ.get(CALLER_ENV))
         self.records = Records(
             self.db,
             self.catalog,
@@ -169,16 +178,18 @@ def connect(
     reservation's COMMIT").
     """
     return Platform(
-        url,
-        strategy=strategy,
-        max_retries=max_retries,
-        max_connections=max_connections,
-        connection_timeout=connection_timeout,
-        pool_size=pool_size,
-        reservation_pool_size=reservation_pool_size,
-        poll_interval=poll_interval,
-        journal=journal,
-        group_commit=group_commit,
-        caller=caller,
-        durable_reservations=durable_reservations,
+        Settings(
+            url,
+            strategy=strategy,
+            max_retries=max_retries,
+            max_connections=max_connections,
+            connection_timeout=connection_timeout,
+            pool_size=pool_size,
+            reservation_pool_size=reservation_pool_size,
+            poll_interval=poll_interval,
+            journal=journal,
+            group_commit=group_commit,
+            caller=caller,
+            durable_reservations=durable_reservations,
+        )
     )

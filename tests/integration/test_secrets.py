@@ -9,7 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from autonumber.errors import ConfigError, DatabaseUnavailable
-from autonumber.runtime import Platform
+from autonumber.runtime import Platform, Settings
 from support import bootstrap_url, run_cli
 
 SECRET = "Zq9-secret"
@@ -73,10 +73,10 @@ def test_a_server_that_is_down_is_unavailable_and_a_wrong_login_is_a_config_erro
     parsed = make_url(db_url)
     down = parsed.set(port=1)
     with pytest.raises(DatabaseUnavailable, match="retry later"):
-        Platform(down.render_as_string(hide_password=False))
+        Platform(Settings(down.render_as_string(hide_password=False)))
     wrong = parsed.set(username="no_such_role_here")
     with pytest.raises(ConfigError, match="cannot connect to"):
-        Platform(wrong.render_as_string(hide_password=False))
+        Platform(Settings(wrong.render_as_string(hide_password=False)))
 
 
 @pytest.mark.parametrize("db_url", ["mysql", "postgresql"], indirect=True)

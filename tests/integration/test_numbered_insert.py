@@ -28,6 +28,7 @@ from autonumber.engine import Engine
 from autonumber.errors import CounterOverflow
 from autonumber.rules.store import RuleSpec
 from autonumber.runtime import Platform
+from autonumber.write.checks import checked as check_record
 
 FORMATS = ["CS-{0000}-X", "{00000000}", "%'\\_{000}é", 'q"{0}', "Nº {000000000000000000}"]
 
@@ -249,7 +250,7 @@ def test_a_group_of_typed_rows_goes_through_the_numbered_insert(
         ]  # fmt: skip
         snapshot = p.catalog.current()
         table = snapshot.table("Parcel__c")
-        checked = [p.records._checked(snapshot, "Parcel__c", table, g, f"#{i}") for i, g in enumerate(given)]
+        checked = [check_record(snapshot, "Parcel__c", table, g, f"#{i}") for i, g in enumerate(given)]
         stored = p.records._write_own("Parcel__c", checked)
         assert [r["Parcel_No__c"] for r in stored] == ["P-0001", "P-0002", "P-0003"]
         assert [r["Id"] for r in stored] == [r["Id"] for r in checked]

@@ -115,13 +115,13 @@ def test_a_cut_commit_the_database_then_answers_is_settled_by_the_importer(
 ) -> None:
     """The database is back before the settling read: the batch is found and the import goes on."""
     p, proxy = proxied
-    landed = p.records._landed
+    landed = p.records.landed
 
     def back_then_landed(*args: object) -> object:
         proxy.up()
         return landed(*args)  # type: ignore[arg-type]
 
-    p.records._landed = back_then_landed  # type: ignore[method-assign]
+    p.records.landed = back_then_landed  # type: ignore[method-assign]
     cut_batch(p, proxy, AFTER, batch=2)
     options = ImportOptions(commit_every=3, checkpoint=tmp_path / "import.checkpoint")
     summary = run_import(p.records, "Case", body_lines(), options)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from autonumber.db.mysql import _merged
+from autonumber.db.mysql_texts import merged as _merged
 
 
 def test_parameters_of_statements_sent_together_are_merged() -> None:

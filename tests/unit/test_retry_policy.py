@@ -60,8 +60,8 @@ def test_engine_and_platform_share_one_default_strategy_and_budget() -> None:
     from inspect import signature
 
     from autonumber.engine import DEFAULT_STRATEGY, Engine
-    from autonumber.runtime import Platform
+    from autonumber.runtime import Settings
 
-    engine, platform = signature(Engine.__init__).parameters, signature(Platform.__init__).parameters
-    assert engine["strategy"].default == platform["strategy"].default == DEFAULT_STRATEGY == "combining"
-    assert engine["max_retries"].default == platform["max_retries"].default == DEFAULT_MAX_RETRIES
+    engine, settings = signature(Engine.__init__).parameters, Settings()
+    assert engine["strategy"].default == settings.strategy == DEFAULT_STRATEGY == "combining"
+    assert engine["max_retries"].default == settings.max_retries == DEFAULT_MAX_RETRIES

@@ -1,18 +1,19 @@
 """The CLI and the web layer share one layer of user operations (autonumber.commands).
 
 They neither build engines themselves nor load what a command does not need at start-up, and
-`autonumber.connect()` takes the same typed keyword options as `Platform`.
+`autonumber.connect()` takes the same typed keyword options as `Settings`.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import inspect
 import subprocess
 import sys
 from pathlib import Path
 
 import autonumber
-from autonumber.runtime import Platform
+from autonumber.runtime import Settings
 
 PACKAGE = Path(autonumber.__file__).resolve().parent
 
@@ -38,16 +39,15 @@ def test_the_default_url_is_written_once() -> None:
     assert written == ["defaults.py"]
 
 
-def test_connect_takes_platforms_options_by_keyword() -> None:
+def test_connect_takes_every_setting_by_keyword() -> None:
     options = dict(inspect.signature(autonumber.connect).parameters)
     url = options.pop("url")
     assert url.kind is inspect.Parameter.POSITIONAL_OR_KEYWORD
-    platform = dict(inspect.signature(Platform.__init__).parameters)
-    platform.pop("self")
-    platform.pop("url")
+    settings = {f.name: f for f in dataclasses.fields(Settings)}
+    assert url.default == settings.pop("url").default
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in options.values())
     assert {n: (p.annotation, p.default) for n, p in options.items()} == {
-        n: (p.annotation, p.default) for n, p in platform.items()
+        n: (f.type, f.default) for n, f in settings.items()
     }
 
 

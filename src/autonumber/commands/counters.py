@@ -35,10 +35,10 @@ class CounterReport:
     """The shared counter the field draws from: its rows are the members' one counter."""
 
 
-def counters_on(platform: Platform, object_name: str, field_name: str) -> CounterReport:
-    """The field's counter rows with their floors, on a running platform."""
+def counters_on(platform: Platform, field: str) -> CounterReport:
+    """The counter rows of a field (by id or `Object.Field`) with their floors, on a running platform."""
     snap = platform.catalog.current()
-    row = snap.stored(f"{object_name}.{field_name}")
+    row = snap.stored(field)
     rule = snap.rules.get(row.field_id)
     with platform.db.connect() as conn:
         states = counter_states(conn, row.counter_id)
@@ -58,7 +58,7 @@ def counters_on(platform: Platform, object_name: str, field_name: str) -> Counte
 def show_counters(url: str, object_name: str, field_name: str) -> CounterReport:
     """counters_on for the CLI: opens the database and closes it again."""
     with session.platform(url) as p:
-        return counters_on(p, object_name, field_name)
+        return counters_on(p, f"{object_name}.{field_name}")
 
 
 def set_counter(
@@ -67,3 +67,9 @@ def set_counter(
     """Set the next value of one counter (rules.counters.set_next) for the CLI."""
     with session.opened(url) as engine:
         return set_next(engine, object_name, field_name, next_value, scope_key)
+
+
+def set_counter_on(platform: Platform, field: str, next_value: int, scope_key: str | None) -> CounterMove:
+    """Set the next value of one counter of a field (by id or `Object.Field`) on a running platform."""
+    row = platform.catalog.current().stored(field)
+    return set_next(platform.db, row.info.object, row.info.name, next_value, scope_key)

@@ -7,8 +7,9 @@ functions only open the database, find the field and refresh a running platform'
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from typing import Literal
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal
 
 import sqlalchemy as sa
 from pydantic import BaseModel, Field
@@ -27,6 +28,7 @@ from autonumber.rules import FieldChange, RuleEdit, RuleRequest, RuleSpec, commi
 from autonumber.runtime import Platform
 
 from . import session
+from .objects import matches
 from .session import opened
 
 
@@ -61,6 +63,15 @@ def change_field(platform: Platform, edit: RuleEdit, base: str | None = None) ->
         raise
     platform.catalog.refresh()
     return done
+
+
+def edit_rule(
+    platform: Platform, field: str, changes: Mapping[str, Any], base: str | None = None
+) -> FieldChange:
+    """change_field for the field by id or `Object.Field`; `changes` are RuleEdit's attributes by
+    name (None: what is stored stays)."""
+    row = platform.catalog.current().stored(field)
+    return change_field(platform, RuleEdit(row.info.object, row.info.name, **changes), base)
 
 
 def remove_field(url: str, object_name: str, field_name: str) -> FieldChange:
@@ -157,6 +168,48 @@ def describe_fields(url: str, object_name: str | None = None, field: str | None 
             names = sorted(snap.fields) if object_name is None else [object_name]
             rows = [r for obj in names for r in snap.fields.get(obj, []) if r.format is not None]
         return field_views(p.db, snap, rows, per_field=None)
+
+
+@dataclass(frozen=True)
+class FieldFilter:
+    """Which autonumber fields to list: object and field by substring (any case), scope and status
+    exactly; empty means any."""
+
+    object: str = ""
+    field: str = ""
+    scope: str = ""
+    status: str = ""
+
+    def keeps(self, row: StoredRule, quarantined: bool) -> bool:
+        """Whether the field passes every criterion that is set."""
+        status = "quarantined" if quarantined else "ok"
+        return (
+            matches(self.object, row.info.object)
+            and matches(self.field, row.info.name)
+            and self.scope in ("", row.scope)
+            and self.status in ("", status)
+        )
+
+
+def find_fields(platform: Platform, where: FieldFilter | None = None) -> list[FieldView]:
+    """Every autonumber field (or those `where` keeps) on a running platform, with its most recently
+    used counters."""
+    snap = platform.catalog.current()
+    keep = where or FieldFilter()
+    rows = [
+        r
+        for obj in sorted(snap.fields)
+        for r in snap.fields[obj]
+        if r.format is not None and keep.keeps(r, r.field_id in snap.quarantined)
+    ]
+    return field_views(platform.db, snap, rows)
+
+
+def field_view(platform: Platform, field: str) -> FieldView:
+    """One autonumber field (by id or `Object.Field`) on a running platform."""
+    snap = platform.catalog.current()
+    [out] = field_views(platform.db, snap, [snap.stored(field)])
+    return out
 
 
 def field_views(

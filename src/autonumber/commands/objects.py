@@ -1,8 +1,10 @@
-"""Custom objects and adopted application tables, on a database named by URL or a running platform."""
+"""The objects of a database: finding them with their record counts; custom objects and adopted
+application tables, on a database named by URL or a running platform."""
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from autonumber.objects import add_object, add_object_field, adopt_table
 from autonumber.objects.custom import create_object as _create_on_platform
@@ -32,3 +34,37 @@ def adopt(url: str, object_name: str, table: str) -> list[str]:
 def create(platform: Platform, object_name: str, fields: Sequence[str]) -> list[str]:
     """Create a custom object on a running platform and refresh its catalog (the console's form)."""
     return _create_on_platform(platform, object_name, fields)
+
+
+@dataclass(frozen=True)
+class ObjectSummary:
+    """An object with its record count and autonumber fields."""
+
+    name: str
+    count: int
+    autonumber_fields: list[str]
+    match: bool = True
+    """Whether the search matched it: the page lists every object and hides the others, so a
+    search typed after a submitted one still finds them."""
+
+
+def matches(query: str, *texts: str) -> bool:
+    """Whether any text contains `query`, ignoring case (an empty query matches everything)."""
+    q = query.strip().casefold()
+    return not q or any(q in t.casefold() for t in texts)
+
+
+def summaries(platform: Platform, query: str = "") -> list[ObjectSummary]:
+    """Every object with its record count, the ones holding records first; `query` marks those whose
+    name or autonumber field names contain it (any case) as matching."""
+    snap = platform.catalog.current()
+    out = [
+        ObjectSummary(
+            name,
+            platform.records.count(name),
+            snap.autonumber_fields(name),
+            matches(query, name, *snap.autonumber_fields(name)),
+        )
+        for name in sorted(snap.objects)
+    ]
+    return sorted(out, key=lambda s: s.count == 0)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from dataclasses import asdict
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Body, Depends, Header, Query, Request, Response
@@ -11,11 +12,13 @@ from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Gauge, gen
 from pydantic_core import to_json
 
 from autonumber.bulk.imports import ImportOptions
+from autonumber.commands import audit, counters, fields, records
 from autonumber.errors import RecordError
 from autonumber.write.reads import MAX_OFFSET
 from autonumber.write.records import BATCH_SIZE
 
 from .models import (
+    MAX_REJECTED,
     BulkIn,
     BulkOut,
     CounterMoveOut,
@@ -33,10 +36,12 @@ from .models import (
     ReadyOut,
     RecordIn,
     RecordPage,
+    RejectedLine,
     RuleChangeIn,
 )
 from .ndjson import NdjsonRoute, body_stream
-from .service import Console
+from .preview import preview
+from .state import Console
 
 
 async def console(request: Request) -> Console:
@@ -119,7 +124,7 @@ def create_record(
 ) -> Response:
     """Insert one record; the response holds its assigned numbers."""
     # encoded by pydantic-core at once: the hottest endpoint skips the response model's re-validation
-    body = to_json(c.insert(object, data, idempotency_key=key))
+    body = to_json(records.insert_on(c.platform, object, data, idempotency_key=key))
     return Response(body, status_code=201, media_type="application/json")
 
 
@@ -140,7 +145,16 @@ async def import_records(
         )
     options = ImportOptions(batch_size, commit_every, keep_going=on_error == "skip")
     stream = body_stream(request.stream())
-    return await run_in_threadpool(c.import_ndjson, object, stream, options)
+    done = await run_in_threadpool(
+        records.import_stream, c.platform, object, stream, options, keep_rejected=MAX_REJECTED
+    )
+    return ImportOut(
+        object=done.object_name,
+        count=done.summary.inserted,
+        last_line=done.summary.last_line,
+        rejected_count=done.summary.rejected,
+        rejected=[RejectedLine(line=line, error=error) for line, error in done.rejected],
+    )
 
 
 api.add_api_route(  # before the JSON route of the same path: it matches NDJSON bodies only
@@ -157,7 +171,7 @@ api.add_api_route(  # before the JSON route of the same path: it matches NDJSON 
 @api.post("/records/{object}/bulk", status_code=201, tags=["records"])
 def create_records(object: str, body: BulkIn, c: ConsoleDep, key: IdempotencyKey = None) -> BulkOut:
     """Insert many records in one transaction (one reservation batch per autonumber field)."""
-    stored = c.insert_many(object, body.records, idempotency_key=key)
+    stored = records.insert_many(c.platform, object, body.records, idempotency_key=key)
     return BulkOut(object=object, count=len(stored), records=stored)
 
 
@@ -169,14 +183,14 @@ def list_records(
     offset: Annotated[int, Query(ge=0, le=MAX_OFFSET)] = 0,
 ) -> RecordPage:
     """One page of records, newest first."""
-    total, records = c.page(object, limit, offset)
-    return RecordPage(object=object, total=total, limit=limit, offset=offset, records=records)
+    total, rows = records.page(c.platform, object, limit, offset)
+    return RecordPage(object=object, total=total, limit=limit, offset=offset, records=rows)
 
 
 @api.get("/records/{object}/{record_id}", tags=["records"])
 def get_record(object: str, record_id: str, c: ConsoleDep) -> dict[str, Any]:
     """One record by Id."""
-    return c.get(object, record_id)
+    return records.get_on(c.platform, object, record_id)
 
 
 @api.patch("/records/{object}/{record_id}", tags=["records"])
@@ -184,19 +198,19 @@ def update_record(
     object: str, record_id: str, changes: Annotated[RecordIn, Body()], c: ConsoleDep
 ) -> dict[str, Any]:
     """Change ordinary fields; touching an autonumber field is a 422 naming it."""
-    return c.update(object, record_id, changes)
+    return records.update(c.platform, object, record_id, changes)
 
 
 @api.get("/autonumber/fields", tags=["autonumber"])
 def list_fields(c: ConsoleDep) -> list[FieldOut]:
     """Every autonumber field: format, scope, next value per scope, status ok or quarantined."""
-    return c.fields()
+    return fields.find_fields(c.platform)
 
 
 @api.post("/autonumber/preview", tags=["autonumber"])
 def preview_format(req: PreviewIn, c: ConsoleDep) -> PreviewOut:
     """Render a format with a sample counter, day and values, or the `rule N` error; consumes nothing."""
-    return c.preview(req)
+    return preview(c.snapshot, req)
 
 
 @api.put(
@@ -210,7 +224,8 @@ def preview_format(req: PreviewIn, c: ConsoleDep) -> PreviewOut:
 def change_field(field_id: str, body: RuleChangeIn, request: Request, c: ConsoleDep) -> FieldOut:
     """Admin: change a rule as `autonumber field set` does; 409 with one line when it is refused."""
     c.admin.require(request)
-    return c.edit_rule(field_id, body.model_dump(exclude={"base"}), body.base)
+    done = fields.edit_rule(c.platform, field_id, body.model_dump(exclude={"base"}), body.base)
+    return fields.field_view(c.platform, done.field_id)
 
 
 @api.delete("/autonumber/fields/{field_id}", tags=["admin"], responses=ADMIN_ERRORS)
@@ -218,7 +233,9 @@ def remove_field(field_id: str, request: Request, c: ConsoleDep) -> FieldRemoved
     """Admin: remove the rule as `autonumber field remove` does; the column and its values stay,
     and the field added back later continues above every value it ever issued."""
     c.admin.require(request)
-    return c.remove_rule(field_id)
+    name = c.snapshot.stored(field_id).name
+    done = fields.drop_rule(c.platform, field_id)
+    return FieldRemovedOut(field_id=done.field_id, field=name, changes=done.changes)
 
 
 @api.post("/autonumber/fields/{field_id}/rename", tags=["admin"], responses=ADMIN_ERRORS)
@@ -226,13 +243,14 @@ def rename_field(field_id: str, body: FieldRenameIn, request: Request, c: Consol
     """Admin: rename the field as `autonumber field rename` does (it keeps its id); 409 with one
     line when refused (an adopted table's column the application has not renamed yet)."""
     c.admin.require(request)
-    return c.rename_rule(field_id, body.name)
+    done = fields.rename_rule(c.platform, field_id, body.name)
+    return fields.field_view(c.platform, done.field_id)
 
 
 @api.get("/autonumber/fields/{field_id}/counters", tags=["autonumber"])
 def field_counters(field_id: str, c: ConsoleDep) -> CountersOut:
     """The field's counters: next value and number, the floor and the lowest next value a set accepts."""
-    return c.counters(field_id)
+    return CountersOut.model_validate(counters.counters_on(c.platform, field_id), from_attributes=True)
 
 
 @api.put(
@@ -247,7 +265,8 @@ def set_field_counter(field_id: str, body: CounterSetIn, request: Request, c: Co
     """Admin: set the next number as `autonumber counter set` does; 409 with one line when it is below
     a number the scope ever reserved (nothing changed)."""
     c.admin.require(request)
-    return c.set_counter(field_id, body.next, body.scope_key)
+    move = counters.set_counter_on(c.platform, field_id, body.next, body.scope_key)
+    return CounterMoveOut.model_validate({**asdict(move), "message": move.line})
 
 
 @api.get("/autonumber/fields/{field_id}/gaps", tags=["autonumber"])
@@ -259,7 +278,15 @@ def field_gaps(
     last: Annotated[int | None, Query(alias="to", ge=0, description="highest value checked")] = None,
 ) -> GapsOut:
     """Every value the field's counters moved past that no stored record carries, with the reason."""
-    return c.gaps(field_id, scope_key, first, last)
+    return gaps_out(c, field_id, scope_key, first, last)
+
+
+def gaps_out(
+    c: Console, field_id: str, scope_key: str | None = None, lo: int | None = None, hi: int | None = None
+) -> GapsOut:
+    """The gap audit of one field, as the API and the gaps page show it."""
+    report = audit.gaps_on(c.platform, field_id, scope_key=scope_key, lo=lo, hi=hi)
+    return GapsOut.model_validate(report, from_attributes=True)
 
 
 @ops.get("/healthz", tags=["ops"], responses={503: {"model": ErrorOut, "description": "database down"}})

@@ -20,7 +20,7 @@ from .auth import AdminAuth, cross_origin, host_refused
 from .limits import BodyLimit, body_limit, bulk_body_limit
 from .openapi import install_docs
 from .pages import LoginRequired, pages, to_login, word_breaks
-from .service import Console
+from .state import Console
 
 HERE = Path(__file__).parent
 

@@ -21,6 +21,7 @@ from fastapi.responses import HTMLResponse, JSONResponse
 from fastapi.staticfiles import StaticFiles
 
 from autonumber.catalog.cache import CatalogSnapshot
+from autonumber.commands import records
 from autonumber.db.objects import key_column
 from autonumber.write.rows import SYSTEM_COLUMNS
 from autonumber.write.values import BIGINT_MAX
@@ -302,7 +303,7 @@ def install_docs(app: FastAPI) -> None:
 
     @app.get("/docs/records/{object}", include_in_schema=False)
     def swagger_ui_object(object: str) -> HTMLResponse:
-        name = app.state.console.require_object(object)
+        name = records.require_object(app.state.console.platform, object)
         return swagger(f"/openapi/records/{name}.json", f"{name} · {app.title} API", name)
 
     @app.get("/openapi/core.json", include_in_schema=False)

@@ -13,15 +13,17 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from markupsafe import Markup, escape
 from starlette.concurrency import run_in_threadpool
 
-from autonumber.commands import objects
+from autonumber.commands import counters, fields, objects, records
 from autonumber.errors import AutonumberError, RecordError
 from autonumber.format.tokens import NUMBERING, SCOPES
 from autonumber.setup.standard import CORE_OBJECTS
 from autonumber.write.reads import MAX_OFFSET
 
-from .api import ConsoleDep, console
+from . import forms
+from .api import ConsoleDep, console, gaps_out
 from .auth import API_ENV, COOKIE, CSRF_COOKIE, ENV, new_csrf_cookie
-from .service import Console, FieldFilter, FormField
+from .forms import FormField
+from .state import Console
 
 PAGE_SIZE = 25
 RULES_PAGE_SIZE = 40
@@ -105,7 +107,7 @@ def render(request: Request, name: str, context: dict[str, Any], status: int = 2
         "env_name": ENV,
         "api_env_name": API_ENV,
         "csrf_token": c.admin.csrf_token(csrf_cookie),
-        "record_id": c.record_id,
+        "record_id": lambda obj, record: forms.record_id(c.snapshot, obj, record),
         **context,
     }
     response: Response = request.app.state.templates.TemplateResponse(request, name, ctx, status_code=status)
@@ -127,7 +129,9 @@ def redirect(url: str, flash: str | None = None) -> RedirectResponse:
 @pages.get("/", response_class=HTMLResponse)
 def home(request: Request, c: ConsoleDep, q: Annotated[str, Query(max_length=200)] = "") -> Response:
     """The objects with their record counts and autonumber fields; `q` filters them by name."""
-    return render(request, "home.html", {"summaries": c.objects(q), "q": q, "page_id": "home"})
+    return render(
+        request, "home.html", {"summaries": objects.summaries(c.platform, q), "q": q, "page_id": "home"}
+    )
 
 
 @pages.get("/o/{object}", response_class=HTMLResponse)
@@ -135,27 +139,26 @@ def list_page(
     request: Request, object: str, c: ConsoleDep, page: Annotated[int, Query(ge=1, le=MAX_PAGE)] = 1
 ) -> Response:
     """One page of an object's records."""
-    total, records = c.page(object, PAGE_SIZE, (page - 1) * PAGE_SIZE)
-    fields = c.form_fields(object)
+    total, rows = records.page(c.platform, object, PAGE_SIZE, (page - 1) * PAGE_SIZE)
     return render(
         request,
         "list.html",
         {
             "object": object,
-            "records": records,
-            "fields": fields,
+            "records": rows,
+            "fields": forms.form_fields(c.platform, object),
             "total": total,
             "page": page,
             "pages": max(1, -(-total // PAGE_SIZE)),
-            "titles": c.lookup_titles(object, records),
-            "title_of": lambda r: c.title(object, r),
+            "titles": forms.lookup_titles(c.platform, object, rows),
+            "title_of": lambda r: forms.title(c.snapshot, object, r),
         },
     )
 
 
-def _form_values(fields: list[FormField], form: Any, *, keep_empty: bool) -> dict[str, Any]:
+def _form_values(shown: list[FormField], form: Any, *, keep_empty: bool) -> dict[str, Any]:
     values: dict[str, Any] = {}
-    for f in fields:
+    for f in shown:
         if f.kind == "autonumber":
             continue
         raw = str(form.get(f.name, "")).strip()
@@ -179,10 +182,10 @@ def _form(
         {
             "object": object,
             "record": record,
-            "fields": c.form_fields(object),
+            "fields": forms.form_fields(c.platform, object),
             "values": values,
             "error": error,
-            "title": c.title(object, record) if record else None,
+            "title": forms.title(c.snapshot, object, record) if record else None,
         },
         status,
     )
@@ -191,7 +194,7 @@ def _form(
 @pages.get("/o/{object}/new", response_class=HTMLResponse)
 def new_page(request: Request, object: str, c: ConsoleDep) -> Response:
     """The create form: inputs and pickers; autonumber fields are assigned on save."""
-    c.require_object(object)
+    records.require_object(c.platform, object)
     if not c.admin.can_write(request):
         return redirect(f"/login?next=/o/{object}/new")
     return _form(request, c, object, None, dict(request.query_params))
@@ -201,30 +204,30 @@ def new_page(request: Request, object: str, c: ConsoleDep) -> Response:
 async def create(request: Request, object: str, c: ConsoleDep) -> Response:
     """Insert the record; on an error, show the form again with the message."""
     c.admin.require_writer(request)
-    fields = await run_in_threadpool(c.form_fields, c.require_object(object))
-    values = _form_values(fields, await request.form(), keep_empty=False)
+    shown = await run_in_threadpool(forms.form_fields, c.platform, records.require_object(c.platform, object))
+    values = _form_values(shown, await request.form(), keep_empty=False)
     try:
-        record = await run_in_threadpool(c.insert, object, values)
+        record = await run_in_threadpool(records.insert_on, c.platform, object, values)
     except AutonumberError as exc:
         return await run_in_threadpool(_form, request, c, object, None, values, str(exc), 422)
-    numbers = [str(record[f.name]) for f in fields if f.kind == "autonumber" and record.get(f.name)]
+    numbers = [str(record[f.name]) for f in shown if f.kind == "autonumber" and record.get(f.name)]
     flash = f"{object} created" + (f": {', '.join(numbers)}" if numbers else "")
-    return redirect(f"/o/{object}/{c.record_id(object, record)}", flash)
+    return redirect(f"/o/{object}/{forms.record_id(c.snapshot, object, record)}", flash)
 
 
 @pages.get("/o/{object}/{record_id}", response_class=HTMLResponse)
 def view_page(request: Request, object: str, record_id: str, c: ConsoleDep) -> Response:
     """One record with its numbers."""
-    record = c.get(object, record_id)
+    record = records.get_on(c.platform, object, record_id)
     return render(
         request,
         "view.html",
         {
             "object": object,
             "record": record,
-            "fields": c.form_fields(object),
-            "titles": c.lookup_titles(object, [record]),
-            "title": c.title(object, record),
+            "fields": forms.form_fields(c.platform, object),
+            "titles": forms.lookup_titles(c.platform, object, [record]),
+            "title": forms.title(c.snapshot, object, record),
         },
     )
 
@@ -232,7 +235,7 @@ def view_page(request: Request, object: str, record_id: str, c: ConsoleDep) -> R
 @pages.get("/o/{object}/{record_id}/edit", response_class=HTMLResponse)
 def edit_page(request: Request, object: str, record_id: str, c: ConsoleDep) -> Response:
     """The edit form: autonumber fields shown read-only."""
-    record = c.get(object, record_id)
+    record = records.get_on(c.platform, object, record_id)
     if not c.admin.can_write(request):
         return redirect(f"/login?next=/o/{object}/{record_id}/edit")
     return _form(request, c, object, record, record)
@@ -242,16 +245,16 @@ def edit_page(request: Request, object: str, record_id: str, c: ConsoleDep) -> R
 async def save(request: Request, object: str, record_id: str, c: ConsoleDep) -> Response:
     """Save ordinary fields (autonumber inputs, if posted anyway, are refused by the library)."""
     c.admin.require_writer(request)
-    record = await run_in_threadpool(c.get, object, record_id)
-    fields = await run_in_threadpool(c.form_fields, object)
+    record = await run_in_threadpool(records.get_on, c.platform, object, record_id)
+    shown = await run_in_threadpool(forms.form_fields, c.platform, object)
     form = await request.form()
-    values = _form_values(fields, form, keep_empty=True)
+    values = _form_values(shown, form, keep_empty=True)
     # A read-only input is posted back unchanged; a changed one was tampered with and is refused.
-    for f in fields:
+    for f in shown:
         if f.kind == "autonumber" and f.name in form and form[f.name] != (record.get(f.name) or ""):
             values[f.name] = form[f.name]
     try:
-        await run_in_threadpool(c.update, object, record_id, values)
+        await run_in_threadpool(records.update, c.platform, object, record_id, values)
     except AutonumberError as exc:
         return await run_in_threadpool(_form, request, c, object, record, {**record, **values}, str(exc), 422)
     return redirect(f"/o/{object}/{record_id}", f"{object} saved")
@@ -273,8 +276,8 @@ def rules_page(
     field the flash message is about, shown next to its row when the row is on this page."""
     if c.admin.enabled and not c.admin.is_admin(request):
         return redirect(f"/login?next={quote(str(request.url.path) + _query(request))}")
-    where = FieldFilter(object=object, field=field, scope=scope, status=status)
-    found = c.fields(where)
+    where = fields.FieldFilter(object=object, field=field, scope=scope, status=status)
+    found = fields.find_fields(c.platform, where)
     pages_ = max(1, -(-len(found) // RULES_PAGE_SIZE))
     shown = found[(page - 1) * RULES_PAGE_SIZE : page * RULES_PAGE_SIZE]
     groups = [(name, list(items)) for name, items in groupby(shown, key=lambda f: f.object)]
@@ -314,7 +317,12 @@ def rule_edit_page(
         if c.admin.enabled:
             return redirect(f"/login?next={quote(str(request.url.path) + _query(request))}")
         return redirect("/rules")
-    context = {"f": c.field(field_id), "back": _back(back), "scopes": SCOPES, "numberings": NUMBERING}
+    context = {
+        "f": fields.field_view(c.platform, field_id),
+        "back": _back(back),
+        "scopes": SCOPES,
+        "numberings": NUMBERING,
+    }
     return render(
         request, "rule_editor.html" if fragment else "rule_edit.html", {**context, "page_id": "rules"}
     )
@@ -349,7 +357,7 @@ def gaps_page(request: Request, field_id: str, c: ConsoleDep) -> Response:
     """The gap audit of one field: the values its counters moved past that no record carries."""
     if c.admin.enabled and not c.admin.is_admin(request):
         return redirect(f"/login?next=/rules/{quote(field_id)}/gaps")
-    return render(request, "gaps.html", {"report": c.gaps(field_id)})
+    return render(request, "gaps.html", {"report": gaps_out(c, field_id)})
 
 
 @pages.post("/rules/{field_id}", response_class=HTMLResponse)
@@ -374,8 +382,9 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
         shared = str(form["shared_counter"]).strip() if "shared_counter" in form else None
         if fiscal and not fiscal.isdigit():
             raise RecordError(f"{field_id}: fiscal year start {fiscal!r} is not a month 1-12")
-        out = await run_in_threadpool(
-            lambda: c.edit_rule(
+        done = await run_in_threadpool(
+            lambda: fields.edit_rule(
+                c.platform,
                 field_id,
                 {
                     "format": str(form.get("format", "")).strip() or None,
@@ -391,6 +400,7 @@ async def save_rule(request: Request, field_id: str, c: ConsoleDep) -> Response:
                 base,
             )
         )
+        out = await run_in_threadpool(fields.field_view, c.platform, done.field_id)
     except AutonumberError as exc:
         return rules_redirect(field_id, back, f"error: {exc}")
     return rules_redirect(out.field_id, back, f"{out.object}.{out.field} now uses {out.format}")
@@ -402,10 +412,11 @@ async def remove_rule(request: Request, field_id: str, c: ConsoleDep) -> Respons
     back = str((await request.form()).get("back", ""))
     try:
         c.admin.require(request)
-        out = await run_in_threadpool(c.remove_rule, field_id)
+        name = c.snapshot.stored(field_id).name
+        await run_in_threadpool(fields.drop_rule, c.platform, field_id)
     except AutonumberError as exc:
         return rules_redirect(field_id, back, f"error: {exc}")
-    return rules_redirect(field_id, back, f"{out.field}: rule removed, stored values kept")
+    return rules_redirect(field_id, back, f"{name}: rule removed, stored values kept")
 
 
 @pages.post("/rules/{field_id}/counter", response_class=HTMLResponse)
@@ -419,10 +430,11 @@ async def save_counter(request: Request, field_id: str, c: ConsoleDep) -> Respon
         if not text.isdigit():
             raise RecordError(f"{field_id}: next number {text!r} is not a whole number ≥ 0")
         key = form.get("scope_key")
-        out = await run_in_threadpool(c.set_counter, field_id, int(text), None if key is None else str(key))
+        scope_key = None if key is None else str(key)
+        move = await run_in_threadpool(counters.set_counter_on, c.platform, field_id, int(text), scope_key)
     except AutonumberError as exc:
         return rules_redirect(field_id, back, f"error: {exc}")
-    return rules_redirect(out.field_id, back, out.message)
+    return rules_redirect(move.field_id, back, move.line)
 
 
 @pages.post("/rules/objects/new", response_class=HTMLResponse)

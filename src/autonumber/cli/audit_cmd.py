@@ -60,17 +60,9 @@ def gaps_cmd(
 
 
 def _as_dict(report: GapReport) -> dict[str, object]:
-    out = asdict(report)
-    out["gaps"] = [
-        {
-            **asdict(g),
-            "count": g.count,
-            "reserved_at": _iso(g.reserved_at),
-            "released_at": _iso(g.released_at),
-        }
-        for g in report.gaps
-    ]
-    return out
+    from autonumber.commands.audit import gap_json
+
+    return {**asdict(report), "gaps": [gap_json(g) for g in report.gaps]}
 
 
 def _iso(at: datetime | None) -> str | None:

@@ -91,6 +91,18 @@ def show_table(table: Table) -> None:
         print("\t".join(str(cell).replace("\t", " ").replace("\n", " ") for cell in cells))
 
 
+def print_json(document: object) -> None:
+    """One JSON document on stdout, on one line, non-ASCII kept (docs/cli.md lists every shape)."""
+    import json
+
+    print(json.dumps(document, ensure_ascii=False, default=str))
+
+
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document (docs/cli.md) instead of a table.")
+]
+
+
 ObjectArg = Annotated[
     str,
     typer.Argument(

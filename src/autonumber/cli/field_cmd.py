@@ -14,6 +14,7 @@ from .common import (
     DEFAULT_URL,
     DbOption,
     FieldArg,
+    JsonOption,
     KeyArg,
     NameArg,
     NamedFieldArg,
@@ -23,11 +24,12 @@ from .common import (
     choices,
     field_key,
     one_field,
+    print_json,
     show_table,
 )
 
 if TYPE_CHECKING:
-    from autonumber.commands.fields import FieldView
+    from autonumber.commands.field_detail import FieldListing
     from autonumber.rules import FieldChange, RuleSpec
 
 app = typer.Typer(
@@ -347,9 +349,6 @@ def rename_cmd(
     typer.echo(f"{object_name}.{new_name} ({done.field_id}): renamed")
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
-
 @app.command("list")
 def list_cmd(
     object_name: Annotated[
@@ -362,9 +361,13 @@ def list_cmd(
 
     Example: autonumber field list Case --json
     """
-    from autonumber.commands import fields
+    from autonumber.commands import field_detail
 
-    _show(fields.describe_fields(db, object_name), as_json)
+    listed = field_detail.list_fields(db, object_name)
+    if as_json:
+        print_json([v.model_dump() for v in listed])
+    else:
+        _show(listed)
 
 
 @app.command("show")
@@ -374,28 +377,30 @@ def show_cmd(
     as_json: JsonOption = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
-    """One autonumber field's rule, state, counter rows and the next number of each scope.
+    """Everything about one autonumber field: its rule, state, counters and their next numbers, where a
+    new scope starts, per_prefix keys and the last gaps.
 
-    Example: autonumber field show Case.CaseNumber
+    Example: autonumber field show Case.CaseNumber --json
     """
-    from autonumber.commands import fields
+    from autonumber.commands import field_detail
 
-    _show(fields.describe_fields(db, field=field_key(field, name)), as_json)
+    from .field_show import print_detail
 
-
-def _show(views: list[FieldView], as_json: bool) -> None:
+    detail = field_detail.show_field(db, field_key(field, name))
     if as_json:
-        import json
+        print_json(detail.model_dump())
+    else:
+        print_detail(detail)
 
-        typer.echo(json.dumps([v.model_dump() for v in views], ensure_ascii=False))
-        return
+
+def _show(views: list[FieldListing]) -> None:
     from rich.table import Table
 
     table = Table()
     for head in ("field", "format", "scope", "start", "numbering", "time zone", "state", "counters → next"):
         table.add_column(head, overflow="fold")  # never cut a number or a format short
     for v in views:
-        shown = [f"{c.scope_key or 'global'}={c.next_value} → {c.next_number or '?'}" for c in v.counters[:5]]
+        shown = [f"{c.scope_key or 'global'}={c.next_value} → {c.preview or '-'}" for c in v.counters[:5]]
         shown += [f"… {len(v.counters) - 5} more"] if len(v.counters) > 5 else []
         state = f"quarantined: {v.reason}" if v.status == "quarantined" else "ok"
         table.add_row(

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_URL, DbOption
+from .common import DEFAULT_URL, DbOption, JsonOption, print_json, show_table
 
 app = typer.Typer(
     rich_markup_mode=None, help="Custom objects and adopted application tables.", no_args_is_help=True
@@ -41,6 +41,36 @@ def add_cmd(
     for line in changes:
         typer.echo(f"  {line}")
     typer.echo(f"{object_name}: {'created' if changes else 'already exists, unchanged'}")
+
+
+@app.command("list")
+def list_cmd(as_json: JsonOption = False, db: DbOption = DEFAULT_URL) -> None:
+    """Every object: its table, whether the application owns it (adopted), its fields and autonumber fields.
+
+    Example: autonumber object list --json
+    """
+    from dataclasses import asdict
+
+    from rich.table import Table
+
+    from autonumber.commands import objects
+
+    listed = objects.list_objects(db)
+    if as_json:
+        print_json([asdict(o) for o in listed])
+        return
+    table = Table()
+    for head in ("object", "table", "adopted", "fields", "autonumber fields"):
+        table.add_column(head, overflow="fold")
+    for o in listed:
+        table.add_row(
+            o.object,
+            o.table,
+            "yes" if o.adopted else "no",
+            str(o.fields),
+            ", ".join(o.autonumber_fields) or "-",
+        )
+    show_table(table)
 
 
 @app.command("adopt")

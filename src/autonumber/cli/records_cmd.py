@@ -10,7 +10,7 @@ import typer
 
 from autonumber.jsonl import MAX_LINE_BYTES
 
-from .common import DEFAULT_URL, DbOption
+from .common import DEFAULT_URL, DbOption, print_json
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -115,14 +115,23 @@ def get(
 @app.command("list")
 def list_(
     object_name: ObjectArg,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000, help="At most this many.")] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", metavar="N", min=1, max=10_000, help="At most this many.")
+    ] = 20,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON array instead of one JSON object per line.")
+    ] = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
-    """Print the newest records of an object, one JSON object per line.
+    """Print the newest records of an object, one JSON object per line (JSON Lines).
 
     Example: autonumber records list Contract --limit 5
     """
     from autonumber.commands import records
 
-    for record in records.newest(db, object_name, limit):
+    found = records.newest(db, object_name, limit)
+    if as_json:
+        print_json(list(found))
+        return
+    for record in found:
         _emit(record)

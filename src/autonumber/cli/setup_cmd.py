@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_URL, MAX_ROWS, DbOption, console, show_table
+from .common import DEFAULT_URL, MAX_ROWS, DbOption, JsonOption, console, print_json, show_table
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -21,12 +21,15 @@ SpecOption = Annotated[
 ]
 
 
-def print_plan() -> None:
+def print_plan(as_json: bool = False) -> None:
     """The phases, in order (read-only)."""
     from rich.table import Table
 
     from autonumber.setup.apply import PHASES
 
+    if as_json:
+        print_json([{"n": i, "phase": p.name, "summary": p.summary} for i, p in enumerate(PHASES, 1)])
+        return
     table = Table(title="setup apply phases (in order, each idempotent)")
     table.add_column("#")
     table.add_column("phase")
@@ -78,23 +81,28 @@ def apply_cmd(
 
 
 @app.command("plan")
-def plan_cmd() -> None:
+def plan_cmd(as_json: JsonOption = False) -> None:
     """List the phases `setup apply` runs, in order, without touching a database.
 
-    Example: autonumber setup plan
+    Example: autonumber setup plan --json
     """
-    print_plan()
+    print_plan(as_json)
 
 
 @app.command("verify")
-def verify_cmd(db: DbOption = DEFAULT_URL) -> None:
+def verify_cmd(as_json: JsonOption = False, db: DbOption = DEFAULT_URL) -> None:
     """Check V1–V7 (docs/setup.md); exit 1 with one line per violation, each starting with its code.
 
     Example: autonumber setup verify --db postgresql+psycopg://postgres@127.0.0.1/autonumber
     """
+    from dataclasses import asdict
+
     from autonumber.commands import setup
 
     violations = setup.verify_setup(db)
+    if as_json:
+        print_json({"passed": not violations, "violations": [asdict(v) for v in violations]})
+        raise typer.Exit(1 if violations else 0)
     if violations:
         for line in violations:
             typer.echo(str(line))

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import dataclass
 
 from autonumber.objects import add_object, add_object_field, adopt_table
 from autonumber.objects.custom import create_object as _create_on_platform
@@ -32,3 +33,32 @@ def adopt(url: str, object_name: str, table: str) -> list[str]:
 def create(platform: Platform, object_name: str, fields: Sequence[str]) -> list[str]:
     """Create a custom object on a running platform and refresh its catalog (the console's form)."""
     return _create_on_platform(platform, object_name, fields)
+
+
+@dataclass(frozen=True)
+class ObjectLine:
+    """One object as `object list` prints it."""
+
+    object: str
+    table: str
+    adopted: bool
+    """True for a table the application owns (`object adopt`); False for one autonumber created."""
+    fields: int
+    autonumber_fields: list[str]
+
+
+def list_objects(url: str) -> list[ObjectLine]:
+    """Every object of the catalog, by name, with its table and its autonumber fields."""
+    from .catalog import snapshot
+
+    snap = snapshot(url)
+    return [
+        ObjectLine(
+            name,
+            info.table,
+            name in snap.adopted,
+            len(snap.fields.get(name, [])),
+            [r.info.name for r in snap.fields.get(name, []) if r.format is not None],
+        )
+        for name, info in sorted(snap.objects.items())
+    ]

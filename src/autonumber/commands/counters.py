@@ -11,8 +11,7 @@ from sqlalchemy.engine import Connection
 from autonumber.audit import render_in_scope
 from autonumber.catalog import Rule
 from autonumber.db import dialect_for
-from autonumber.rules import CounterMove, counter_states, set_next
-from autonumber.rules.counters import reserved_floor
+from autonumber.rules import CounterMove, counter_states, reserved_floor, set_next
 from autonumber.runtime import Platform
 from autonumber.stored import StoredRule
 

@@ -28,15 +28,20 @@ def gaps_cmd(
     field: KeyArg,
     name: NameArg = None,
     scope_key: Annotated[
-        str | None, typer.Option("--scope-key", help="Only this counter scope.", show_default=False)
+        str | None,
+        typer.Option("--scope-key", metavar="KEY", help="Only this counter scope.", show_default=False),
     ] = None,
     lo: Annotated[
         int | None,
-        typer.Option("--from", min=0, max=MAX_COUNTER, help="Lowest value checked.", show_default=False),
+        typer.Option(
+            "--from", metavar="N", min=0, max=MAX_COUNTER, help="Lowest value checked.", show_default=False
+        ),
     ] = None,
     hi: Annotated[
         int | None,
-        typer.Option("--to", min=0, max=MAX_COUNTER, help="Highest value checked.", show_default=False),
+        typer.Option(
+            "--to", metavar="N", min=0, max=MAX_COUNTER, help="Highest value checked.", show_default=False
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     db: DbOption = DEFAULT_URL,
@@ -85,7 +90,12 @@ def _print(report: GapReport) -> None:
 def prune_cmd(
     older_than: Annotated[
         str,
-        typer.Option("--older-than", help="Age of the lines to delete: 90d, 12h, 30m.", show_default=False),
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Age of the lines to delete: 90d, 12h, 30m.",
+            show_default=False,
+        ),
     ],
     db: DbOption = DEFAULT_URL,
 ) -> None:

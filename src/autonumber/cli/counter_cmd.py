@@ -55,7 +55,12 @@ def set_cmd(
     next_value: Annotated[
         int,
         typer.Option(
-            "--next", min=0, max=MAX_COUNTER, help="The next number to hand out.", show_default=False
+            "--next",
+            metavar="N",
+            min=0,
+            max=MAX_COUNTER,
+            help="The next number to hand out.",
+            show_default=False,
         ),
     ],
     field: FieldArg = None,
@@ -63,6 +68,7 @@ def set_cmd(
         str | None,
         typer.Option(
             "--scope-key",
+            metavar="KEY",
             help="The counter of a per_day/per_prefix field (see `counter show`).",
             show_default=False,
         ),

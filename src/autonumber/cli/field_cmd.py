@@ -39,11 +39,16 @@ app = typer.Typer(
 )
 
 FormatOption = Annotated[
-    str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.", show_default=False)
+    str,
+    typer.Option(
+        "--format", metavar="FORMAT", help="Display format, e.g. 'MB-{000000}'.", show_default=False
+    ),
 ]
 SetFormatOption = Annotated[
     str | None,
-    typer.Option("--format", help="Display format. Default: the stored format.", show_default=False),
+    typer.Option(
+        "--format", metavar="FORMAT", help="Display format. Default: the stored format.", show_default=False
+    ),
 ]
 NumberingOption = Annotated[
     str | None,
@@ -60,6 +65,7 @@ TimeZoneOption = Annotated[
     str | None,
     typer.Option(
         "--time-zone",
+        metavar="ZONE",
         help="IANA zone whose calendar dates the numbers and bounds per_day/per_prefix "
         "counters, e.g. Asia/Tokyo. Default: UTC, or the stored zone for `set`.",
         show_default=False,
@@ -82,7 +88,11 @@ BATCH_DEFAULT = 1000
 BatchOption = Annotated[
     int,
     typer.Option(
-        "--batch-size", min=1, max=100_000, help="Rows per backfill batch (one transaction, one reservation)."
+        "--batch-size",
+        metavar="N",
+        min=1,
+        max=100_000,
+        help="Rows per backfill batch (one transaction, one reservation).",
     ),
 ]
 
@@ -175,9 +185,11 @@ def add_cmd(
     scope: Annotated[
         str, typer.Option("--scope", metavar=choices(Scope), help="The counter's scope.")
     ] = "global",
-    start: Annotated[int, typer.Option("--start", min=0, help="First number when no value exists.")] = 1,
+    start: Annotated[
+        int, typer.Option("--start", metavar="N", min=0, help="First number when no value exists.")
+    ] = 1,
     length: Annotated[
-        int | None, typer.Option("--length", min=1, max=255, help="Column length (default 30).")
+        int | None, typer.Option("--length", metavar="N", min=1, max=255, help="Column length (default 30).")
     ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
@@ -252,12 +264,13 @@ def set_cmd(
     ] = None,
     start: Annotated[
         int | None,
-        typer.Option("--start", min=0, help="Default: the stored start.", show_default=False),
+        typer.Option("--start", metavar="N", min=0, help="Default: the stored start.", show_default=False),
     ] = None,
     length: Annotated[
         int | None,
         typer.Option(
             "--length",
+            metavar="N",
             min=1,
             max=255,
             help="Column length: widens a custom object's column (never below its longest value); "

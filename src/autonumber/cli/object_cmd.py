@@ -24,6 +24,7 @@ def add_cmd(
         list[str],
         typer.Option(
             "--field",
+            metavar="NAME:TYPE",
             help="NAME:TYPE, TYPE one of text(N), number, integer, boolean, date, datetime, "
             "ref(Object); repeat for each field.",
             show_default=False,
@@ -77,7 +78,8 @@ def list_cmd(as_json: JsonOption = False, db: DbOption = DEFAULT_URL) -> None:
 def adopt_cmd(
     object_name: ObjectArg,
     table: Annotated[
-        str, typer.Option("--table", help="The existing table to register.", show_default=False)
+        str,
+        typer.Option("--table", metavar="TABLE", help="The existing table to register.", show_default=False),
     ],
     db: DbOption = DEFAULT_URL,
 ) -> None:
@@ -93,7 +95,12 @@ def adopt_cmd(
     typer.echo(f"{object_name}: {'adopted' if changes else 'already adopted, unchanged'}")
 
 
-field_app = typer.Typer(rich_markup_mode=None, help="Plain fields of a custom object.", no_args_is_help=True)
+field_app = typer.Typer(
+    rich_markup_mode=None,
+    help="Plain fields of a custom object.",
+    epilog="\b\nExamples:\n  autonumber object field add Shipment__c 'Carrier:text(40)'",
+    no_args_is_help=True,
+)
 app.add_typer(field_app, name="field")
 
 

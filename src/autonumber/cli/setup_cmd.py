@@ -17,7 +17,12 @@ app = typer.Typer(
 
 SpecOption = Annotated[
     Path | None,
-    typer.Option("--spec", help="A data-spec file (default: the generated seed module).", show_default=False),
+    typer.Option(
+        "--spec",
+        metavar="PATH",
+        help="A data-spec file (default: the generated seed module).",
+        show_default=False,
+    ),
 ]
 
 
@@ -43,7 +48,9 @@ def print_plan(as_json: bool = False) -> None:
 def apply_cmd(
     db: DbOption = DEFAULT_URL,
     spec: SpecOption = None,
-    env: Annotated[str, typer.Option("--env", help="Environment name, recorded with the run.")] = "local",
+    env: Annotated[
+        str, typer.Option("--env", metavar="NAME", help="Environment name, recorded with the run.")
+    ] = "local",
     list_phases: Annotated[bool, typer.Option("--list", help="Only list the phases.")] = False,
     reseed: Annotated[
         bool, typer.Option("--reseed", help="Rescan every field, even ones already seeded.")
@@ -116,12 +123,16 @@ def report_cmd(
         str,
         typer.Option(
             "--db",
+            metavar="URL",
             envvar="AUTONUMBER_SCRATCH_DATABASE_URL",
             help="A SCRATCH database URL. EVERY TABLE IN IT IS DROPPED, several times.",
         ),
     ],
     rows: Annotated[
-        int, typer.Option("--rows", min=1, max=MAX_ROWS, help="Legacy demo rows for the populated state.")
+        int,
+        typer.Option(
+            "--rows", metavar="N", min=1, max=MAX_ROWS, help="Legacy demo rows for the populated state."
+        ),
     ] = 2000,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print markdown tables.")] = False,
 ) -> None:

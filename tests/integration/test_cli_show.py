@@ -168,3 +168,20 @@ def test_show_of_an_unknown_field_is_one_line(url: str, capsys: pytest.CaptureFi
     for argv in (["field", "show", "Case.Nope"], ["counter", "show", "Case.Nope"]):
         code, out = run_cli([*argv, "--json", "--db", url], capsys)
         assert code == 2 and out.count("\n") == 1 and out.startswith("error: "), out
+
+
+def test_a_quarantined_field_is_shown_with_its_reason_and_no_number(
+    sqlite_url: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bootstrap_url(sqlite_url)
+    engine = create_engine(sqlite_url)
+    with engine.begin() as conn:  # behind the applier's back: the rule no longer validates
+        conn.exec_driver_sql(
+            "UPDATE _System_Field SET auto_number_format = 'bad{' WHERE ApiName = 'CaseNumber'"
+        )
+    engine.dispose()
+    detail = cli_json(capsys, sqlite_url, "field", "show", "Case.CaseNumber")
+    assert detail["status"] == "quarantined" and "never closed" in detail["reason"]
+    assert detail["gaps"] is None and detail["counters"][0]["preview"] == ""
+    out = cli_ok(capsys, sqlite_url, "counter", "show", "Case.CaseNumber")
+    assert "global\t1\tnone (quarantined)\t1" in out, out

@@ -16,6 +16,8 @@ def print_detail(d: FieldDetail) -> None:
     from rich.table import Table
 
     rule = Table(title=f"{d.object}.{d.field} ({d.field_id})", show_header=False)
+    rule.add_column(no_wrap=True)
+    rule.add_column(overflow="fold")  # never cut a format short
     for label, value in _rule_rows(d):
         rule.add_row(label, value)
     show_table(rule)

@@ -112,7 +112,7 @@ def print_json(document: object) -> None:
     """One JSON document on stdout, on one line, non-ASCII kept (docs/cli.md lists every shape)."""
     import json
 
-    print(json.dumps(document, ensure_ascii=False, default=str))
+    typer.echo(json.dumps(document, ensure_ascii=False, default=str))
 
 
 JsonOption = Annotated[

@@ -162,6 +162,7 @@ def test_field_show_tells_the_rule_state_counters_and_last_gaps(
     out = cli_ok(capsys, url, "field", "show", "Case.CaseNumber")
     assert "format\t{00000000}\n" in out and "global\t6\t00000006\n" in out, out
     assert "gaps: 3 value(s) missing of 5 checked" in out, out
+    assert cli_json(capsys, url, "field", "show", "Case.CaseNumber", "--no-gaps")["gaps"] is None
 
 
 def test_show_of_an_unknown_field_is_one_line(url: str, capsys: pytest.CaptureFixture[str]) -> None:

@@ -388,6 +388,10 @@ def show_cmd(
     field: KeyArg,
     name: NameArg = None,
     as_json: JsonOption = False,
+    no_gaps: Annotated[
+        bool,
+        typer.Option("--no-gaps", help="Leave out the gap audit (it reads every stored value of the field)."),
+    ] = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Everything about one autonumber field: its rule, state, counters and their next numbers, where a
@@ -399,7 +403,7 @@ def show_cmd(
 
     from .field_show import print_detail
 
-    detail = field_detail.show_field(db, field_key(field, name))
+    detail = field_detail.show_field(db, field_key(field, name), with_gaps=not no_gaps)
     if as_json:
         print_json(detail.model_dump())
     else:

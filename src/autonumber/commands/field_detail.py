@@ -66,7 +66,7 @@ class FieldDetail(FieldListing):
     date_field: str | None = Field(None, description="the record's own date field that dates the numbers")
     new_key: NewKeyView | None = None
     per_prefix_keys: list[str] = Field(default_factory=list, description="per_prefix: every key in use")
-    gaps: GapSummary | None = Field(None, description="null when the field is quarantined")
+    gaps: GapSummary | None = Field(None, description="null when the field is quarantined or with --no-gaps")
 
 
 def listings(db: Engine, snap: CatalogSnapshot, rows: Sequence[StoredRule]) -> list[FieldListing]:
@@ -97,8 +97,9 @@ def list_fields(url: str, object_name: str | None = None) -> list[FieldListing]:
         return listings(p.db, snap, rows)
 
 
-def show_field(url: str, field: str) -> FieldDetail:
-    """One field (id or `Object.Field`): rule, state, counters, a new scope's start, the last gaps."""
+def show_field(url: str, field: str, *, with_gaps: bool = True) -> FieldDetail:
+    """One field (id or `Object.Field`): rule, state, counters, a new scope's start and, `with_gaps`,
+    the last gaps (the audit reads every stored value of the field)."""
     with session.platform(url) as p:
         snap = p.catalog.current()
         row = snap.stored(field)
@@ -110,7 +111,7 @@ def show_field(url: str, field: str) -> FieldDetail:
             with p.db.connect() as conn:
                 now = dialect_for(conn).utc_now(conn)
                 fresh = new_key_line(conn, row, rule, {c.scope_key for c in listing.counters}, now)
-            gaps = _summary(gaps_on(p, row.field_id))
+            gaps = _summary(gaps_on(p, row.field_id)) if with_gaps else None
         return FieldDetail(
             **listing.model_dump(),
             length=row.max_length,

@@ -51,6 +51,7 @@ GROUP_EXAMPLES = {
     "object": [
         "autonumber object add Shipment__c --field 'Name:text(80)' --field 'AccountId:ref(Account)'",
         "autonumber object adopt Invoice__c --table invoices",
+        "autonumber object list --json",
     ],
     "counter": [
         "autonumber counter show Case CaseNumber",

@@ -110,7 +110,7 @@ def test_fiscal_year_restarts_a_per_prefix_counter(
     assert account_no(platform, "Inv__c") == "INV/2027/00001"
     code, out = cli(capsys, db_url, "field", "show", "Account.Inv__c", "--json")
     assert code == 0, out
-    assert json.loads(out)[0]["fiscal_year_start"] == 4
+    assert json.loads(out)["fiscal_year_start"] == 4
     # a bad month is one line, exit 2, nothing changed
     code, out = cli(
         capsys,

@@ -42,7 +42,14 @@ def test_cli_shows_sets_and_refuses_below_what_was_reserved(
     code, out = run_cli(["counter", "show", "Case", "CaseNumber", "--json", "--db", db_url], capsys)
     assert code == 0, out
     [shown] = json.loads(out)["counters"]
-    assert shown == {"scope_key": "", "next_value": 3, "next_number": "00000003", "floor": 3}
+    assert shown == {
+        "scope_key": "",
+        "next_value": 3,
+        "next_number": "00000003",
+        "floor": 3,
+        "preview": "00000003",
+        "depends_on_record": False,
+    }
 
     code, out = run_cli(["counter", "set", "Case", "CaseNumber", "--next", "1000", "--db", db_url], capsys)
     assert code == 0, out

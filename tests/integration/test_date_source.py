@@ -85,7 +85,7 @@ def test_date_source_is_validated_and_changed_by_field_set(
         code, out = run_cli([*base, "--date-source", source], capsys)
         assert code == 2 and out.count("\n") == 1 and needle in out, out
     code, out = run_cli(["field", "show", FIELD, "--json", "--db", db_url], capsys)
-    assert json.loads(out)[0]["date_source"] == "InvoiceDate"
+    assert json.loads(out)["date_source"] == "InvoiceDate"
     code, out = run_cli([*base, "--date-source", "PaidAt", "--time-zone", "Asia/Tokyo"], capsys)
     assert code == 0, out
     platform.catalog.refresh()

@@ -398,7 +398,7 @@ def test_field_list_and_show_print_the_stored_rule_and_the_next_number(
         assert p.records.insert("Case", {"Subject": "x"})["CaseNumber"] == "C-0001"
     code, out = run_cli(["field", "show", "Case.CaseNumber", "--json", "--db", db_url], capsys)
     assert code == 0, out
-    [shown] = json.loads(out)
+    shown = json.loads(out)  # one field: one object
     assert {k: shown[k] for k in ("format", "scope", "start", "numbering", "time_zone", "status")} == {
         "format": "C-{0000}",
         "scope": "per_prefix",
@@ -407,7 +407,16 @@ def test_field_list_and_show_print_the_stored_rule_and_the_next_number(
         "time_zone": "Asia/Tokyo",
         "status": "ok",
     }
-    assert shown["counters"] == [{"scope_key": "C-", "next_value": 2, "next_number": "C-0002"}]
+    assert shown["counters"] == [
+        {
+            "scope_key": "C-",
+            "next_value": 2,
+            "next_number": "C-0002",
+            "preview": "C-0002",
+            "depends_on_record": False,
+        }
+    ]
+    assert shown["per_prefix_keys"] == ["C-"]
     code, out = run_cli(["field", "list", "Case", "--json", "--db", db_url], capsys)
     assert code == 0, out
     assert [f["field_id"] for f in json.loads(out)] == ["Case.CaseNumber"]

@@ -100,12 +100,19 @@ def test_quote_order_quote_take_one_sequence(
     assert verify(platform.db) == []
     code, out = cli(capsys, db_url, "field", "show", ORDER, "--json")
     assert code == 0, out
-    [view] = json.loads(out)
+    view = json.loads(out)
     assert view["shared_counter"] == "QO" and view["counters"][0]["next_number"] == "O-0006"
     code, out = cli(capsys, db_url, "counter", "show", "Quotation", "QuoteNo", "--json")
     assert json.loads(out)["shared_counter"] == "QO"
     assert json.loads(out)["counters"] == [
-        {"scope_key": "", "next_value": 6, "next_number": "Q-0006", "floor": 6}
+        {
+            "scope_key": "",
+            "next_value": 6,
+            "next_number": "Q-0006",
+            "floor": 6,
+            "preview": "Q-0006",
+            "depends_on_record": False,
+        }
     ]
     code, out = cli(capsys, db_url, "setup", "verify")
     assert code == 0, out

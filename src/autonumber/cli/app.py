@@ -18,6 +18,9 @@ from . import (
     setup_cmd,
     spec_cmd,
 )
+from .common import name_arguments_by_metavar
+
+name_arguments_by_metavar()
 
 TOP_EXAMPLES = """\b
 Examples:
@@ -48,6 +51,7 @@ GROUP_EXAMPLES = {
     "object": [
         "autonumber object add Shipment__c --field 'Name:text(80)' --field 'AccountId:ref(Account)'",
         "autonumber object adopt Invoice__c --table invoices",
+        "autonumber object list --json",
     ],
     "counter": [
         "autonumber counter show Case CaseNumber",
@@ -108,3 +112,18 @@ for name, module in (
     ("counter", counter_cmd),
 ):
     app.add_typer(module.app, name=name, epilog=examples(GROUP_EXAMPLES[name]))
+
+
+def keep_examples_whole(typer_app: typer.Typer) -> None:
+    """Mark each command's `Example:` paragraph `\\b` so click prints every example on one line, as
+    typed, instead of re-wrapping it to the terminal's width."""
+    for info in typer_app.registered_commands:
+        doc = info.callback.__doc__ if info.callback else None
+        if doc and "\n    Example:" in doc and "\b" not in doc:
+            info.callback.__doc__ = doc.replace("\n\n    Example:", "\n\n    \b\n    Example:", 1)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            keep_examples_whole(group.typer_instance)
+
+
+keep_examples_whole(app)

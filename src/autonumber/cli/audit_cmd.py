@@ -28,15 +28,20 @@ def gaps_cmd(
     field: KeyArg,
     name: NameArg = None,
     scope_key: Annotated[
-        str | None, typer.Option("--scope-key", help="Only this counter scope.", show_default=False)
+        str | None,
+        typer.Option("--scope-key", metavar="KEY", help="Only this counter scope.", show_default=False),
     ] = None,
     lo: Annotated[
         int | None,
-        typer.Option("--from", min=0, max=MAX_COUNTER, help="Lowest value checked.", show_default=False),
+        typer.Option(
+            "--from", metavar="N", min=0, max=MAX_COUNTER, help="Lowest value checked.", show_default=False
+        ),
     ] = None,
     hi: Annotated[
         int | None,
-        typer.Option("--to", min=0, max=MAX_COUNTER, help="Highest value checked.", show_default=False),
+        typer.Option(
+            "--to", metavar="N", min=0, max=MAX_COUNTER, help="Highest value checked.", show_default=False
+        ),
     ] = None,
     as_json: Annotated[bool, typer.Option("--json", help="Print the report as JSON.")] = False,
     db: DbOption = DEFAULT_URL,
@@ -60,17 +65,9 @@ def gaps_cmd(
 
 
 def _as_dict(report: GapReport) -> dict[str, object]:
-    out = asdict(report)
-    out["gaps"] = [
-        {
-            **asdict(g),
-            "count": g.count,
-            "reserved_at": _iso(g.reserved_at),
-            "released_at": _iso(g.released_at),
-        }
-        for g in report.gaps
-    ]
-    return out
+    from autonumber.commands.audit import gap_json
+
+    return {**asdict(report), "gaps": [gap_json(g) for g in report.gaps]}
 
 
 def _iso(at: datetime | None) -> str | None:
@@ -93,7 +90,12 @@ def _print(report: GapReport) -> None:
 def prune_cmd(
     older_than: Annotated[
         str,
-        typer.Option("--older-than", help="Age of the lines to delete: 90d, 12h, 30m.", show_default=False),
+        typer.Option(
+            "--older-than",
+            metavar="AGE",
+            help="Age of the lines to delete: 90d, 12h, 30m.",
+            show_default=False,
+        ),
     ],
     db: DbOption = DEFAULT_URL,
 ) -> None:

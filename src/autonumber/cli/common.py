@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
 
 import typer
 
@@ -38,6 +38,22 @@ def choices(kind: object) -> str:
     return "<" + "|".join(get_args(kind)) + ">"
 
 
+def name_arguments_by_metavar() -> None:
+    """Typer prints an argument's Python type beside its metavar (`OBJECT <str>`); an argument with a
+    metavar shows the metavar alone, which says what is expected."""
+    from typer.core import TyperArgument
+
+    if getattr(TyperArgument, "_metavar_alone", False):
+        return
+    typed = TyperArgument.display_type_rich
+
+    def display(self: TyperArgument, ctx: Any) -> str | None:
+        return None if self.metavar else typed(self, ctx)
+
+    TyperArgument.display_type_rich = display  # type: ignore[method-assign,assignment]
+    TyperArgument._metavar_alone = True  # type: ignore[attr-defined]
+
+
 MAX_ROWS = 10_000_000
 """The most demo rows a command generates: more is a typo, not a demo."""
 
@@ -49,6 +65,7 @@ DbOption = Annotated[
     typer.Option(
         "--db",
         envvar=DATABASE_ENV,
+        metavar="URL",
         help="Database URL (sqlite:///file.db, mysql+pymysql://…, postgresql+psycopg://…).",
         show_default=True,
     ),
@@ -89,6 +106,18 @@ def show_table(table: Table) -> None:
         print("\t".join(str(c.header) for c in columns))
     for cells in zip(*(c.cells for c in columns), strict=True):
         print("\t".join(str(cell).replace("\t", " ").replace("\n", " ") for cell in cells))
+
+
+def print_json(document: object) -> None:
+    """One JSON document on stdout, on one line, non-ASCII kept (docs/cli.md lists every shape)."""
+    import json
+
+    typer.echo(json.dumps(document, ensure_ascii=False, default=str))
+
+
+JsonOption = Annotated[
+    bool, typer.Option("--json", help="Print one JSON document (docs/cli.md) instead of a table.")
+]
 
 
 ObjectArg = Annotated[

@@ -2,16 +2,21 @@
 
 from __future__ import annotations
 
-import json
 from dataclasses import asdict
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_URL, MAX_COUNTER, DbOption, FieldArg, ObjectArg, one_field, show_table
-
-if TYPE_CHECKING:
-    from autonumber.commands.counters import CounterReport
+from .common import (
+    DEFAULT_URL,
+    MAX_COUNTER,
+    DbOption,
+    FieldArg,
+    JsonOption,
+    ObjectArg,
+    one_field,
+    print_json,
+)
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -24,34 +29,24 @@ app = typer.Typer(
 def show_cmd(
     object_name: ObjectArg,
     field: FieldArg = None,
-    as_json: Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")] = False,
+    as_json: JsonOption = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
-    """Each counter of the field: next value, the number it prints as and the floor (one past the
-    greatest value the scope ever reserved: the lowest next value `counter set` accepts).
+    """Each counter of the field: next value, the number it prints as (the record's parts named where
+    the record decides them) and the floor (the lowest next value `counter set` accepts).
 
-    Example: autonumber counter show Case CaseNumber
+    Example: autonumber counter show Case CaseNumber --json
     """
     object_name, field = one_field(object_name, field)
     from autonumber.commands import counters
 
+    from .field_show import print_counters
+
     report = counters.show_counters(db, object_name, field)
     if as_json:
-        typer.echo(json.dumps(asdict(report), ensure_ascii=False))
-        return
-    _print(report)
-
-
-def _print(report: CounterReport) -> None:
-    from rich.table import Table
-
-    shared = f", shared counter {report.shared_counter}" if report.shared_counter else ""
-    table = Table(title=f"{report.field} ({report.field_id}, {report.scope}{shared})")
-    for head in ("scope key", "next value", "next number", "floor (lowest allowed next)"):
-        table.add_column(head, overflow="fold")
-    for c in report.counters:
-        table.add_row(c.scope_key or "global", str(c.next_value), c.next_number or "?", str(c.floor))
-    show_table(table)
+        print_json(asdict(report))
+    else:
+        print_counters(report)
 
 
 @app.command("set")
@@ -60,7 +55,12 @@ def set_cmd(
     next_value: Annotated[
         int,
         typer.Option(
-            "--next", min=0, max=MAX_COUNTER, help="The next number to hand out.", show_default=False
+            "--next",
+            metavar="N",
+            min=0,
+            max=MAX_COUNTER,
+            help="The next number to hand out.",
+            show_default=False,
         ),
     ],
     field: FieldArg = None,
@@ -68,6 +68,7 @@ def set_cmd(
         str | None,
         typer.Option(
             "--scope-key",
+            metavar="KEY",
             help="The counter of a per_day/per_prefix field (see `counter show`).",
             show_default=False,
         ),

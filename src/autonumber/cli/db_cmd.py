@@ -6,7 +6,7 @@ from typing import TYPE_CHECKING, Annotated
 
 import typer
 
-from .common import DEFAULT_URL, DbOption, console, show_table
+from .common import DEFAULT_URL, DbOption, JsonOption, console, print_json, show_table
 
 if TYPE_CHECKING:
     from autonumber.db.status import DatabaseStatus
@@ -64,14 +64,33 @@ def _upgrade(db: str, page_size: int | None = None) -> None:
 
 
 @app.command("status")
-def status(db: DbOption = DEFAULT_URL) -> None:
+def status(as_json: JsonOption = False, db: DbOption = DEFAULT_URL) -> None:
     """Print the backend, its UTC clock, the system tables and how many rules and counters exist.
 
-    Example: autonumber db status --db postgresql+psycopg://postgres@127.0.0.1/autonumber
+    Example: autonumber db status --json --db postgresql+psycopg://postgres@127.0.0.1/autonumber
     """
     from autonumber.commands import setup
 
-    print_status(setup.status(db))
+    st = setup.status(db)
+    if as_json:
+        print_json(status_json(st))
+    else:
+        print_status(st)
+
+
+def status_json(st: DatabaseStatus) -> dict[str, object]:
+    """The status as `db status --json` prints it (docs/cli.md)."""
+    from dataclasses import asdict
+
+    from autonumber.db.version import SCHEMA_VERSION
+
+    tables = [{"table": name, "present": ok} for name, ok in st.system_tables.items()]
+    return {
+        **asdict(st),
+        "clock": st.clock.isoformat(),
+        "system_tables": tables,
+        "release_schema_version": SCHEMA_VERSION,
+    }
 
 
 def print_status(st: DatabaseStatus) -> None:

@@ -15,7 +15,10 @@ app = typer.Typer(rich_markup_mode=None, help="Demo data for trying the product.
 def legacy(
     db: DbOption = DEFAULT_URL,
     rows: Annotated[
-        int, typer.Option("--rows", min=1, max=MAX_ROWS, help="Rows per main object (Case, Contract).")
+        int,
+        typer.Option(
+            "--rows", metavar="N", min=1, max=MAX_ROWS, help="Rows per main object (Case, Contract)."
+        ),
     ] = 1000,
 ) -> None:
     """Create the object tables and the four legacy tables, filled with existing numbers.

@@ -14,6 +14,7 @@ from .common import (
     DEFAULT_URL,
     DbOption,
     FieldArg,
+    JsonOption,
     KeyArg,
     NameArg,
     NamedFieldArg,
@@ -23,11 +24,12 @@ from .common import (
     choices,
     field_key,
     one_field,
+    print_json,
     show_table,
 )
 
 if TYPE_CHECKING:
-    from autonumber.commands.fields import FieldView
+    from autonumber.commands.field_detail import FieldListing
     from autonumber.rules import FieldChange, RuleSpec
 
 app = typer.Typer(
@@ -37,11 +39,16 @@ app = typer.Typer(
 )
 
 FormatOption = Annotated[
-    str, typer.Option("--format", help="Display format, e.g. 'MB-{000000}'.", show_default=False)
+    str,
+    typer.Option(
+        "--format", metavar="FORMAT", help="Display format, e.g. 'MB-{000000}'.", show_default=False
+    ),
 ]
 SetFormatOption = Annotated[
     str | None,
-    typer.Option("--format", help="Display format. Default: the stored format.", show_default=False),
+    typer.Option(
+        "--format", metavar="FORMAT", help="Display format. Default: the stored format.", show_default=False
+    ),
 ]
 NumberingOption = Annotated[
     str | None,
@@ -58,6 +65,7 @@ TimeZoneOption = Annotated[
     str | None,
     typer.Option(
         "--time-zone",
+        metavar="ZONE",
         help="IANA zone whose calendar dates the numbers and bounds per_day/per_prefix "
         "counters, e.g. Asia/Tokyo. Default: UTC, or the stored zone for `set`.",
         show_default=False,
@@ -80,7 +88,11 @@ BATCH_DEFAULT = 1000
 BatchOption = Annotated[
     int,
     typer.Option(
-        "--batch-size", min=1, max=100_000, help="Rows per backfill batch (one transaction, one reservation)."
+        "--batch-size",
+        metavar="N",
+        min=1,
+        max=100_000,
+        help="Rows per backfill batch (one transaction, one reservation).",
     ),
 ]
 
@@ -173,9 +185,11 @@ def add_cmd(
     scope: Annotated[
         str, typer.Option("--scope", metavar=choices(Scope), help="The counter's scope.")
     ] = "global",
-    start: Annotated[int, typer.Option("--start", min=0, help="First number when no value exists.")] = 1,
+    start: Annotated[
+        int, typer.Option("--start", metavar="N", min=0, help="First number when no value exists.")
+    ] = 1,
     length: Annotated[
-        int | None, typer.Option("--length", min=1, max=255, help="Column length (default 30).")
+        int | None, typer.Option("--length", metavar="N", min=1, max=255, help="Column length (default 30).")
     ] = None,
     numbering: NumberingOption = None,
     time_zone: TimeZoneOption = None,
@@ -250,12 +264,13 @@ def set_cmd(
     ] = None,
     start: Annotated[
         int | None,
-        typer.Option("--start", min=0, help="Default: the stored start.", show_default=False),
+        typer.Option("--start", metavar="N", min=0, help="Default: the stored start.", show_default=False),
     ] = None,
     length: Annotated[
         int | None,
         typer.Option(
             "--length",
+            metavar="N",
             min=1,
             max=255,
             help="Column length: widens a custom object's column (never below its longest value); "
@@ -347,9 +362,6 @@ def rename_cmd(
     typer.echo(f"{object_name}.{new_name} ({done.field_id}): renamed")
 
 
-JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-
-
 @app.command("list")
 def list_cmd(
     object_name: Annotated[
@@ -362,9 +374,13 @@ def list_cmd(
 
     Example: autonumber field list Case --json
     """
-    from autonumber.commands import fields
+    from autonumber.commands import field_detail
 
-    _show(fields.describe_fields(db, object_name), as_json)
+    listed = field_detail.list_fields(db, object_name)
+    if as_json:
+        print_json([v.model_dump() for v in listed])
+    else:
+        _show(listed)
 
 
 @app.command("show")
@@ -372,30 +388,36 @@ def show_cmd(
     field: KeyArg,
     name: NameArg = None,
     as_json: JsonOption = False,
+    no_gaps: Annotated[
+        bool,
+        typer.Option("--no-gaps", help="Leave out the gap audit (it reads every stored value of the field)."),
+    ] = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
-    """One autonumber field's rule, state, counter rows and the next number of each scope.
+    """Everything about one autonumber field: its rule, state, counters and their next numbers, where a
+    new scope starts, per_prefix keys and the last gaps.
 
-    Example: autonumber field show Case.CaseNumber
+    Example: autonumber field show Case.CaseNumber --json
     """
-    from autonumber.commands import fields
+    from autonumber.commands import field_detail
 
-    _show(fields.describe_fields(db, field=field_key(field, name)), as_json)
+    from .field_show import print_detail
 
-
-def _show(views: list[FieldView], as_json: bool) -> None:
+    detail = field_detail.show_field(db, field_key(field, name), with_gaps=not no_gaps)
     if as_json:
-        import json
+        print_json(detail.model_dump())
+    else:
+        print_detail(detail)
 
-        typer.echo(json.dumps([v.model_dump() for v in views], ensure_ascii=False))
-        return
+
+def _show(views: list[FieldListing]) -> None:
     from rich.table import Table
 
     table = Table()
     for head in ("field", "format", "scope", "start", "numbering", "time zone", "state", "counters → next"):
         table.add_column(head, overflow="fold")  # never cut a number or a format short
     for v in views:
-        shown = [f"{c.scope_key or 'global'}={c.next_value} → {c.next_number or '?'}" for c in v.counters[:5]]
+        shown = [f"{c.scope_key or 'global'}={c.next_value} → {c.preview or '-'}" for c in v.counters[:5]]
         shown += [f"… {len(v.counters) - 5} more"] if len(v.counters) > 5 else []
         state = f"quarantined: {v.reason}" if v.status == "quarantined" else "ok"
         table.add_row(

@@ -55,12 +55,15 @@ def check(
         str | None,
         typer.Option(
             "--object",
+            metavar="OBJECT",
             help="Also check the metadata rules 4-10 against this object of the database's catalog.",
         ),
     ] = None,
     field: Annotated[
         str | None,
-        typer.Option("--field", help="With --object: the target column, for the length rule 5."),
+        typer.Option(
+            "--field", metavar="FIELD", help="With --object: the target column, for the length rule 5."
+        ),
     ] = None,
     db: DbOption = DEFAULT_URL,
 ) -> None:
@@ -136,19 +139,23 @@ def parse_sets(
 def preview(
     fmt: FormatArg,
     counter: Annotated[
-        int, typer.Option("--counter", min=0, max=MAX_COUNTER, help="Counter value to render.")
+        int, typer.Option("--counter", metavar="N", min=0, max=MAX_COUNTER, help="Counter value to render.")
     ] = 1,
     at: Annotated[
         str | None,
         typer.Option(
             "--at",
+            metavar="WHEN",
             help="Assigned-at moment: YYYY-MM-DD (that day in --time-zone) or an ISO "
             "datetime with offset, e.g. 2026-04-17T20:00:00+00:00; default now.",
             show_default=False,
         ),
     ] = None,
     time_zone: Annotated[
-        str, typer.Option("--time-zone", help="IANA zone whose calendar dates the value, e.g. Asia/Tokyo.")
+        str,
+        typer.Option(
+            "--time-zone", metavar="ZONE", help="IANA zone whose calendar dates the value, e.g. Asia/Tokyo."
+        ),
     ] = "UTC",
     sets: Annotated[
         list[str] | None,
@@ -164,8 +171,7 @@ def preview(
 ) -> None:
     """Print the value FORMAT renders; consumes no number and touches no database.
 
-    Example: autonumber format preview '{Account.BillingCountryCode}-CSA-{YY}{MM}{DD}-{00}'
-    --counter 7 --at 2026-04-17 --set Account.BillingCountryCode=SG
+    Example: autonumber format preview 'SO-{YY}{MM}{DD}-{00}' --counter 7 --at 2026-04-17
     """
     from autonumber.format import parse_format
     from autonumber.format.dates import check_fiscal_year_start

@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_URL, DbOption
+from .common import DEFAULT_URL, DbOption, JsonOption, print_json, show_table
 
 app = typer.Typer(
     rich_markup_mode=None, help="Custom objects and adopted application tables.", no_args_is_help=True
@@ -24,6 +24,7 @@ def add_cmd(
         list[str],
         typer.Option(
             "--field",
+            metavar="NAME:TYPE",
             help="NAME:TYPE, TYPE one of text(N), number, integer, boolean, date, datetime, "
             "ref(Object); repeat for each field.",
             show_default=False,
@@ -43,11 +44,42 @@ def add_cmd(
     typer.echo(f"{object_name}: {'created' if changes else 'already exists, unchanged'}")
 
 
+@app.command("list")
+def list_cmd(as_json: JsonOption = False, db: DbOption = DEFAULT_URL) -> None:
+    """Every object: its table, whether the application owns it (adopted), its fields and autonumber fields.
+
+    Example: autonumber object list --json
+    """
+    from dataclasses import asdict
+
+    from rich.table import Table
+
+    from autonumber.commands import objects
+
+    listed = objects.list_objects(db)
+    if as_json:
+        print_json([asdict(o) for o in listed])
+        return
+    table = Table()
+    for head in ("object", "table", "adopted", "fields", "autonumber fields"):
+        table.add_column(head, overflow="fold")
+    for o in listed:
+        table.add_row(
+            o.object,
+            o.table,
+            "yes" if o.adopted else "no",
+            str(o.fields),
+            ", ".join(o.autonumber_fields) or "-",
+        )
+    show_table(table)
+
+
 @app.command("adopt")
 def adopt_cmd(
     object_name: ObjectArg,
     table: Annotated[
-        str, typer.Option("--table", help="The existing table to register.", show_default=False)
+        str,
+        typer.Option("--table", metavar="TABLE", help="The existing table to register.", show_default=False),
     ],
     db: DbOption = DEFAULT_URL,
 ) -> None:
@@ -63,7 +95,12 @@ def adopt_cmd(
     typer.echo(f"{object_name}: {'adopted' if changes else 'already adopted, unchanged'}")
 
 
-field_app = typer.Typer(rich_markup_mode=None, help="Plain fields of a custom object.", no_args_is_help=True)
+field_app = typer.Typer(
+    rich_markup_mode=None,
+    help="Plain fields of a custom object.",
+    epilog="\b\nExamples:\n  autonumber object field add Shipment__c 'Carrier:text(40)'",
+    no_args_is_help=True,
+)
 app.add_typer(field_app, name="field")
 
 

@@ -10,14 +10,19 @@ import typer
 
 from autonumber.bulk.jsonl import MAX_LINE_BYTES
 
-from .common import DEFAULT_URL, DbOption
+from .common import DEFAULT_URL, DbOption, print_json
 
 app = typer.Typer(
     rich_markup_mode=None,
     help="Insert and read records; autonumbers are assigned on insert.",
     no_args_is_help=True,
 )
-ObjectArg = Annotated[str, typer.Argument(help="Object API name, e.g. Account, Contract, Case.")]
+ObjectArg = Annotated[
+    str,
+    typer.Argument(
+        metavar="OBJECT", help="Object API name, e.g. Account, Contract, Case.", show_default=False
+    ),
+]
 
 
 def _emit(record: dict[str, Any]) -> None:
@@ -33,7 +38,9 @@ def _parse_object(text: str, where: str) -> dict[str, Any]:
 @app.command("insert")
 def insert(
     object_name: ObjectArg,
-    data: Annotated[str, typer.Option("--data", help="The record's field values as a JSON object.")],
+    data: Annotated[
+        str, typer.Option("--data", metavar="JSON", help="The record's field values as a JSON object.")
+    ],
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Insert one record and print it as stored (JSON), its autonumbers included.
@@ -48,15 +55,25 @@ def insert(
 @app.command("insert-many")
 def insert_many(
     object_name: ObjectArg,
-    file: Annotated[str, typer.Option("--file", help="JSON Lines, one JSON object per line; - reads stdin.")],
+    file: Annotated[
+        str,
+        typer.Option("--file", metavar="PATH", help="JSON Lines, one JSON object per line; - reads stdin."),
+    ],
     db: DbOption = DEFAULT_URL,
     batch_size: Annotated[
-        int, typer.Option("--batch-size", min=1, max=1_000_000, help="Rows per batch (one reservation each).")
+        int,
+        typer.Option(
+            "--batch-size", metavar="N", min=1, max=1_000_000, help="Rows per batch (one reservation each)."
+        ),
     ] = 20_000,
     commit_every: Annotated[
         int | None,
         typer.Option(
-            "--commit-every", min=1, max=1_000_000, help="Commit every N rows (a batch) with its numbers."
+            "--commit-every",
+            metavar="N",
+            min=1,
+            max=1_000_000,
+            help="Commit every N rows (a batch) with its numbers.",
         ),
     ] = None,
     resume: Annotated[
@@ -64,14 +81,19 @@ def insert_many(
     ] = False,
     checkpoint: Annotated[
         Path | None,
-        typer.Option("--checkpoint", help="Progress file of --commit-every (default FILE.checkpoint)."),
+        typer.Option(
+            "--checkpoint", metavar="PATH", help="Progress file of --commit-every (default FILE.checkpoint)."
+        ),
     ] = None,
     errors: Annotated[
         Path | None,
-        typer.Option("--errors", help="Write refused lines here with their reason; import the rest."),
+        typer.Option(
+            "--errors", metavar="PATH", help="Write refused lines here with their reason; import the rest."
+        ),
     ] = None,
     max_line_bytes: Annotated[
-        int, typer.Option("--max-line-bytes", min=1, help="Refuse a longer line (file:line).")
+        int,
+        typer.Option("--max-line-bytes", metavar="BYTES", min=1, help="Refuse a longer line (file:line)."),
     ] = MAX_LINE_BYTES,
     quiet: Annotated[
         bool, typer.Option("--quiet", "-q", help="Print one summary line, not the records.")
@@ -100,7 +122,7 @@ def insert_many(
 @app.command("get")
 def get(
     object_name: ObjectArg,
-    record_id: Annotated[str, typer.Argument(help="The record's Id.")],
+    record_id: Annotated[str, typer.Argument(metavar="ID", help="The record's Id.", show_default=False)],
     db: DbOption = DEFAULT_URL,
 ) -> None:
     """Print one record as JSON (exit 2 when there is no such record).
@@ -115,14 +137,23 @@ def get(
 @app.command("list")
 def list_(
     object_name: ObjectArg,
-    limit: Annotated[int, typer.Option("--limit", min=1, max=10_000, help="At most this many.")] = 20,
+    limit: Annotated[
+        int, typer.Option("--limit", metavar="N", min=1, max=10_000, help="At most this many.")
+    ] = 20,
+    as_json: Annotated[
+        bool, typer.Option("--json", help="Print one JSON array instead of one JSON object per line.")
+    ] = False,
     db: DbOption = DEFAULT_URL,
 ) -> None:
-    """Print the newest records of an object, one JSON object per line.
+    """Print the newest records of an object, one JSON object per line (JSON Lines).
 
     Example: autonumber records list Contract --limit 5
     """
     from autonumber.commands import records
 
-    for record in records.newest(db, object_name, limit):
+    found = records.newest(db, object_name, limit)
+    if as_json:
+        print_json(list(found))
+        return
+    for record in found:
         _emit(record)

@@ -25,17 +25,25 @@ from autonumber.defaults import API_TOKEN_ENV as API_ENV
 from .common import DEFAULT_URL, DbOption
 
 HostOption = Annotated[
-    str, typer.Option("--host", help="Interface to bind; the default keeps the console on this machine.")
+    str,
+    typer.Option(
+        "--host", metavar="HOST", help="Interface to bind; the default keeps the console on this machine."
+    ),
 ]
-PortOption = Annotated[int, typer.Option("--port", min=0, max=65535, help="TCP port (0 picks a free one).")]
+PortOption = Annotated[
+    int, typer.Option("--port", metavar="PORT", min=0, max=65535, help="TCP port (0 picks a free one).")
+]
 WorkersOption = Annotated[
     int,
-    typer.Option("--workers", min=1, max=64, help="Worker processes; each has its own connection budget."),
+    typer.Option(
+        "--workers", metavar="N", min=1, max=64, help="Worker processes; each has its own connection budget."
+    ),
 ]
 MaxConnectionsOption = Annotated[
     int | None,
     typer.Option(
         "--max-connections",
+        metavar="N",
         min=3,
         max=1000,
         envvar=MAX_CONNECTIONS_ENV,
@@ -47,6 +55,7 @@ ForwardedOption = Annotated[
     str | None,
     typer.Option(
         "--forwarded-allow-ips",
+        metavar="ADDRESSES",
         envvar=FORWARDED_ALLOW_IPS_ENV,
         show_default=False,
         help="Comma-separated proxy addresses (or CIDR ranges) whose X-Forwarded-For/-Proto are "
@@ -57,6 +66,7 @@ AllowedHostOption = Annotated[
     list[str] | None,
     typer.Option(
         "--allowed-host",
+        metavar="HOST",
         show_default=False,
         help=f"A Host name this server answers (repeat it; *.example.com for a domain). Default: the "
         f"bound address and localhost, or {ALLOWED_HOSTS_ENV} (comma-separated).",
@@ -85,7 +95,7 @@ def serve(
     Admin changes (the rules page) need AUTONUMBER_ADMIN_TOKEN; AUTONUMBER_API_TOKEN, when set, is
     required for every write. SIGTERM lets in-flight requests finish (up to 30 s) before exiting.
 
-    Example: AUTONUMBER_API_TOKEN=t0ken autonumber serve --workers 4 --max-connections 10 --db postgresql+psycopg://…
+    Example: autonumber serve --workers 4 --max-connections 10 --db postgresql+psycopg://postgres@127.0.0.1/autonumber
     """
     start_server(
         db,

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from .common import DEFAULT_URL, MAX_ROWS, DbOption, console, show_table
+from .common import DEFAULT_URL, MAX_ROWS, DbOption, JsonOption, console, print_json, show_table
 
 app = typer.Typer(
     rich_markup_mode=None,
@@ -17,16 +17,24 @@ app = typer.Typer(
 
 SpecOption = Annotated[
     Path | None,
-    typer.Option("--spec", help="A data-spec file (default: the generated seed module).", show_default=False),
+    typer.Option(
+        "--spec",
+        metavar="PATH",
+        help="A data-spec file (default: the generated seed module).",
+        show_default=False,
+    ),
 ]
 
 
-def print_plan() -> None:
+def print_plan(as_json: bool = False) -> None:
     """The phases, in order (read-only)."""
     from rich.table import Table
 
     from autonumber.setup.apply import PHASES
 
+    if as_json:
+        print_json([{"n": i, "phase": p.name, "summary": p.summary} for i, p in enumerate(PHASES, 1)])
+        return
     table = Table(title="setup apply phases (in order, each idempotent)")
     table.add_column("#")
     table.add_column("phase")
@@ -40,7 +48,9 @@ def print_plan() -> None:
 def apply_cmd(
     db: DbOption = DEFAULT_URL,
     spec: SpecOption = None,
-    env: Annotated[str, typer.Option("--env", help="Environment name, recorded with the run.")] = "local",
+    env: Annotated[
+        str, typer.Option("--env", metavar="NAME", help="Environment name, recorded with the run.")
+    ] = "local",
     list_phases: Annotated[bool, typer.Option("--list", help="Only list the phases.")] = False,
     reseed: Annotated[
         bool, typer.Option("--reseed", help="Rescan every field, even ones already seeded.")
@@ -78,23 +88,28 @@ def apply_cmd(
 
 
 @app.command("plan")
-def plan_cmd() -> None:
+def plan_cmd(as_json: JsonOption = False) -> None:
     """List the phases `setup apply` runs, in order, without touching a database.
 
-    Example: autonumber setup plan
+    Example: autonumber setup plan --json
     """
-    print_plan()
+    print_plan(as_json)
 
 
 @app.command("verify")
-def verify_cmd(db: DbOption = DEFAULT_URL) -> None:
+def verify_cmd(as_json: JsonOption = False, db: DbOption = DEFAULT_URL) -> None:
     """Check V1–V7 (docs/setup.md); exit 1 with one line per violation, each starting with its code.
 
     Example: autonumber setup verify --db postgresql+psycopg://postgres@127.0.0.1/autonumber
     """
+    from dataclasses import asdict
+
     from autonumber.commands import setup
 
     violations = setup.verify_setup(db)
+    if as_json:
+        print_json({"passed": not violations, "violations": [asdict(v) for v in violations]})
+        raise typer.Exit(1 if violations else 0)
     if violations:
         for line in violations:
             typer.echo(str(line))
@@ -108,12 +123,16 @@ def report_cmd(
         str,
         typer.Option(
             "--db",
+            metavar="URL",
             envvar="AUTONUMBER_SCRATCH_DATABASE_URL",
             help="A SCRATCH database URL. EVERY TABLE IN IT IS DROPPED, several times.",
         ),
     ],
     rows: Annotated[
-        int, typer.Option("--rows", min=1, max=MAX_ROWS, help="Legacy demo rows for the populated state.")
+        int,
+        typer.Option(
+            "--rows", metavar="N", min=1, max=MAX_ROWS, help="Legacy demo rows for the populated state."
+        ),
     ] = 2000,
     markdown: Annotated[bool, typer.Option("--markdown", help="Print markdown tables.")] = False,
 ) -> None:

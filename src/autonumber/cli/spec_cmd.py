@@ -19,11 +19,13 @@ app = typer.Typer(
 
 SpecOption = Annotated[
     Path | None,
-    typer.Option("--spec", help=f"The data-spec (default: {SPEC_PATH}).", show_default=False),
+    typer.Option("--spec", metavar="PATH", help=f"The data-spec (default: {SPEC_PATH}).", show_default=False),
 ]
 OutOption = Annotated[
     Path | None,
-    typer.Option("--out", help=f"The generated module (default: {MODULE_PATH}).", show_default=False),
+    typer.Option(
+        "--out", metavar="PATH", help=f"The generated module (default: {MODULE_PATH}).", show_default=False
+    ),
 ]
 
 
@@ -78,6 +80,7 @@ def apply_cmd(
         str | None,
         typer.Option(
             "--staging-db",
+            metavar="URL",
             envvar="AUTONUMBER_STAGING_DATABASE_URL",
             show_default=False,
             help="Where staging's apply log lives, for the pending-prod same-day check "

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from datetime import timedelta
+from typing import Any
 
-from autonumber.audit import GapReport, audit_gaps
+from autonumber.audit import Gap, GapReport, audit_gaps
 from autonumber.db import dialect_for
 from autonumber.engine.journal import prune
 from autonumber.runtime import Platform
@@ -34,3 +35,18 @@ def prune_journal(url: str, age: timedelta) -> int:
     """Delete journal lines older than `age` by the database's clock; how many were deleted."""
     with opened(url) as engine, engine.begin() as conn:
         return prune(conn, dialect_for(engine).utc_now(conn) - age)
+
+
+def gap_json(gap: Gap) -> dict[str, Any]:
+    """One gap run as JSON: its fields, its count and ISO 8601 times (`audit gaps --json`, `field show`)."""
+    return {
+        "scope_key": gap.scope_key,
+        "first": gap.first,
+        "last": gap.last,
+        "count": gap.count,
+        "reason": gap.reason,
+        "numbers": gap.numbers,
+        "reserved_at": None if gap.reserved_at is None else gap.reserved_at.isoformat(),
+        "released_at": None if gap.released_at is None else gap.released_at.isoformat(),
+        "caller": gap.caller,
+    }

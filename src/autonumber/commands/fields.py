@@ -156,20 +156,6 @@ class FieldView(BaseModel):
     )
 
 
-def describe_fields(url: str, object_name: str | None = None, field: str | None = None) -> list[FieldView]:
-    """Every autonumber field (of one object, or one field by id or `Object.Field`) as stored."""
-    with session.platform(url) as p:
-        snap = p.catalog.current()
-        if field is not None:
-            rows = [snap.stored(field)]
-        else:
-            if object_name is not None:
-                snap.require_object(object_name)
-            names = sorted(snap.fields) if object_name is None else [object_name]
-            rows = [r for obj in names for r in snap.fields.get(obj, []) if r.format is not None]
-        return field_views(p.db, snap, rows, per_field=None)
-
-
 @dataclass(frozen=True)
 class FieldFilter:
     """Which autonumber fields to list: object and field by substring (any case), scope and status

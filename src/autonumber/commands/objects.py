@@ -68,3 +68,32 @@ def summaries(platform: Platform, query: str = "") -> list[ObjectSummary]:
         for name in sorted(snap.objects)
     ]
     return sorted(out, key=lambda s: s.count == 0)
+
+
+@dataclass(frozen=True)
+class ObjectLine:
+    """One object as `object list` prints it."""
+
+    object: str
+    table: str
+    adopted: bool
+    """True for a table the application owns (`object adopt`); False for one autonumber created."""
+    fields: int
+    autonumber_fields: list[str]
+
+
+def list_objects(url: str) -> list[ObjectLine]:
+    """Every object of the catalog, by name, with its table and its autonumber fields."""
+    from .catalog import snapshot
+
+    snap = snapshot(url)
+    return [
+        ObjectLine(
+            name,
+            info.table,
+            name in snap.adopted,
+            len(snap.fields.get(name, [])),
+            [r.info.name for r in snap.fields.get(name, []) if r.format is not None],
+        )
+        for name, info in sorted(snap.objects.items())
+    ]

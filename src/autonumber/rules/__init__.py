@@ -9,7 +9,15 @@ from autonumber.catalog.stored import StoredRule
 from autonumber.errors import RuleChangeRefused
 
 from .change import EDIT_LOCK, FieldChange, Plan, RuleRequest, ensure_history_table, plan_requests
-from .counters import CounterMove, CounterState, already_moved, counter_states, move_counter, set_next
+from .counters import (
+    CounterMove,
+    CounterState,
+    already_moved,
+    counter_states,
+    move_counter,
+    reserved_floor,
+    set_next,
+)
 from .fields import (
     add_field,
     apply_requests,
@@ -47,6 +55,7 @@ __all__ = [
     "plan_requests",
     "remove_field",
     "rename_field",
+    "reserved_floor",
     "set_next",
     "set_rule",
     "spec_of",

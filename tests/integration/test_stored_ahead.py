@@ -239,6 +239,43 @@ def test_gapless_and_block_fields_skip_past_a_stored_row(
     assert_sound(platform)
 
 
+def test_a_block_that_met_a_stored_value_is_given_up(
+    db_url: str, platform: Platform, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """The rest of a block that handed out a stored value may hold more of them (a restore writes
+    runs): it is given up as a gap, and the next block is reserved past what the scope stores, so a
+    caller's transaction on PostgreSQL is told to run again once, not once per stored value."""
+    argv = ["field", "add", JOB, "Seq__c", "--format", "S-{0000}", "--allocation", "blocks:3", "--db", db_url]
+    code, out = run_cli(argv, capsys)
+    assert code == 0, out
+    p = autonumber.connect(db_url)
+    try:
+        assert [p.records.insert(JOB, {"Name": str(i)})["Seq__c"] for i in range(3)] == [
+            "S-0001",
+            "S-0002",
+            "S-0003",
+        ]
+        store_raw(p, Seq__c="S-0004")  # the next block starts here
+        store_raw(p, Seq__c="S-0006")  # and this one is in it
+        if p.engine.dialect.error_aborts_transaction:  # a caller's transaction runs again once
+            with pytest.raises(NumberAlreadyStored, match="run it again"), p.db.begin() as failed:
+                p.records.insert(JOB, {"Name": "refused"}, failed)
+            with p.db.begin() as conn:
+                got = p.records.insert(JOB, {"Name": "b"}, conn)["Seq__c"]
+        else:  # the write is tried again in place
+            got = p.records.insert(JOB, {"Name": "b"})["Seq__c"]
+        assert got == "S-0007", got
+        gaps = [(g.first, g.last, g.reason) for g in audit_gaps(p, f"{JOB}.Seq__c").gaps]
+        if p.engine.dialect.reserve_on_caller_when_written:  # SQLite holds no blocks: one skip
+            assert [(a, b) for a, b, _ in gaps] == [(5, 5)] and "already stored: S-0004" in gaps[0][2], gaps
+        else:
+            assert [(a, b) for a, b, _ in gaps] == [(5, 5), (8, 9)], gaps  # 8, 9: the block held now
+            assert "unused rest of a block: S-0004 was already stored" in gaps[0][2], gaps
+    finally:
+        p.close()
+    assert_sound(platform)
+
+
 def test_the_shell_and_the_http_api_skip_past_a_stored_row(
     db_url: str, platform: Platform, capsys: pytest.CaptureFixture[str]
 ) -> None:

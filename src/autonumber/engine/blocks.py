@@ -109,6 +109,22 @@ class Blocks:
         del self._blocks[key]
         return None
 
+    def give_up(self, counter_id: str, scope_key: str, reason: str) -> None:
+        """Forget the held blocks of one counter scope, journaling their rest as a gap with `reason`:
+        a value of theirs was found already stored by a row written outside the product, so the
+        rest may hold more; the next take reserves past what the scope stores (engine/skip.py)."""
+        scope = (counter_id, scope_key)
+        with self._guard:
+            keys = [k for k, b in self._blocks.items() if (b.rule.counter_id, b.scope_key) == scope]
+        for key in keys:
+            with self._lock(key):
+                block = self._blocks.get(key)
+                if block is None or (block.rule.counter_id, block.scope_key) != scope:
+                    continue
+                del self._blocks[key]
+                if block.next < block.end:
+                    self._release([(block.rest(), FAILED, reason)])
+
     def release_all(self, reason: str = "unused rest of a block: the process closed its platform") -> None:
         """Journal every held block's rest as a gap and forget the blocks (Platform.close)."""
         with self._guard:

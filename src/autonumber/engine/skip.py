@@ -48,10 +48,11 @@ def skip_stored(
     records: Sequence[Mapping[str, Any]],
     reader: Connection | None,
     on: Connection | None = None,
-) -> tuple[list[str], list[Skip]]:
-    """After a duplicate-key error writing `records`: the numbers of theirs already stored (read on
-    `reader`, or a fresh connection), and every counter moved past what its scope stores. Nothing
-    found and nothing moved means the duplicate was not a number of ours (the caller re-raises).
+) -> tuple[list[tuple[Rule, str, str]], list[Skip]]:
+    """After a duplicate-key error writing `records`: (rule, value, scope key) of each number of
+    theirs already stored (read on `reader`, or a fresh connection), and every counter moved past
+    what its scope stores. Nothing found and nothing moved means the duplicate was not a number of
+    ours (the caller re-raises).
     `on`: the connection that must move the counters (SQLite's caller holding the write lock)."""
     with reserver.db.connect() if reader is None else nullcontext(reader) as conn:
         taken = list(_taken(conn, snapshot, object_name, records))
@@ -65,7 +66,7 @@ def skip_stored(
         for rule, value in keys.values()
         if (skip := _skip_past(reserver, snapshot, rule, _key_of(rule, value), value, on)) is not None
     ]
-    return [value for _, value, _ in taken], moved
+    return taken, moved
 
 
 def _key_of(rule: Rule, value: str) -> str:

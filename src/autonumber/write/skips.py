@@ -49,9 +49,13 @@ def skipped_stored(
     held = conn is not None and holds_counters(engine, snapshot, object_name, conn)
     on = conn if in_place and held else None
     reader = conn if in_place else None
-    taken, moved = skip_stored(engine.reserver, snapshot, object_name, records, reader, on)
-    if not (taken or moved):
+    met, moved = skip_stored(engine.reserver, snapshot, object_name, records, reader, on)
+    if not (met or moved):
         return False
+    taken = [value for _, value, _ in met]
+    for rule, value, key in met:
+        if rule.block_size > 1:  # the rest of the block that held it may hold more stored values
+            engine.blocks.give_up(rule.counter_id, key, f"unused rest of a block: {value} was already stored")
     if conn is not None and not in_place:
         raise NumberAlreadyStored(
             object_name, taken, "the database rolled back your transaction: run it again"

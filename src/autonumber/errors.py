@@ -270,6 +270,20 @@ class NumberAlreadyStored(AutonumberError):
         )
 
 
+class TransactionConflict(AutonumberError):
+    """A write inside the caller's own transaction lost a race the database settles by refusing one
+    side (a deadlock, a serialization failure, a lock wait timeout, a Galera certification failure).
+    The engine retries such races in its own transactions; the caller's it cannot replay."""
+
+    def __init__(self, object_name: str, cause: BaseException) -> None:
+        self.object_name = object_name
+        first = (str(getattr(cause, "orig", None) or cause).splitlines() or [""])[0][:200]
+        super().__init__(
+            f"writing {object_name} records in your transaction lost a race with another one "
+            f"({type(cause).__name__}: {first}); roll your transaction back and run it again"
+        )
+
+
 class CommitOutcomeUnknown(AutonumberError):
     """The connection failed during COMMIT: the records may or may not be stored. Look them up by Id
     (or retry with the same idempotency key) before inserting again."""

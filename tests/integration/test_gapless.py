@@ -4,8 +4,8 @@ rollback gives it back; concurrent callers (threads and processes) get one conti
 from __future__ import annotations
 
 import multiprocessing
-from collections.abc import Iterator
-from concurrent.futures import ProcessPoolExecutor
+from collections.abc import Callable, Iterator
+from concurrent.futures import ProcessPoolExecutor, ThreadPoolExecutor
 
 import pytest
 import sqlalchemy as sa
@@ -20,7 +20,7 @@ from engine_support import (
     store_rules,
 )
 
-from autonumber.errors import GaplessNeedsTransaction
+from autonumber.errors import GaplessNeedsTransaction, TransactionConflict
 from autonumber.rules.fields import add_field
 from autonumber.rules.store import RuleSpec
 from autonumber.runtime import Platform
@@ -142,3 +142,47 @@ def test_a_record_with_a_gapless_and_a_standard_field_keeps_both_promises(platfo
         assert refs == list(range(1, len(pairs) + 1)), "SQLite: the savepoint gives them back too"
     else:
         assert refs[-1] > len(pairs), "a server leaves the rolled-back standard numbers as gaps"
+
+
+def _outcome(call: Callable[[], object]) -> object:
+    try:
+        return call()
+    except Exception as exc:  # what the call raised is the outcome under test
+        return exc
+
+
+def test_a_deadlock_between_callers_transactions_is_a_named_error(server_db_url: str) -> None:
+    """Two callers' transactions each hold one gapless counter row and ask for the other's: the
+    database refuses one side. The engine cannot replay a transaction it does not own, so that
+    side gets TransactionConflict saying to roll back and run it again, never a driver's error;
+    the other goes on and commits."""
+    p = make_platform(server_db_url)
+    try:
+        store_rules(
+            p,
+            INVOICE,
+            RuleSpec(
+                "Order", "Order_Number__c", "ORD-{YYYY}-{00000}", scope="per_prefix", numbering="gapless"
+            ),
+        )
+        a, b = p.db.connect(), p.db.connect()
+        ta, tb = a.begin(), b.begin()
+        p.records.insert("Case", {"Subject": "a"}, a)  # a holds Case's counter row
+        p.records.insert("Order", {}, b)  # b holds Order's
+        with ThreadPoolExecutor(1) as pool:
+            crossing = pool.submit(_outcome, lambda: p.records.insert("Order", {}, a))  # a waits for b
+            theirs = _outcome(lambda: p.records.insert("Case", {"Subject": "b"}, b))  # the cycle
+            if isinstance(theirs, Exception):
+                tb.rollback()  # the refused side lets go: a's insert goes on
+            ours = crossing.result(timeout=120)
+        outcomes = [ours, theirs]
+        refused = [o for o in outcomes if isinstance(o, Exception)]
+        assert len(refused) == 1 and isinstance(refused[0], TransactionConflict), outcomes
+        assert "lost a race" in str(refused[0]) and "run it again" in str(refused[0]), refused
+        (ta if refused[0] is ours else tb).rollback()
+        (tb if refused[0] is ours else ta).commit()
+        a.close()
+        b.close()
+        assert p.records.count("Order") == 1 + (refused[0] is theirs)
+    finally:
+        p.close()

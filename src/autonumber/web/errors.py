@@ -34,6 +34,7 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
     (e.RuleQuarantined, 409),
     (e.CounterOverflow, 409),
     (e.NumberAlreadyStored, 409),
+    (e.TransactionConflict, 409),
     (e.RuleChangeRefused, 409),
     (e.VerifyError, 409),
     (e.FormatError, 422),

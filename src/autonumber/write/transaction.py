@@ -1,6 +1,7 @@
 """The transaction a write runs in, and what its failure means: the caller's connection or one of
 ours; a lost connection before COMMIT is DatabaseUnavailable, our COMMIT failing is
-CommitOutcomeUnknown naming the records' Ids, a refused writer fence is SchemaUpgradedMeanwhile."""
+CommitOutcomeUnknown naming the records' Ids, a refused writer fence is SchemaUpgradedMeanwhile, a
+lost race in the caller's transaction is TransactionConflict."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from ..db.fence import declare, raise_if_refused
 from ..db.held import HeldConnection
 from ..db.objects import key_column
 from ..engine import Engine
-from ..errors import CommitOutcomeUnknown, DatabaseUnavailable
+from ..errors import CommitOutcomeUnknown, DatabaseUnavailable, TransactionConflict
 from .rows import first_line
 
 
@@ -61,4 +62,6 @@ def writing(
         )
         if dialect.is_unavailable(exc) and not failed_before:
             raise DatabaseUnavailable(f"writing {object_name} records", exc) from exc
+        if conn is not None and isinstance(exc, sa.exc.DBAPIError) and dialect.is_retryable(exc):
+            raise TransactionConflict(object_name, exc) from exc  # the caller's to run again
         raise

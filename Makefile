@@ -33,20 +33,30 @@ install-dev: $(DEVSTAMP)
 run: $(STAMP)
 	$(BIN)/autonumber run --db $(DB)
 
+## Lint and types run BESIDE the tests, not before them: mypy's first run on a fresh clone (empty
+## .mypy_cache) takes minutes, and the tests mostly wait on the database servers. The tests print
+## their progress as they go; lint's output is kept in a file and printed when both have ended.
+LINT_LOG := $(VENV)/lint.log
+define beside_lint
+$(MAKE) --no-print-directory lint > $(LINT_LOG) 2>&1 & lint=$$!; \
+$(MAKE) --no-print-directory $(1); tests=$$?; \
+wait $$lint; linted=$$?; \
+echo "--- make lint, run beside the tests (exit $$linted)"; cat $(LINT_LOG); \
+test $$tests -eq 0 -a $$linted -eq 0
+endef
+
 ## make test: install the dev extras (and Chromium via apt-get for the browser tests, when missing)
 ## and run the whole suite (lint, types, every test on SQLite, MariaDB, PostgreSQL, Galera, Chromium).
-## Lint and types run BESIDE the tests (make -j2), not before them: mypy's first run on a fresh
-## clone (empty .mypy_cache) takes minutes, and the tests mostly wait on the database servers.
-test: chromium
-	@$(MAKE) --no-print-directory -j2 --output-sync=line lint suite
+test: chromium $(DEVSTAMP)
+	@$(call beside_lint,suite)
 
 suite: $(DEVSTAMP)
 	$(BIN)/pytest -q $(XDIST) --durations=30
 
 ## make check: the quick loop (< 2 min): lint, types, and the tests that need no server, browser or
 ## load (unit tests and everything on SQLite).
-check:
-	@$(MAKE) --no-print-directory -j2 --output-sync=line lint quick
+check: $(DEVSTAMP)
+	@$(call beside_lint,quick)
 
 QUICK_WORKERS ?= 4
 quick: $(DEVSTAMP)

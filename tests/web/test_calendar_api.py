@@ -57,6 +57,9 @@ def test_rules_form_sets_the_fiscal_year_start(
     r = pages.post("/rules/Case.CaseNumber", data=form)
     assert "Case.CaseNumber now uses CS/{FYYYY}/{0000}" in pages.get(r.headers["location"]).text
     assert sqlite_platform.catalog.refresh().rule("Case.CaseNumber").fiscal_year_start == 7
-    assert 'name="fiscal_year_start" type="number" min="1" max="12" value="7"' in pages.get("/rules/Case.CaseNumber/edit").text
+    assert (
+        'name="fiscal_year_start" type="number" min="1" max="12" value="7"'
+        in pages.get("/rules/Case.CaseNumber/edit").text
+    )
     r = pages.post("/rules/Case.CaseNumber", data={**form, "fiscal_year_start": "x"})
     assert "fiscal year start &#39;x&#39; is not a month 1-12" in pages.get(r.headers["location"]).text

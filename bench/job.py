@@ -5,6 +5,9 @@ Contestants, each storing one `Case`-like row per call:
 - `records.insert (no group commit)` — the same with group commit off, to show what it buys;
 - `records.insert (peer's connections)` — the work rows only, with the caller-transaction pool as
   large as the native peer's (`connect(url, pool_size=…)`);
+- `records.insert (durable reservations)` — PostgreSQL only (the one backend that lets a
+  reservation's COMMIT skip the disk wait): `connect(url, durable_reservations=True)`, what making
+  it the default would cost;
 - `peer:native-insert` — one transaction per record on a table whose number column is the
   database's own sequence (PostgreSQL BIGSERIAL, MariaDB AUTO_INCREMENT, SQLite rowid), with a pool
   as large as the callers up to PEER_POOL_MAX, opened before the cell;
@@ -46,6 +49,7 @@ CONTESTANTS = (
     "records.insert",
     "records.insert (no group commit)",
     "records.insert (peer's connections)",
+    "records.insert (durable reservations)",
     "peer:native-insert",
     "peer:django-sequences",
 )
@@ -56,12 +60,17 @@ class RecordsJob(Contestant):
 
     family = "records"
 
-    def __init__(self, url: str, *, group_commit: bool = True, pool_size: int | None = None) -> None:
+    def __init__(
+        self, url: str, *, group_commit: bool = True, pool_size: int | None = None, durable: bool = False
+    ) -> None:
         self.name = "records.insert" if group_commit else "records.insert (no group commit)"
         options: dict[str, Any] = {} if group_commit else {"group_commit": False}
         if pool_size is not None:
             self.name = "records.insert (peer's connections)"
             options["pool_size"] = pool_size
+        if durable:
+            self.name = "records.insert (durable reservations)"
+            options["durable_reservations"] = True
         self.platform = autonumber.connect(url, **options)
 
     def op_for(self, callers: int, work: float = 0.0) -> Op:
@@ -164,6 +173,8 @@ def make(name: str, url: str, backend: str, processes: int = 1) -> Contestant:
         return RecordsJob(url, group_commit=False)
     if name == "records.insert (peer's connections)":
         return RecordsJob(url, pool_size=PEER_POOL_MAX)
+    if name == "records.insert (durable reservations)":
+        return RecordsJob(url, durable=True)
     if name == "peer:native-insert":
         return NativeInsert(url, pool_max=share)
     if name == "peer:django-sequences":  # one Django connection per caller, up to PEER_POOL_MAX
@@ -171,8 +182,10 @@ def make(name: str, url: str, backend: str, processes: int = 1) -> Contestant:
     raise ValueError(name)
 
 
-def available(name: str) -> str | None:
+def available(name: str, backend: str) -> str | None:
     """None when the contestant can run here, else why not."""
+    if name == "records.insert (durable reservations)" and backend != "postgresql":
+        return "PostgreSQL only: elsewhere every reservation's COMMIT waits for the disk already"
     return django_peer.available() if name == "peer:django-sequences" else None
 
 
@@ -244,7 +257,7 @@ def run_job(
     """Every contestant at every caller count, the work rows and 4 × 25, on one backend."""
     out: dict[str, Any] = {"cells": {}, "skipped": {}, "stored": {}}
     for name in CONTESTANTS:
-        reason = available(name)
+        reason = available(name, backend)
         if reason is not None:
             out["skipped"][name] = reason
             continue

@@ -33,6 +33,8 @@ PEERS = (
     "transactions, 2 reservations, 2 fresh reads, 1 group writer; group commit on).",
     "`records.insert (peer's connections)`: `autonumber.connect(url, pool_size=50)`: as many "
     "connections for callers' transactions as the native peer has.",
+    "`records.insert (durable reservations)` (PostgreSQL): `autonumber.connect(url, "
+    "durable_reservations=True)`: every reservation's COMMIT waits for the disk.",
 )
 """Every peer's configuration, printed next to its rows."""
 

@@ -166,23 +166,27 @@ def test_a_deadlock_between_callers_transactions_is_a_named_error(server_db_url:
             ),
         )
         a, b = p.db.connect(), p.db.connect()
-        ta, tb = a.begin(), b.begin()
-        p.records.insert("Case", {"Subject": "a"}, a)  # a holds Case's counter row
-        p.records.insert("Order", {}, b)  # b holds Order's
-        with ThreadPoolExecutor(1) as pool:
-            crossing = pool.submit(_outcome, lambda: p.records.insert("Order", {}, a))  # a waits for b
-            theirs = _outcome(lambda: p.records.insert("Case", {"Subject": "b"}, b))  # the cycle
-            if isinstance(theirs, Exception):
-                tb.rollback()  # the refused side lets go: a's insert goes on
-            ours = crossing.result(timeout=120)
-        outcomes = [ours, theirs]
-        refused = [o for o in outcomes if isinstance(o, Exception)]
-        assert len(refused) == 1 and isinstance(refused[0], TransactionConflict), outcomes
-        assert "lost a race" in str(refused[0]) and "run it again" in str(refused[0]), refused
-        (ta if refused[0] is ours else tb).rollback()
-        (tb if refused[0] is ours else ta).commit()
-        a.close()
-        b.close()
-        assert p.records.count("Order") == 1 + (refused[0] is theirs)
+        try:
+            ta, tb = a.begin(), b.begin()
+            p.records.insert("Case", {"Subject": "a"}, a)  # a holds Case's counter row
+            p.records.insert("Order", {}, b)  # b holds Order's
+            with ThreadPoolExecutor(1) as pool:
+                crossing = pool.submit(_outcome, lambda: p.records.insert("Order", {}, a))  # a waits for b
+                theirs = _outcome(lambda: p.records.insert("Case", {"Subject": "b"}, b))  # the cycle
+                if isinstance(theirs, Exception):
+                    tb.rollback()  # the refused side lets go: a's insert goes on
+                ours = crossing.result(timeout=120)
+            refused = [o for o in (ours, theirs) if isinstance(o, Exception)]
+            assert len(refused) == 1 and isinstance(refused[0], TransactionConflict), (ours, theirs)
+            assert "lost a race" in str(refused[0]) and "run it again" in str(refused[0]), refused
+            if refused[0] is ours:
+                ta.rollback()
+                tb.commit()
+            else:
+                ta.commit()
+        finally:  # a connection left open would hold its locks against the next test's DROP SCHEMA
+            a.close()
+            b.close()
+        assert (p.records.count("Case"), p.records.count("Order")) == (1, 1)  # the side that went on
     finally:
         p.close()

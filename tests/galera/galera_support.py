@@ -95,15 +95,10 @@ def finish_workers(procs: Sequence[subprocess.Popen[str]]) -> list[dict[str, Any
 
 
 def run_setup(engine: sa.engine.Engine) -> None:
-    """`setup apply` of the default spec; the quick `bootstrap` where the apply module is absent."""
-    try:
-        from autonumber.setup.apply import apply
-        from autonumber.setup.generate import load_spec
-    except ImportError:
-        from autonumber.setup.bootstrap import bootstrap
+    """`setup apply` of the default spec."""
+    from autonumber.setup.apply import apply
+    from autonumber.setup.generate import load_spec
 
-        bootstrap(engine)
-        return
     apply(engine, load_spec())
 
 

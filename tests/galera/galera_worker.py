@@ -12,8 +12,8 @@ in-process combiner.
         seconds) and how long the failing call took. STOPFILE.ready-PID appears once the caller is connected;
         STOPFILE.got-PID's mtime is the time stamp of the latest number handed out (the test waits on it).
     apply URL
-        `setup apply` of the default spec (or `bootstrap` where apply has not landed); a
-        retryable refusal is retried up to 10 times, each recorded.
+        `setup apply` of the default spec; a clear, retryable refusal is retried within
+        APPLY_BUDGET_S, each recorded; each phase's progress goes to stderr.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ import sqlalchemy as sa
 import autonumber
 from autonumber.db import create_engine, dialect_for
 from autonumber.errors import AutonumberError
+from autonumber.progress import NullReporter
+from autonumber.setup.apply import apply
+from autonumber.setup.generate import load_spec
 
 OBJECT = "Case"
 FIELD = "CaseNumber"
@@ -113,42 +116,49 @@ def insert_until(url: str, strategy: str, threads: int, retries: int, stop_file:
     return {"numbers": numbers, "errors": errors, "hung_threads": hung}
 
 
+APPLY_BUDGET_S = 120.0
+"""How long one node's caller keeps retrying the setup; below finish_workers' 150 s, so a slow
+cluster fails with this caller's own account of its attempts instead of a bare kill."""
+APPLY_LOCK_WAIT_S = 60.0
+"""How long one attempt waits for the setup lease that another node's apply holds (the product's
+default is 600 s: a waiting apply would outlive the test)."""
+
+
+class _StderrReporter(NullReporter):
+    """Each phase's progress on stderr with the time since the caller started, for the failure text."""
+
+    def __init__(self, began: float) -> None:
+        self.began = began
+
+    def note(self, message: str) -> None:
+        print(f"{time.perf_counter() - self.began:7.1f}s {message}", file=sys.stderr, flush=True)
+
+
 def apply_setup(url: str) -> dict[str, Any]:
-    """Run the setup once; retry a clear, retryable refusal (lock timeout, lost race) up to 10 times."""
+    """Run the setup until it succeeds, retrying a clear, retryable refusal within APPLY_BUDGET_S."""
     engine = create_engine(url, pool_size=2)
     refusals: list[str] = []
     ok = False
     began = time.perf_counter()
+    reporter = _StderrReporter(began)
     try:
-        for _ in range(10):
+        while not ok and time.perf_counter() - began < APPLY_BUDGET_S:
             try:
-                _run_setup(engine)
+                apply(engine, load_spec(), reporter=reporter, lock_timeout=APPLY_LOCK_WAIT_S)
             except AutonumberError as exc:
                 refusals.append(_error_text(exc))
             except sa.exc.DBAPIError as exc:
-                dialect = dialect_for(engine)
-                if not dialect.is_retryable(exc):
+                if not dialect_for(engine).is_retryable(exc):
                     raise
                 refusals.append(_error_text(exc))
             else:
                 ok = True
                 break
+            reporter.note(f"refused: {refusals[-1]}")
             time.sleep(0.5)
     finally:
         engine.dispose()
     return {"ok": ok, "refusals": refusals, "seconds": time.perf_counter() - began}
-
-
-def _run_setup(engine: sa.engine.Engine) -> None:
-    try:
-        from autonumber.setup.apply import apply
-        from autonumber.setup.generate import load_spec
-    except ImportError:  # the apply module has not landed: the quick bootstrap does the same phases
-        from autonumber.setup.bootstrap import bootstrap
-
-        bootstrap(engine)
-        return
-    apply(engine, load_spec())
 
 
 def main(argv: list[str]) -> int:

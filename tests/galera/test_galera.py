@@ -77,7 +77,9 @@ def test_three_applies_at_once_end_identical_on_every_node(
     reports = finish_workers(workers)
 
     for node, report in enumerate(reports, start=1):
-        assert report["ok"], f"apply on node {node} never succeeded: {report['refusals']}"
+        assert report["ok"], (
+            f"apply on node {node} never succeeded in {report['seconds']:.0f} s: {report['refusals']}"
+        )
         # A refusal is allowed only when it is clear and retryable (and a retry then succeeded).
         assert len(report["refusals"]) <= 1, f"node {node}: {report['refusals']}"
         for refusal in report["refusals"]:

@@ -40,6 +40,7 @@ def test_lock_is_free_then_reentrant_after_release(engine: Engine) -> None:
     for _ in range(3):
         with dialect.named_lock(engine, NAME, LONG):
             pass
+    assert _try_lock(engine, NAME, SHORT)[0] == "acquired", "the lock stayed held after its release"
 
 
 def test_second_holder_in_another_thread_times_out(engine: Engine) -> None:

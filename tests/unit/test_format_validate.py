@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import re
 from typing import Any
 
 import pytest
@@ -127,7 +128,9 @@ def test_record_type_developer_name_is_accepted_at_parse() -> None:
 )
 def test_pass_examples_validate(fmt: str, source: str, target: str) -> None:
     for scope in ("global", "per_prefix"):
-        validate_format(fmt, source_object=source, catalog=CAT, target_field=target, scope=scope)
+        refs = validate_format(fmt, source_object=source, catalog=CAT, target_field=target, scope=scope)
+        cross_record = re.findall(r"\{\w+\.\w+\}", fmt)
+        assert [ref.tokenLiteral for ref in refs] == cross_record, (fmt, scope, refs)
 
 
 def test_case_7_rendered_length_over_max_length_is_rule_5() -> None:

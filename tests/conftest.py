@@ -3,7 +3,7 @@ PostgreSQL. Under CI=true an unreachable server FAILS the test; elsewhere it ski
 
 Each pytest-xdist worker has its own server databases (the configured name plus `_gw0`, `_gw1`, …,
 created when missing). `db_url` empties the database cheaply; `make_platform` (tests/support.py)
-then copies a platform bootstrapped once per session (tests/testdb.py) instead of bootstrapping."""
+then copies a platform bootstrapped once per session (tests/testdb/) instead of bootstrapping."""
 
 from __future__ import annotations
 
@@ -68,7 +68,7 @@ _created: set[str] = set()
 @pytest.fixture(scope="session", autouse=True)
 def _sqlite_snapshot(tmp_path_factory: pytest.TempPathFactory) -> None:
     """Where this session keeps its bootstrapped SQLite file, and where the whole run (every xdist
-    worker) keeps the dumps of larger states (tests/testdb.py copies them)."""
+    worker) keeps the dumps of larger states (tests/testdb/ copies them)."""
     testdb.sqlite_snapshot_dir(tmp_path_factory.mktemp("platform"))
     base = tmp_path_factory.getbasetemp()
     testdb.shared_dir(base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base)

@@ -51,7 +51,7 @@ def _cut_over(url: str) -> None:
 
 @pytest.fixture
 def engine(db_url: str) -> Iterator[Engine]:
-    """The cut-over above, made once per backend in the run and copied for each test (tests/testdb.py)."""
+    """The cut-over above, made once per backend in the run and copied for each test (tests/testdb/)."""
     testdb.restore_state(db_url, "floor_cut_over", _cut_over)
     eng = create_engine(db_url)
     yield eng

@@ -30,7 +30,7 @@ NEW = "CS-{00000000}"
 @pytest.fixture
 def guarded(server_db_url: str, capsys: pytest.CaptureFixture[str]) -> Iterator[Engine]:
     """A demo database cut over with the guard trigger: made once per backend in the run, copied
-    for each test (tests/testdb.py)."""
+    for each test (tests/testdb/)."""
 
     def build(url: str) -> None:
         demo = create_engine(url)

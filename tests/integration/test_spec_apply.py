@@ -54,7 +54,7 @@ def _cut_over(url: str) -> None:
 @pytest.fixture
 def cut_over(db_url: str) -> Iterator[Engine]:
     """A demo legacy database after `setup apply` (backups made, legacy tables dropped): cut over
-    once per backend in the run, copied for each test (tests/testdb.py)."""
+    once per backend in the run, copied for each test (tests/testdb/)."""
     testdb.restore_state(db_url, "spec_cut_over_40", _cut_over)
     engine = create_engine(db_url)
     yield engine

@@ -40,7 +40,7 @@ def test_a_spare_that_lost_a_table_is_replaced_by_a_fresh_copy() -> None:
     database = str(make_url(url).database)
     assert testdb.restore_platform(url)
     testdb.make_empty(url)  # the unchanged platform moves to <name>_spare
-    snap = testdb._my_snapshots[url]
+    snap = testdb.mysql.snapshots[url]
     assert snap.spare_ready
     admin = sa.create_engine(make_url(url).set(database=None))
     try:

@@ -19,6 +19,8 @@ from typing import Any
 import pytest
 import sqlalchemy as sa
 from engine_support import counter_rows, make_platform, set_next_value, store_rules, traced
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 import autonumber
 from autonumber.cli import main
@@ -423,3 +425,35 @@ def test_callers_transactions_on_many_threads_commit_every_number_once_without_g
     stored = {r["CaseNumber"] for r in alone.records.list("Case", limit=10_000)}
     assert stored == set(committed) and len(stored) == len(committed)
     assert list(counter_rows(alone, "Case.CaseNumber").values()) == [len(numbers) + 1]
+
+
+LITERAL = st.text(st.characters(blacklist_characters="{}", blacklist_categories=("Cs", "Cc")), max_size=6)
+"""Literal text of a format: anything but braces (quotes, %, backslashes, any script)."""
+
+
+@st.composite
+def width_and_value(draw: st.DrawFn) -> tuple[int, int]:
+    """A counter width and a value that fits it, the widest value often."""
+    width = draw(st.integers(1, 18))
+    widest = 10**width - 1
+    return width, draw(st.one_of(st.just(widest), st.just(1), st.integers(1, widest)))
+
+
+@given(before=LITERAL, after=LITERAL, counter=width_and_value())
+@settings(max_examples=25, suppress_health_check=[HealthCheck.function_scoped_fixture])
+def test_the_value_the_database_builds_is_the_renderers_for_any_fixed_format(
+    alone: Platform, before: str, after: str, counter: tuple[int, int]
+) -> None:
+    """The SQL twin (db: CONCAT/LPAD on MariaDB, `||`/lpad on PostgreSQL) is generated from the
+    format's literal sides; for any literal text, width and value it builds the renderer's value."""
+    width, value = counter
+    store_rules(alone, RuleSpec("Case", "CaseNumber", f"{before}{{{'0' * width}}}{after}"))
+    set_next_value(alone, "Case.CaseNumber", value)
+    rule = alone.engine.rule("Case.CaseNumber")
+    with traced(alone) as seen:
+        record = alone.records.insert("Case", {"Subject": "twin"})
+    assert kinds(seen) == EACH[alone.db.dialect.name], "not numbered by its own INSERT"
+    rendered = rule.render(value, rule_date(), {}, "")
+    assert rendered == before + str(value).zfill(width) + after
+    assert record["CaseNumber"] == rendered
+    assert alone.records.get("Case", record["Id"])["CaseNumber"] == rendered

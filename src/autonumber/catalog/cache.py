@@ -21,7 +21,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.catalog import shared
 from autonumber.catalog.allocation import SINGLE, block_size, check_allocation
-from autonumber.catalog.shared import check_name, counter_id
+from autonumber.catalog.shared import CounterKeyed, check_name
 from autonumber.catalog.stored import StoredRule
 from autonumber.db.base import UNAVAILABLE
 from autonumber.db.objects import shared_object_table
@@ -55,7 +55,7 @@ RECORD_TYPE_TABLE = system_record_type.name
 
 
 @dataclass(frozen=True)
-class Rule:
+class Rule(CounterKeyed):
     """One autonumber field's configuration, parsed and validated."""
 
     field_id: str
@@ -84,11 +84,6 @@ class Rule:
     def name(self) -> str:
         """`Object.Field`."""
         return f"{self.object_name}.{self.field_name}"
-
-    @property
-    def counter_id(self) -> str:
-        """What its counter rows and journal lines are keyed by: the field id, or `shared:NAME`."""
-        return counter_id(self.field_id, self.shared_counter)
 
     def pinned(self, at: datetime) -> Rule:
         """This rule dated by a record's own date `at` instead of the reservation's clock sample."""

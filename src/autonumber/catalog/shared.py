@@ -35,6 +35,19 @@ def counter_id(field_id: str, shared_counter: str | None) -> str:
     return field_id if shared_counter is None else PREFIX + shared_counter
 
 
+class CounterKeyed:
+    """A field's rule, as stored (StoredRule) or as the engine uses it (Rule): both key their
+    counter rows and journal lines the same way."""
+
+    field_id: str
+    shared_counter: str | None
+
+    @property
+    def counter_id(self) -> str:
+        """What its counter rows and journal lines are keyed by: the field id, or `shared:NAME`."""
+        return counter_id(self.field_id, self.shared_counter)
+
+
 def check_name(name: str) -> str:
     """A shared counter name: a letter, then letters, digits or `_` (≤ 48); InvalidIdentifier else."""
     if len(name) > MAX_NAME or not NAME.fullmatch(name):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, fields
 from typing import Any
 
 from autonumber.catalog.allocation import SINGLE
-from autonumber.catalog.shared import counter_id
+from autonumber.catalog.shared import CounterKeyed
 from autonumber.db.tables import AUTONUMBER_COLUMNS
 from autonumber.format import FieldInfo
 
@@ -28,7 +28,7 @@ EDITABLE = (*POLICY, "allocation", "fiscal_year_start", "shared_counter")
 
 
 @dataclass(frozen=True)
-class StoredRule:
+class StoredRule(CounterKeyed):
     """One field's row as stored: its metadata and its rule columns (format None: not an
     autonumber field yet)."""
 
@@ -66,11 +66,6 @@ class StoredRule:
     def name(self) -> str:
         """`Object.Field`."""
         return f"{self.info.object}.{self.info.name}"
-
-    @property
-    def counter_id(self) -> str:
-        """What its counter rows and journal lines are keyed by: the field id, or `shared:NAME`."""
-        return counter_id(self.field_id, self.shared_counter)
 
     @property
     def max_length(self) -> int | None:

@@ -18,11 +18,15 @@ from typing import Any
 
 from .harness import Log
 
-RUNS = 5
-TARGET_SECONDS = 0.25
+RUNS = 9
+TARGET_SECONDS = 0.15
+"""Commands that need no database: Python alone starts in about 0.015 s here, Typer in 0.08 s."""
 COMMANDS: tuple[tuple[str, ...], ...] = (
     ("--help",),
+    ("--version",),
     ("format", "check", "{YYYY}-{0000}"),
+    ("format", "preview", "{YYYY}-{0000}", "--counter", "42"),
+    ("field", "show", "--help"),
 )
 
 

@@ -1,6 +1,21 @@
-"""Defaults every entry point shares (library, CLI, web server); imports nothing, so the CLI starts fast."""
+"""Defaults every entry point shares (library, CLI, web server) and the release's identity; imports
+nothing, so the CLI starts fast."""
 
 from __future__ import annotations
+
+SCHEMA_VERSION = 8
+"""The schema this release reads and writes: the number of the last migration it ships."""
+
+
+def release() -> str:
+    """This package's version, as installed (`autonumber --version`)."""
+    from importlib import metadata as _metadata  # 20 ms of imports: only when asked
+
+    try:
+        return _metadata.version("autonumber")
+    except _metadata.PackageNotFoundError:  # a source tree that was never installed
+        return "unknown"
+
 
 DEFAULT_URL = "sqlite:///autonumber.db"
 """The database used when none is named: a SQLite file in the working directory."""

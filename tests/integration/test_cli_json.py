@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 import autonumber
-from autonumber.db.version import SCHEMA_VERSION
+from autonumber.defaults import SCHEMA_VERSION
 from support import bootstrap_url, run_cli
 
 SNAKE = re.compile(r"^[a-z][a-z0-9_]*$")

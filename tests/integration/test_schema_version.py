@@ -11,7 +11,7 @@ from autonumber.cli import main
 from autonumber.commands import setup
 from autonumber.db import create_engine
 from autonumber.db.tables import schema_version_table
-from autonumber.db.version import SCHEMA_VERSION
+from autonumber.defaults import SCHEMA_VERSION
 from autonumber.errors import SchemaTooNew
 from autonumber.progress import NullReporter
 from autonumber.setup.upgrade import current_version

@@ -13,6 +13,7 @@ import pytest
 from bench.cli import config_of, main, parser
 from bench.docs import write_docs
 from bench.harness import percentile, run_cell
+from bench.startup import COMMANDS, label
 
 
 def test_percentile_is_nearest_rank() -> None:
@@ -91,7 +92,8 @@ def test_bench_command_writes_json_plots_and_docs(tmp_path: Path, capsys: pytest
     }
     assert "<!-- bench-job:end -->" in text and "records.insert" in text
     startup = doc["cli"]["rows"]
-    assert [r["command"] for r in startup] == ["autonumber --help", "autonumber format check '{YYYY}-{0000}'"]
+    assert [r["command"] for r in startup] == [label(args) for args in COMMANDS]
+    assert startup[0]["command"] == "autonumber --help"
     assert all(r["errors"] == 0 and 0 < r["best_s"] <= r["median_s"] for r in startup)
     targets = {t["target"] for t in doc["cli_targets"]}
     assert targets == {f"{r['command']} median start-up, s" for r in startup}

@@ -6,10 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
-import typer.main
 
 from autonumber.cli import main
-from autonumber.cli.app import app
+from autonumber.cli.app import group_command
 from support import bootstrap_url
 
 
@@ -111,7 +110,7 @@ def test_user_errors_are_one_line_exit_2(
 
 
 def test_every_records_command_has_help_with_an_example() -> None:
-    group = typer.main.get_command(app).commands["records"]  # type: ignore[attr-defined]
+    group = group_command("records")
     assert set(group.commands) == {"insert", "insert-many", "get", "list"}
     for name, command in group.commands.items():
         assert "Example: autonumber records " + name in (command.help or ""), name
@@ -120,7 +119,7 @@ def test_every_records_command_has_help_with_an_example() -> None:
 def test_insert_many_batches_as_the_library_does_by_default() -> None:
     from autonumber.write.records import BATCH_SIZE
 
-    group = typer.main.get_command(app).commands["records"]  # type: ignore[attr-defined]
+    group = group_command("records")
     (option,) = [p for p in group.commands["insert-many"].params if p.name == "batch_size"]
     assert option.default == BATCH_SIZE
 

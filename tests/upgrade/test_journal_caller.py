@@ -18,7 +18,8 @@ from autonumber.audit import audit_gaps
 from autonumber.commands import setup
 from autonumber.db import create_engine
 from autonumber.db.tables import reservation_journal, schema_version_table
-from autonumber.db.version import SCHEMA_VERSION, stamp
+from autonumber.db.version import stamp
+from autonumber.defaults import SCHEMA_VERSION
 from support import bootstrap_url
 
 J = reservation_journal

@@ -16,7 +16,8 @@ from autonumber.commands import setup
 from autonumber.db import create_engine, objects
 from autonumber.db.objects import shared_object_table
 from autonumber.db.tables import Timestamp6, schema_version_table, system_field
-from autonumber.db.version import SCHEMA_VERSION, stamp
+from autonumber.db.version import stamp
+from autonumber.defaults import SCHEMA_VERSION
 from autonumber.errors import SchemaTooOld, SetupError
 from autonumber.format import FieldInfo
 from autonumber.objects.adopt import adopt_table

@@ -14,7 +14,8 @@ from autonumber.commands import setup
 from autonumber.db import create_engine, mysql, postgresql
 from autonumber.db.guard import install_guard
 from autonumber.db.tables import AUTONUMBER_COLUMNS, schema_version_table, system_field
-from autonumber.db.version import SCHEMA_VERSION, stamp
+from autonumber.db.version import stamp
+from autonumber.defaults import SCHEMA_VERSION
 from autonumber.setup.upgrade import MIGRATIONS, current_version
 from support import bootstrap_url
 

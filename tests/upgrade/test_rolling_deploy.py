@@ -24,7 +24,7 @@ from autonumber.commands import setup
 from autonumber.db import create_engine
 from autonumber.db.fence import MARKER, SQLITE_FUNCTION
 from autonumber.db.tables import system_object, system_record_type
-from autonumber.db.version import SCHEMA_VERSION
+from autonumber.defaults import SCHEMA_VERSION
 
 COMMITS = {"0.1.0": "2bc4f5c", "0.2.0": "aff42aa", "0.3.0": "15c7baa"}
 """Each release's commit (CHANGELOG.md)."""

@@ -19,7 +19,7 @@ from autonumber.cli import main
 from autonumber.commands import setup
 from autonumber.db import create_engine
 from autonumber.db.tables import idempotency_table, system_object, system_record_type
-from autonumber.db.version import SCHEMA_VERSION
+from autonumber.defaults import SCHEMA_VERSION
 from autonumber.errors import SchemaTooOld
 from autonumber.setup.upgrade import current_version
 

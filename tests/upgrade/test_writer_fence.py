@@ -18,7 +18,8 @@ from autonumber.commands import setup
 from autonumber.db import create_engine, dialect_for
 from autonumber.db.fence import MARKER, MESSAGE, SQLITE_FUNCTION, declare, drop_fence
 from autonumber.db.tables import counter_table, schema_version_table
-from autonumber.db.version import SCHEMA_VERSION, stamp
+from autonumber.db.version import stamp
+from autonumber.defaults import SCHEMA_VERSION
 from autonumber.errors import SchemaUpgradedMeanwhile
 from autonumber.progress import NullReporter
 from autonumber.setup.upgrade import MIGRATIONS, current_version

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from fastapi.testclient import TestClient
 
-from autonumber.db.version import release
+from autonumber.defaults import release
 
 
 @pytest.mark.parametrize(

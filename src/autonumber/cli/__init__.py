@@ -8,8 +8,6 @@ from typing import NoReturn
 
 from autonumber.errors import AutonumberError, CommitOutcomeUnknown
 
-from . import direct
-
 __all__ = ["main"]
 
 
@@ -21,9 +19,7 @@ def main(argv: Sequence[str] | None = None) -> None:
     """
     args = list(argv) if argv is not None else sys.argv[1:]
     try:
-        if direct.run(args):
-            sys.exit(0)
-        import typer  # loaded here: a plain `format check` (cli/direct.py) never needs it
+        import typer
 
         from .app import app
 

@@ -1,26 +1,18 @@
-"""The Typer application; each command group lives in its own module."""
+"""The Typer application; each command group lives in its own module, imported and built only when
+that group runs (or a listing of the groups, such as the top-level --help, needs it)."""
 
 from __future__ import annotations
 
+from importlib import import_module
+from typing import TYPE_CHECKING
+
 import typer
+from typer.core import TyperGroup
 
-from . import (
-    audit_cmd,
-    counter_cmd,
-    db_cmd,
-    demo_cmd,
-    field_cmd,
-    format_cmd,
-    object_cmd,
-    records_cmd,
-    run_cmd,
-    serve_cmd,
-    setup_cmd,
-    spec_cmd,
-)
-from .common import name_arguments_by_metavar
+from . import run_cmd, serve_cmd
 
-name_arguments_by_metavar()
+if TYPE_CHECKING:  # the click Typer carries inside it (typer._click), named for the type checker only
+    from typer._click import Command, Context, HelpFormatter
 
 TOP_EXAMPLES = """\b
 Examples:
@@ -68,7 +60,76 @@ def examples(lines: list[str]) -> str:
     return "\b\nExamples:\n" + "\n".join(f"  {line}" for line in lines)
 
 
+def keep_examples_whole(typer_app: typer.Typer) -> None:
+    """Mark each command's `Example:` paragraph `\\b` so click prints every example on one line, as
+    typed, instead of re-wrapping it to the terminal's width."""
+    for info in typer_app.registered_commands:
+        doc = info.callback.__doc__ if info.callback else None
+        if doc and "\n    Example:" in doc and "\b" not in doc:
+            info.callback.__doc__ = doc.replace("\n\n    Example:", "\n\n    \b\n    Example:", 1)
+    for group in typer_app.registered_groups:
+        if group.typer_instance is not None:
+            keep_examples_whole(group.typer_instance)
+
+
+GROUPS = {
+    "db": "db_cmd",
+    "format": "format_cmd",
+    "records": "records_cmd",
+    "setup": "setup_cmd",
+    "spec": "spec_cmd",
+    "field": "field_cmd",
+    "demo": "demo_cmd",
+    "object": "object_cmd",
+    "audit": "audit_cmd",
+    "counter": "counter_cmd",
+}
+"""Each command group's name and the module under `autonumber.cli` whose `app` it is."""
+
+
+class LazyGroups(TyperGroup):
+    """The top-level group. Typer builds a click command for every parameter of every command it
+    is given, about 45 ms for all of them: a group is built here when it is asked for, so a
+    command pays only for its own group (docs/performance.md, "CLI start-up")."""
+
+    listing = False
+    """True while the top-level --help lists the groups: a group's one-line help is all it needs."""
+
+    def list_commands(self, ctx: Context) -> list[str]:
+        return [*super().list_commands(ctx), *(name for name in GROUPS if name not in self.commands)]
+
+    def get_command(self, ctx: Context, cmd_name: str) -> Command | None:
+        if cmd_name in GROUPS and cmd_name not in self.commands:
+            if self.listing:
+                return TyperGroup(name=cmd_name, help=group_app(cmd_name).info.help)
+            self.add_command(group_command(cmd_name), cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: Context, formatter: HelpFormatter) -> None:
+        self.listing = True
+        try:
+            super().format_commands(ctx, formatter)
+        finally:
+            self.listing = False
+
+
+def group_app(name: str) -> typer.Typer:
+    """The Typer application of group `name` (its module imported on first use)."""
+    group: typer.Typer = import_module(f"{__package__}.{GROUPS[name]}").app
+    return group
+
+
+def group_command(name: str) -> Command:
+    """The click command of group `name`, with its examples as the epilog."""
+    group = group_app(name)
+    keep_examples_whole(group)
+    command = typer.main.get_group(group)  # a group even with one command (`demo legacy`)
+    command.name, command.epilog = name, examples(GROUP_EXAMPLES[name])
+    return command
+
+
 app = typer.Typer(
+    cls=LazyGroups,
     name="autonumber",
     help="Salesforce-grade auto-numbers for CRM records, driven by display formats kept as metadata.",
     epilog=TOP_EXAMPLES,
@@ -82,7 +143,7 @@ app = typer.Typer(
 def _version(value: bool) -> None:
     """`--version`: this package's version as installed (importlib.metadata), then exit."""
     if value:
-        from autonumber.db.version import SCHEMA_VERSION, release
+        from autonumber.defaults import SCHEMA_VERSION, release
 
         typer.echo(f"autonumber {release()} (schema version {SCHEMA_VERSION})")
         raise typer.Exit()
@@ -99,31 +160,6 @@ def _main(
 
 app.command("run")(run_cmd.run)
 app.command("serve")(serve_cmd.serve)
-for name, module in (
-    ("db", db_cmd),
-    ("format", format_cmd),
-    ("records", records_cmd),
-    ("setup", setup_cmd),
-    ("spec", spec_cmd),
-    ("field", field_cmd),
-    ("demo", demo_cmd),
-    ("object", object_cmd),
-    ("audit", audit_cmd),
-    ("counter", counter_cmd),
-):
-    app.add_typer(module.app, name=name, epilog=examples(GROUP_EXAMPLES[name]))
-
-
-def keep_examples_whole(typer_app: typer.Typer) -> None:
-    """Mark each command's `Example:` paragraph `\\b` so click prints every example on one line, as
-    typed, instead of re-wrapping it to the terminal's width."""
-    for info in typer_app.registered_commands:
-        doc = info.callback.__doc__ if info.callback else None
-        if doc and "\n    Example:" in doc and "\b" not in doc:
-            info.callback.__doc__ = doc.replace("\n\n    Example:", "\n\n    \b\n    Example:", 1)
-    for group in typer_app.registered_groups:
-        if group.typer_instance is not None:
-            keep_examples_whole(group.typer_instance)
 
 
 keep_examples_whole(app)

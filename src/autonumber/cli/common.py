@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from functools import cache
-from typing import TYPE_CHECKING, Annotated, Any, Literal, get_args
+from typing import TYPE_CHECKING, Annotated, Literal, get_args
 
 import typer
 
@@ -36,22 +36,6 @@ def choices(kind: object) -> str:
     """An option's allowed values as its --help metavar, `<a|b|c>`. Values are checked by the rules
     package, not by Click, so the CLI refuses a bad one with the same line as every other door."""
     return "<" + "|".join(get_args(kind)) + ">"
-
-
-def name_arguments_by_metavar() -> None:
-    """Typer prints an argument's Python type beside its metavar (`OBJECT <str>`); an argument with a
-    metavar shows the metavar alone, which says what is expected."""
-    from typer.core import TyperArgument
-
-    if getattr(TyperArgument, "_metavar_alone", False):
-        return
-    typed = TyperArgument.display_type_rich
-
-    def display(self: TyperArgument, ctx: Any) -> str | None:
-        return None if self.metavar else typed(self, ctx)
-
-    TyperArgument.display_type_rich = display  # type: ignore[method-assign,assignment]
-    TyperArgument._metavar_alone = True  # type: ignore[attr-defined]
 
 
 MAX_ROWS = 10_000_000

@@ -54,7 +54,7 @@ def upgrade(db: DbOption = DEFAULT_URL) -> None:
 
 def _upgrade(db: str, page_size: int | None = None) -> None:
     from autonumber.commands import setup
-    from autonumber.db.version import SCHEMA_VERSION
+    from autonumber.defaults import SCHEMA_VERSION
     from autonumber.progress import RichReporter
 
     changes = setup.upgrade_schema(db, RichReporter(), page_size=page_size)
@@ -82,7 +82,7 @@ def status_json(st: DatabaseStatus) -> dict[str, object]:
     """The status as `db status --json` prints it (docs/cli.md)."""
     from dataclasses import asdict
 
-    from autonumber.db.version import SCHEMA_VERSION
+    from autonumber.defaults import SCHEMA_VERSION
 
     tables = [{"table": name, "present": ok} for name, ok in st.system_tables.items()]
     return {
@@ -102,7 +102,7 @@ def print_status(st: DatabaseStatus) -> None:
     table.add_row("database clock (UTC)", st.clock.isoformat())
     if st.page_size is not None:
         table.add_row("page size", f"{st.page_size} bytes")
-    from autonumber.db.version import SCHEMA_VERSION
+    from autonumber.defaults import SCHEMA_VERSION
 
     found = "none (no system tables)" if st.schema_version is None else str(st.schema_version)
     table.add_row("schema version", f"{found} (this release: {SCHEMA_VERSION})")

@@ -63,7 +63,7 @@ INFO_KEY = "autonumber_schema"
 
 def schema_version() -> int:
     """This release's schema version (db/version.py imports the dialects: read at call time)."""
-    from .version import SCHEMA_VERSION
+    from autonumber.defaults import SCHEMA_VERSION
 
     return SCHEMA_VERSION
 
@@ -133,7 +133,7 @@ def raise_if_refused(exc: BaseException) -> None:
     """SchemaUpgradedMeanwhile from a refusal of this release's write (a later release upgraded
     the database while this process ran); nothing for any other error."""
     if is_refusal(exc):
-        from .version import release
+        from autonumber.defaults import release
 
         raise SchemaUpgradedMeanwhile(schema_version(), release()) from exc
 

@@ -10,12 +10,13 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.schema import CreateColumn
 
+from autonumber.defaults import SCHEMA_VERSION
 from autonumber.identifiers import check_api_name
 
 from . import dialect_for
 from .fence import install_fence
 from .tables import LEGACY_TABLES, SYSTEM_TABLES, system_field, utc_now6
-from .version import SCHEMA_VERSION, stamp
+from .version import stamp
 
 EPOCH = "1970-01-01 00:00:00.000000"
 

@@ -9,26 +9,14 @@ database, never per insert.
 
 from __future__ import annotations
 
-from importlib import metadata as _metadata
-
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber.defaults import SCHEMA_VERSION, release
 from autonumber.errors import SchemaMissing, SchemaTooNew, SchemaTooOld, SystemTablesMissing
 
 from .sqlite import READONLY
 from .tables import SYSTEM_TABLES, schema_version_table, system_field
-
-SCHEMA_VERSION = 8
-"""The schema this release reads and writes: the number of the last migration it ships."""
-
-
-def release() -> str:
-    """This package's version, as installed (`autonumber --version`)."""
-    try:
-        return _metadata.version("autonumber")
-    except _metadata.PackageNotFoundError:  # a source tree that was never installed
-        return "unknown"
 
 
 def read_version(conn: Connection) -> int | None:

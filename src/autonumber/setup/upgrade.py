@@ -28,7 +28,8 @@ from autonumber.db.tables import (
     system_object,
 )
 from autonumber.db.unique import catalog_targets, check_no_duplicates, ensure_unique_indexes
-from autonumber.db.version import SCHEMA_VERSION, check_version, read_version, stamp
+from autonumber.db.version import check_version, read_version, stamp
+from autonumber.defaults import SCHEMA_VERSION
 from autonumber.progress import NullReporter, Reporter
 from autonumber.rules import state
 from autonumber.rules.seed import migrate_keys

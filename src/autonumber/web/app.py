@@ -11,7 +11,7 @@ from fastapi.templating import Jinja2Templates
 from starlette.datastructures import MutableHeaders
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from autonumber.db.version import release
+from autonumber.defaults import release
 from autonumber.runtime import Platform, connect
 
 from . import errors

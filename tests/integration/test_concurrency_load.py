@@ -31,7 +31,7 @@ def test_case18_threads_insert_unique_contiguous(db_url: str, strategy: str) -> 
     p = make_platform(
         db_url, strategy=strategy, pool_size=CALLER_POOL, reservation_pool_size=RESERVATION_POOL
     )
-    threads = SQLITE_THREADS if p.dialect.reserve_on_caller_when_written else SERVER_THREADS
+    threads = SQLITE_THREADS if p.dialect.name == "sqlite" else SERVER_THREADS
     try:
         started = time.perf_counter()
         values = run_threads(

@@ -95,7 +95,7 @@ def test_default_budget_caps_every_pool_together(db_url: str) -> None:
         assert p.budget.total == DEFAULT_MAX_CONNECTIONS
         sizes = [e.pool.size() for e in p.engines]  # type: ignore[attr-defined]
         assert sum(sizes) == DEFAULT_MAX_CONNECTIONS
-        threads = 40 if not p.dialect.reserve_on_caller_when_written else 8
+        threads = 40 if p.dialect.name != "sqlite" else 8
         with checked_out_peak(p) as peak:
             values = run_threads(
                 threads,

@@ -115,7 +115,7 @@ def test_case16_format_change_keeps_the_counter(platform: Platform) -> None:
 
 def test_case17_concurrent_first_reservations_are_distinct(platform: Platform) -> None:
     """Both callers read the same next_value before either writes (on servers); one CAS loses."""
-    if not platform.dialect.reserve_on_caller_when_written:
+    if platform.dialect.name != "sqlite":
         # Hold both readers until each has read: only possible where writers can run side by side.
         meet = threading.Barrier(2)
         calls = iter(range(1_000_000))
@@ -207,7 +207,7 @@ def test_case20_rolled_back_callers_leave_gaps(platform: Platform) -> None:
                 raise RuntimeError("caller rolls back")
     nxt = number(platform.records.insert("Case", {"Subject": "next"})["CaseNumber"])
     assert count(platform, "Case") == 4
-    if platform.dialect.reserve_on_caller_when_written:
+    if platform.dialect.name == "sqlite":
         # SQLite (docs/engine.md): the reservation ran on the caller's transaction, in a savepoint,
         # so a rolled-back caller returns its numbers: no gaps, still unique and increasing.
         assert committed == [prev + 1, prev + 2]

@@ -43,7 +43,7 @@ class Bumper:
     """
 
     def __init__(self, p: Platform, url: str) -> None:
-        self.single_writer = p.dialect.reserve_on_caller_when_written
+        self.single_writer = p.dialect.name == "sqlite"
         self.other = create_engine(url, pool_size=4)
         self.count = 0
         self._lock = threading.Lock()
@@ -89,7 +89,7 @@ def test_case21_lost_races_retry_with_bounded_jitter(platform: Platform) -> None
     assert len(sleeps) >= 120
     assert all(0 <= s <= 2 ** (RETRIES + 3) / 1000 for s in sleeps)
     assert len(set(sleeps)) > len(sleeps) // 2, "jitter must spread the retries"
-    if platform.dialect.reserve_on_caller_when_written:
+    if platform.dialect.name == "sqlite":
         # a single writer has no natural races: one forced loss each never exhausts the budget
         assert lanes == [], "one forced loss per reservation never needs the fallback lane"
     # On servers, natural contention on top of the forced loss may exhaust a budget: the fallback

@@ -19,7 +19,7 @@ from autonumber.errors import RecordError
 from autonumber.events import RecordBeforeCreate
 from autonumber.runtime import Platform
 from autonumber.write.group_commit import GroupCommit
-from autonumber.write.records import INSIDE_UP_TO
+from autonumber.write.strategy import INSIDE_UP_TO
 
 pytestmark = pytest.mark.timeout(180)
 SERVER_THREADS, SQLITE_THREADS, PER_THREAD = 50, 8, 20
@@ -49,7 +49,7 @@ def test_group_commit_is_on_by_default(db_url: str) -> None:
 def test_threads_get_their_own_records_unique_and_contiguous(platform: Platform) -> None:
     p = platform
     log = ReservationLog(p)
-    threads = SQLITE_THREADS if p.dialect.reserve_on_caller_when_written else SERVER_THREADS
+    threads = SQLITE_THREADS if p.dialect.name == "sqlite" else SERVER_THREADS
     _groups(p).reset_stats()
 
     def work(i: int) -> list[str]:
@@ -206,7 +206,7 @@ def test_a_large_group_reserves_before_it_writes_so_the_counter_row_is_not_held(
     held, results = _queue_behind_hold(p, [f"s{i}" for i in range(small)])  # hold 2, then 3..small+2
     held2, results2 = _queue_behind_hold(p, [f"l{i}" for i in range(large)])
     assert all(isinstance(r, dict) for r in results + results2)
-    outside = not p.dialect.reserve_on_caller_when_written
+    outside = p.dialect.name != "sqlite"
     assert seen[1] == 1, "a group of one made its reservation visible before its COMMIT"
     assert seen[small] == 3, "a small group made its reservation visible before its COMMIT"
     after_small = small + 3  # the second hold takes small+3, the large group the next `large`

@@ -169,7 +169,7 @@ class Seams(RuleBasedStateMachine):
         # transaction and went back with it: a gapless field's, and every one on SQLite (docs/engine.md)
         if commit:
             self.took(obj, record)
-        elif not self.p.engine.dialect.reserve_on_caller_when_written:
+        elif self.p.engine.dialect.name != "sqlite":
             gapless = {
                 f.name
                 for k, f in self.fields.items()

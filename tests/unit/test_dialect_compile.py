@@ -12,12 +12,14 @@ from sqlalchemy.dialects import mysql, postgresql, sqlite
 from sqlalchemy.engine import Connection
 
 from autonumber.db import Dialect
+from autonumber.db.base import TransactionalDDL
 from autonumber.db.guard import MYSQL_VARIABLE, PG_SETTING, TRIGGER
 from autonumber.db.mysql import MySQLDialect
 from autonumber.db.postgresql import PostgreSQLDialect
 from autonumber.db.sqlite import SQLiteDialect
 from autonumber.db.tables import AUTONUMBER_COLUMNS
 from autonumber.db.tables import counter_table as T
+from autonumber.errors import ConfigError
 
 SA_DIALECTS = {"sqlite": sqlite.dialect(), "mysql": mysql.dialect(), "postgresql": postgresql.dialect()}
 OURS: dict[str, Dialect] = {
@@ -168,7 +170,8 @@ def test_for_update_locks_the_row(backend: str, lock: str) -> None:
 
 def test_guard_trigger_ddl_per_backend() -> None:
     pg, my, lite = OURS["postgresql"], OURS["mysql"], OURS["sqlite"]
-    assert (pg.has_guard_trigger, my.has_guard_trigger, lite.has_guard_trigger) == (True, True, False)
+    with pytest.raises(ConfigError, match="SQLite has no session flag"):
+        lite.guard_install_sql()
     function, drop, create = pg.guard_install_sql()
     assert function.startswith(f"CREATE OR REPLACE FUNCTION {TRIGGER}() RETURNS trigger")
     assert f"current_setting('{PG_SETTING}', true)" in function and "LANGUAGE plpgsql" in function
@@ -181,7 +184,7 @@ def test_guard_trigger_ddl_per_backend() -> None:
     assert all(f"NOT (OLD.{c} <=> NEW.{c})" in create for c in AUTONUMBER_COLUMNS)
     assert pg.guard_drop_sql()[-1] == f"DROP FUNCTION IF EXISTS {TRIGGER}()"
     assert my.guard_drop_sql() == [f"DROP TRIGGER IF EXISTS {TRIGGER}"]
-    assert lite.guard_install_sql() == lite.guard_drop_sql() == []
+    assert lite.guard_drop_sql() == []
 
 
 class TextRecorder:
@@ -219,11 +222,27 @@ def test_guard_authorization_per_backend() -> None:
 
 
 def test_only_mysql_ddl_commits_implicitly() -> None:
-    assert {name: d.transactional_ddl for name, d in OURS.items()} == {
+    assert {name: isinstance(d, TransactionalDDL) for name, d in OURS.items()} == {
         "sqlite": True,
         "mysql": False,
         "postgresql": True,
     }
+
+
+def test_where_ddl_commits_a_failed_block_is_undone_and_its_error_kept() -> None:
+    undone: list[str] = []
+
+    def undo() -> None:
+        undone.append("undo")
+        raise OSError("undo broke")
+
+    with pytest.raises(RuntimeError, match="disk full") as caught, OURS["mysql"].undoing_ddl(undo, "col X.Y"):
+        raise RuntimeError("disk full")
+    assert undone == ["undo"]
+    assert caught.value.__notes__ == ["undoing col X.Y failed too: undo broke"]
+    with pytest.raises(RuntimeError, match="disk full"), OURS["postgresql"].undoing_ddl(undo, "col X.Y"):
+        raise RuntimeError("disk full")  # transactional: the caller's rollback undoes it
+    assert undone == ["undo"]
 
 
 class _Keeper(Recorder):

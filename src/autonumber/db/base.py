@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any, ClassVar
@@ -13,9 +13,11 @@ from typing import Any, ClassVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
+from autonumber.errors import ConfigError
 from autonumber.format.model import padded_run
 
 from .bulk import Send, bound_tuples, insert_text, nobody_waits
+from .driver import kept, plain_insert
 from .fence import is_refusal
 
 
@@ -89,21 +91,29 @@ class Dialect:
     """
 
     name: ClassVar[str] = "generic"
-    reserve_on_caller_when_written: ClassVar[bool] = False
-    """SQLite only: a second connection cannot write while the caller's transaction holds the lock."""
     error_aborts_transaction: ClassVar[bool] = False
     """PostgreSQL only: a failed statement aborts the whole transaction, so a caller's transaction
     cannot try an INSERT again after a duplicate key (elsewhere only the statement rolls back)."""
-    enforces_text_length: ClassVar[bool] = True
-    """Whether a VARCHAR(n) refuses longer text (SQLite keeps n as a name only)."""
-    transactional_ddl: ClassVar[bool] = False
-    """Whether DDL can be rolled back (PostgreSQL, SQLite); MySQL-family DDL commits implicitly."""
-    has_guard_trigger: ClassVar[bool] = False
-    """Whether the guard trigger of db/guard.py exists here (it needs a session flag to read)."""
-    executemany_pipelined: ClassVar[bool] = False
-    """Whether the driver sends an executemany's rows in one round trip of its own (psycopg 3's
-    pipeline mode): a group's rows then go as one executemany of one cached statement instead of
-    a multi-row INSERT whose text changes with the group's size."""
+
+    def reservation_conn(self, caller: Connection | None) -> Connection | None:
+        """The connection numbers for rows written in `caller`'s transaction are reserved on: None,
+        a short transaction of the reservation's own (the counter row is held only that long)."""
+        return None
+
+    def journal_outcomes(self, engine: Engine, watch: Callable[[Engine], None]) -> None:
+        """Install `watch`, which journals the outcome of reservations detached from the
+        transactions that use their numbers (given back when those roll back)."""
+        watch(engine)
+
+    def insert_many(self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
+        """INSERT `rows` (two or more, one set of fields) in one round trip: a multi-row INSERT
+        (SQLAlchemy's "insertmanyvalues", which RETURNING turns on, compiled once and cached), or
+        an executemany where there is no RETURNING (MySQL proper; PyMySQL rewrites it as one
+        INSERT)."""
+        if conn.dialect.insert_executemany_returning:
+            conn.execute(kept(table, ("autonumber.insert-many",), lambda: _returning_ids(table)), rows).all()
+        else:
+            conn.execute(plain_insert(table), rows)
 
     def engine_options(self, pool_size: int) -> dict[str, Any]:
         """Extra `create_engine` options for this backend."""
@@ -137,6 +147,18 @@ class Dialect:
         raise NotImplementedError(f"{self.name}: no reservation commits by itself here")
         yield
 
+    @contextmanager
+    def reservation_transaction(self, own: Connection) -> Iterator[None]:
+        """The transaction of a reservation on `own`, an own connection that has sent nothing yet:
+        where one round trip can be that whole transaction (`commits_alone`), no BEGIN or COMMIT
+        of its own (`autocommitted`); else a plain one."""
+        if self.commits_alone(own):
+            with self.autocommitted(own):
+                yield
+        else:
+            with own.begin():
+                yield
+
     def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:
         """Install connection hooks (SQLite pragmas); nothing elsewhere. `statement_batches`: the
         pool's connections may take several statements in one text where the backend asks for it
@@ -158,6 +180,37 @@ class Dialect:
     def named_lock(self, engine: Engine, name: str, timeout: float) -> AbstractContextManager[None]:
         """An exclusive lock across processes, held until the context exits; LockTimeout if not taken."""
         raise NotImplementedError
+
+    # -- DDL in a transaction. Here (the MySQL family) each DDL statement commits at once, so a
+    # change that fails after DDL puts back what it changed itself; TransactionalDDL overrides all
+    # three where the caller's rollback undoes DDL too.
+
+    @contextmanager
+    def undoing_ddl(self, undo: Callable[[], None], what: str) -> Iterator[None]:
+        """Run the block; when it fails, `undo` puts back the DDL it committed (the caller's rollback
+        cannot). The block's error is what propagates; a failing `undo` is noted on it."""
+        try:
+            yield
+        except BaseException as exc:
+            try:
+                undo()
+            except Exception as failed:
+                exc.add_note(f"undoing {what} failed too: {failed}")
+            raise
+
+    def rows_after_ddl(self, conn: Connection) -> AbstractContextManager[Any]:
+        """Where rows written after committed DDL go: a savepoint, rolled back on failure before
+        an `undoing_ddl` undo runs (its DDL would commit them)."""
+        return conn.begin_nested()
+
+    def ddl_steps(self, engine: Engine, steps: Sequence[Callable[[Connection], list[str]]]) -> list[str]:
+        """Run idempotent `steps`, each in a transaction of its own (its DDL commits anyway): a
+        failure leaves the steps before it done, and running them again finishes the rest."""
+        out: list[str] = []
+        for step in steps:
+            with engine.begin() as conn:
+                out += step(conn)
+        return out
 
     def insert(self, table: sa.Table) -> Any:
         """The dialect's INSERT construct that has ON CONFLICT (PostgreSQL, SQLite)."""
@@ -393,9 +446,17 @@ class Dialect:
             stmt = _BUILT.setdefault(full, build())
         return stmt
 
+    def enforced_length(self, declared: int | None) -> int | None:
+        """The width a text column declared `declared` long refuses text beyond (None: none)."""
+        return declared
+
     def guard_install_sql(self) -> list[str]:
-        """The statements that create (or replace) the guard trigger (db/guard.py); none here."""
-        return []
+        """The statements that create (or replace) the guard trigger (db/guard.py). ConfigError
+        here: the trigger needs a session flag to read, which SQLite has not."""
+        raise ConfigError(
+            "the guard trigger needs MariaDB/MySQL or PostgreSQL; SQLite has no session flag a "
+            "trigger can read and relies on quarantine alone"
+        )
 
     def guard_drop_sql(self) -> list[str]:
         """The statements that remove the guard trigger if it exists."""
@@ -531,6 +592,26 @@ class Dialect:
     def quote(conn: Connection, name: str) -> str:
         """Quote a validated identifier for this backend."""
         return conn.dialect.identifier_preparer.quote(name)
+
+
+class TransactionalDDL:
+    """DDL inside a transaction rolls back with it (PostgreSQL, SQLite): a failed change is undone
+    by the caller's rollback, and steps share one transaction so a failure leaves nothing."""
+
+    @contextmanager
+    def undoing_ddl(self, undo: Callable[[], None], what: str) -> Iterator[None]:
+        yield
+
+    def rows_after_ddl(self, conn: Connection) -> AbstractContextManager[Any]:
+        return nullcontext()
+
+    def ddl_steps(self, engine: Engine, steps: Sequence[Callable[[Connection], list[str]]]) -> list[str]:
+        with engine.begin() as conn:
+            return [line for step in steps for line in step(conn)]
+
+
+def _returning_ids(table: sa.Table) -> sa.Insert:
+    return sa.insert(table).returning(table.c.Id)
 
 
 def by_fields(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, ...], list[Mapping[str, Any]]]:

@@ -67,6 +67,12 @@ def kept(table: sa.Table, key: tuple[Any, ...], make: Callable[[], T]) -> T:
     return found  # type: ignore[no-any-return]
 
 
+def plain_insert(table: sa.Table) -> sa.Insert:
+    """`INSERT INTO table`, built once per table (`kept`): no clause construction or cache-key
+    generation per row."""
+    return kept(table, ("autonumber.plain_insert",), lambda: sa.insert(table))
+
+
 @dataclass(frozen=True)
 class Ran:
     """What a statement run on the driver's cursor gave back."""

@@ -14,8 +14,6 @@ from contextlib import contextmanager
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from autonumber.errors import ConfigError
-
 from .base import Dialect
 
 TRIGGER = "autonumber_field_guard"
@@ -25,10 +23,6 @@ MESSAGE = (
 )
 PG_SETTING = "autonumber.mutation_authorized"
 MYSQL_VARIABLE = "@autonumber_mutation_authorized"
-UNSUPPORTED = (
-    "the guard trigger needs MariaDB/MySQL or PostgreSQL; on SQLite a rule changed behind the "
-    "applier's back is caught by quarantine alone"
-)
 
 
 def _dialect(conn: Connection) -> Dialect:
@@ -39,10 +33,7 @@ def _dialect(conn: Connection) -> Dialect:
 
 def install_guard(conn: Connection) -> None:
     """Create (or replace) the guard trigger; ConfigError on a backend without one (SQLite)."""
-    dialect = _dialect(conn)
-    if not dialect.has_guard_trigger:
-        raise ConfigError(UNSUPPORTED)
-    for statement in dialect.guard_install_sql():
+    for statement in _dialect(conn).guard_install_sql():
         conn.execute(sa.text(statement))
 
 

@@ -70,7 +70,6 @@ class MySQLDialect(MySQLFence, Dialect):
     """MariaDB/MySQL/TiDB: GET_LOCK for named locks, LAST_INSERT_ID(expr) for atomic increments."""
 
     name = "mysql"
-    has_guard_trigger = True
     date_ddl = "ALTER TABLE {table} MODIFY {column} DATE NULL"
     resize_ddl = "ALTER TABLE {table} MODIFY {column} VARCHAR({length}) NULL"
 

@@ -16,9 +16,19 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import LockTimeout
 
-from .base import Counter, Dialect, Numbered, by_fields, driver_code, lock_key, server_flag, to_utc
+from .base import (
+    Counter,
+    Dialect,
+    Numbered,
+    TransactionalDDL,
+    by_fields,
+    driver_code,
+    lock_key,
+    server_flag,
+    to_utc,
+)
 from .bulk import Handed, NotDelimitable, Send, delimited, row_columns, text_datetimes
-from .driver import statement
+from .driver import plain_insert, statement
 from .fence import INFO_KEY, PG_SETTING, schema_version
 from .fence_sql import PostgreSQLFence
 from .guard import MESSAGE, TRIGGER
@@ -44,14 +54,16 @@ _DEFER_FLUSH = sa.func.set_config(
 """synchronous_commit off until the end of the current transaction."""
 
 
-class PostgreSQLDialect(PostgreSQLFence, Dialect):
+class PostgreSQLDialect(TransactionalDDL, PostgreSQLFence, Dialect):
     """PostgreSQL: session advisory locks keyed by a stable hash of the lock name."""
 
     name = "postgresql"
     error_aborts_transaction = True
-    transactional_ddl = True
-    has_guard_trigger = True
-    executemany_pipelined = True
+
+    def insert_many(self, conn: Connection, table: sa.Table, rows: Sequence[Mapping[str, Any]]) -> None:
+        """One executemany of one cached statement: psycopg 3 pipelines its rows in one round trip,
+        where a multi-row INSERT's text would change with the number of rows."""
+        conn.execute(plain_insert(table), rows)
 
     def atomic_increment_clocked(
         self,

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from contextlib import AbstractContextManager, closing
 from datetime import datetime
 from pathlib import Path
@@ -16,7 +16,7 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import ConfigError, SetupError
 
-from .base import Counter, Dialect, Numbered, by_fields, to_utc
+from .base import Counter, Dialect, Numbered, TransactionalDDL, by_fields, to_utc
 from .bulk import Handed, Send, bound_columns, bound_tuples, flat_rows, insert_text
 from .driver import execute_rows, kept, statement
 from .fence import INFO_KEY, schema_version
@@ -75,13 +75,10 @@ def _page_size_of(path: Path) -> int:
     return 65_536 if size == 1 else size
 
 
-class SQLiteDialect(SQLiteFence, Dialect):
+class SQLiteDialect(TransactionalDDL, SQLiteFence, Dialect):
     """SQLite: the clock has millisecond resolution (`strftime('%f')`); locks are lease rows."""
 
     name = "sqlite"
-    reserve_on_caller_when_written = True
-    enforces_text_length = False
-    transactional_ddl = True
 
     def insert(self, table: sa.Table) -> Any:
         return sqlite_insert(table)
@@ -241,6 +238,18 @@ class SQLiteDialect(SQLiteFence, Dialect):
 
     def page_size(self, conn: Connection) -> int | None:
         return int(conn.exec_driver_sql("PRAGMA page_size").scalar_one())
+
+    def reservation_conn(self, caller: Connection | None) -> Connection | None:
+        """The caller's, when its transaction is open: it may hold the one write lock, and a
+        reservation on a second connection would wait for it forever."""
+        return caller if caller is not None and caller.in_transaction() else None
+
+    def journal_outcomes(self, engine: Engine, watch: Callable[[Engine], None]) -> None:
+        """Nothing: a reservation here is in the caller's transaction and goes with it."""
+
+    def enforced_length(self, declared: int | None) -> int | None:
+        """None: SQLite keeps a VARCHAR's length as a name only."""
+        return None
 
     def named_lock(self, engine: Engine, name: str, timeout: float) -> AbstractContextManager[None]:
         return lease_lock(self, engine, name, timeout)

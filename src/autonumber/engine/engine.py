@@ -283,9 +283,7 @@ class Engine:
 
     def _on_caller(self, conn: Connection | None) -> Connection | None:
         """SQLite: reserve on the caller's connection when its transaction holds the write lock."""
-        if conn is not None and self.dialect.reserve_on_caller_when_written and conn.in_transaction():
-            return conn
-        return None
+        return self.dialect.reservation_conn(conn)
 
     def _reserve(
         self,

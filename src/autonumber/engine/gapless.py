@@ -68,7 +68,7 @@ def reserve_gapless(
                 )
             )
             key = rule.scope_key(now, cross)
-            if lazy == 0 and not dialect.reserve_on_caller_when_written and not _exists(conn, rule, key):
+            if lazy == 0 and dialect.reservation_conn(conn) is None and not _exists(conn, rule, key):
                 # created before the caller's UPDATE looks for it: an UPDATE that finds no row takes a
                 # gap lock under REPEATABLE READ (an application's own MariaDB session), which would
                 # block the creation below on our own transaction
@@ -84,5 +84,5 @@ def reserve_gapless(
         if lazy >= MAX_LAZY_CREATES:
             raise ReservationFailed(rule.field_id, key, lazy, "the counter row kept disappearing")
         # SQLite: the caller holds the write lock, so the row is created in its savepoint.
-        own = conn if dialect.reserve_on_caller_when_written else None
+        own = dialect.reservation_conn(conn)
         lazy = reserver._after_missing(rule, _Missing(now, key), cross, own, lazy)

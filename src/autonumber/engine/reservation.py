@@ -162,13 +162,8 @@ class Reserver:
                 yield conn
             return
         if alone:
-            with self.db.connect() as own:
-                if self.dialect.commits_alone(own):
-                    with self.dialect.autocommitted(own):
-                        yield own
-                else:
-                    with own.begin():
-                        yield own
+            with self.db.connect() as own, self.dialect.reservation_transaction(own):
+                yield own
             return
         with self.db.begin() as own:
             yield own
@@ -201,7 +196,7 @@ class Reserver:
         duplicate). On the caller's connection a dead link is the caller's failure, not ours; and on
         a server backend a lost race there (the group writer's transaction) has rolled that whole
         transaction back, so it is raised for its owner to retry as a whole (records._write_own)."""
-        if conn is not None and not self.dialect.reserve_on_caller_when_written:
+        if conn is not None and self.dialect.reservation_conn(conn) is None:
             return False
         return self.dialect.is_retryable(exc) or (conn is None and exc.connection_invalidated)
 

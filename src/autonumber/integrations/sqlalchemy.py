@@ -68,19 +68,20 @@ class Binding:
             return
         conn = session.connection()
         gapless = self.platform.engine.rule(self.field_id).gapless
-        on_caller = gapless or (
-            session.info.get(WROTE) and self.platform.dialect.reserve_on_caller_when_written
-        )
-        keep(self.platform, self.field_id, values, conn, conn if on_caller else None)
+        on = conn if gapless else None
+        if not gapless and session.info.get(WROTE):  # SQLite: the session may hold the write lock
+            on = self.platform.dialect.reservation_conn(conn)
+        keep(self.platform, self.field_id, values, conn, on)
 
     def number(self, session: Session, instances: list[Any]) -> None:
         """Assign numbers to `instances` with one reservation (per cross-record token group)."""
         if not instances:
             return
         conn = None
-        gapless = self.platform.engine.rule(self.field_id).gapless
-        if gapless or (session.info.get(WROTE) and self.platform.dialect.reserve_on_caller_when_written):
-            conn = session.connection()  # in the session's transaction (SQLite: it holds the write lock)
+        if self.platform.engine.rule(self.field_id).gapless:
+            conn = session.connection()  # gapless: in the session's transaction
+        elif session.info.get(WROTE):  # SQLite: the session's transaction holds the write lock
+            conn = self.platform.dialect.reservation_conn(session.connection())
         mapper: Mapper[Any] = sa.inspect(self.cls)
         records = [{p.columns[0].name: getattr(obj, p.key) for p in mapper.column_attrs} for obj in instances]
         values = self.platform.engine.assign_batch(self.field_id, records, conn)

@@ -115,14 +115,8 @@ def add_object(conn: Connection, name: str, fields: Sequence[str | FieldSpec]) -
     specs = [parse_field(f) if isinstance(f, str) else f for f in fields]
     if check_object(conn, name, specs):
         return []
-    try:
+    with dialect_for(conn).undoing_ddl(lambda: _compensate(conn, name), f"object {name}"):
         return install_objects(conn, [ObjectSpec(name, tuple(specs))])
-    except Exception as exc:
-        try:
-            _compensate(conn, name)
-        except Exception as undo:  # the original error is what the caller must see
-            exc.add_note(f"undoing object {name} failed too: {undo}")
-        raise
 
 
 def add_object_field(conn: Connection, name: str, field: str | FieldSpec) -> list[str]:
@@ -152,22 +146,16 @@ def add_object_field(conn: Connection, name: str, field: str | FieldSpec) -> lis
         raise ObjectDefinitionError(f"object {name}: field {spec.name} refers to unknown object {target!r}")
     table = str(row.TableName)
     info = FieldInfo(name, spec.name, spec.type, spec.reference_to, spec.max_length)
-    try:  # the column first: MariaDB commits at ALTER TABLE, before any metadata row of ours
+    undo = lambda: _compensate_field(conn, name, table, spec.name)  # noqa: E731
+    with dialect_for(conn).undoing_ddl(undo, f"field {name}.{spec.name}"):
+        # the column first: MariaDB commits at ALTER TABLE, before any metadata row of ours
         changes = reconcile_tables(conn, [object_table(table, [info], sa.MetaData())])
         return changes + install_objects(conn, [ObjectSpec(name, (spec,), None if table == name else table)])
-    except Exception as exc:
-        try:
-            _compensate_field(conn, name, table, spec.name)
-        except Exception as undo:  # the original error is what the caller must see
-            exc.add_note(f"undoing field {name}.{spec.name} failed too: {undo}")
-        raise
 
 
 def _compensate_field(conn: Connection, name: str, table: str, field_name: str) -> None:
     """Undo a half-added field where DDL commits at once (MariaDB): its row, then its column (DROP
     last, so its implicit commit makes the delete stick although the caller then rolls back)."""
-    if dialect_for(conn).transactional_ddl:
-        return  # transactional DDL: the caller's rollback undoes everything
     f = system_field
     conn.execute(sa.delete(f).where(f.c.ObjectId == object_id(name), f.c.ApiName == field_name))
     if field_name in {c["name"] for c in sa.inspect(conn).get_columns(table)}:
@@ -181,8 +169,6 @@ def _compensate(conn: Connection, name: str) -> None:
     On the same connection, DROP last: its implicit commit makes the deletes stick even though the
     caller then rolls back; before any DDL they just delete this transaction's own rows.
     """
-    if dialect_for(conn).transactional_ddl:
-        return  # transactional DDL: the caller's rollback undoes everything
     conn.execute(sa.delete(system_field).where(system_field.c.ObjectId == object_id(name)))
     conn.execute(sa.delete(system_object).where(system_object.c.ApiName == name))
     conn.execute(sa.text(f"DROP TABLE IF EXISTS {conn.dialect.identifier_preparer.quote(name)}"))

@@ -443,7 +443,13 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
     dialect = dialect_for(conn)
     added: list[tuple[str, str]] = []
     resized: list[Resize] = []
-    try:
+
+    def undo() -> None:
+        _drop_columns(conn, added)
+        for resize in resized:
+            undo_resize(conn, resize)
+
+    with dialect.undoing_ddl(undo, "the columns this change added or resized"):
         for plan in plans:
             if plan.new_column is not None:
                 table = object_table(plan.table, [plan.new_column], sa.MetaData())
@@ -452,9 +458,7 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
             if plan.resize is not None and plan.resize.alter:
                 apply_resize(conn, plan.resize)
                 resized.append(plan.resize)
-        ddl = added or resized
-        guard = conn.begin_nested() if ddl and not dialect.transactional_ddl else nullcontext()
-        with guard:
+        with dialect.rows_after_ddl(conn) if added or resized else nullcontext():
             for plan in plans:
                 if plan.adopted:
                     plan.lines += _adopt(conn, plan)
@@ -465,12 +469,6 @@ def execute(conn: Connection, plans: Sequence[Plan], *, verify: bool = True) -> 
             findings = check(conn, touched, indexed_next) if touched and verify else []
             if findings:
                 raise VerifyError(findings)
-    except BaseException:
-        if not dialect.transactional_ddl:
-            _drop_columns(conn, added)
-            for resize in resized:
-                undo_resize(conn, resize)
-        raise
     for plan in plans:  # DDL last: on MariaDB it commits what came before
         if plan.adopted or plan.new_column is not None:
             plan.lines += ensure_unique_index(conn, plan)

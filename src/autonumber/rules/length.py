@@ -92,8 +92,7 @@ def plan_resize(
         if physical is None or physical == stored:
             return None
         return Resize(name, field_id, table, column, stored, physical, physical, alter=False)
-    if not dialect_for(conn).enforces_text_length:
-        physical = None  # SQLite keeps a declared length as a name only: MaxLength is the width
+    physical = dialect_for(conn).enforced_length(physical)  # None: MaxLength is the only width
     if wanted is None or (wanted == stored and wanted == (physical or wanted)):
         return None
     longest = longest_value(conn, table, column)

@@ -59,7 +59,12 @@ def rename_field(engine: Engine, object_name: str, field_name: str, new_name: st
         _check_rename(conn, stored, table, adopted, new_name)
         if not adopted:
             _rename_column(conn, table, field_name, new_name)
-        try:
+
+        def undo() -> None:
+            if not adopted:
+                _rename_column(conn, table, new_name, field_name)
+
+        with dialect_for(conn).undoing_ddl(undo, f"the rename of column {table}.{field_name}"):
             f = system_field
             with authorized(conn):
                 conn.execute(sa.update(f).where(f.c.Id == stored.field_id).values(ApiName=new_name))
@@ -68,10 +73,6 @@ def rename_field(engine: Engine, object_name: str, field_name: str, new_name: st
                     .where(f.c.Id == stored.field_id, f.c.Label == field_name)
                     .values(Label=new_name)
                 )
-        except BaseException:
-            if not adopted and not dialect_for(conn).transactional_ddl:
-                _rename_column(conn, table, new_name, field_name)
-            raise
     what = (
         f"column {table}.{field_name} renamed"
         if not adopted

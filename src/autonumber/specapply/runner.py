@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
 from sqlalchemy.engine import Connection, Engine
@@ -124,17 +125,9 @@ def _run(
     setup_apply.ensure_lock_table(engine)
     with engine.begin() as conn:  # where a scope change keeps its retired counter rows
         ensure_history_table(conn)
-    changes: list[str] = []
     with dialect.named_lock(engine, setup_apply.BOOTSTRAP_LOCK, lock_timeout):
-        if dialect.transactional_ddl:
-            with engine.begin() as conn:
-                for group in groups:
-                    changes += _one(conn, group, reporter)
-        else:  # DDL commits implicitly: one transaction per (idempotent) operation or rule batch
-            for group in groups:
-                with engine.begin() as conn:
-                    changes += _one(conn, group, reporter)
-    return changes
+        # one transaction for all, or one per (idempotent) operation or rule batch where DDL commits
+        return dialect.ddl_steps(engine, [partial(_one, group=group, reporter=reporter) for group in groups])
 
 
 Group = Sequence[Operation]

@@ -16,11 +16,10 @@ from autonumber.errors import ConfigError
 
 def check_guard_supported(engine: Engine) -> None:
     """Refuse --with-guard-trigger up front on a backend without the trigger (before any apply)."""
-    if not dialect_for(engine).has_guard_trigger:
-        raise ConfigError(
-            "--with-guard-trigger needs MariaDB/MySQL or PostgreSQL; SQLite has no session "
-            "flag a trigger can read and relies on quarantine alone"
-        )
+    try:
+        dialect_for(engine).guard_install_sql()
+    except ConfigError as exc:
+        raise ConfigError(f"--with-guard-trigger: {exc}") from None
 
 
 def install_guard_trigger(engine: Engine) -> str:

@@ -48,14 +48,12 @@ from .rows import (
     stored_form,
 )
 from .skips import skip_tries, skipped_stored
-from .strategy import Call, Numbering, choose_call, choose_numbering
+from .strategy import Call, Numbering, choose_call, choose_numbering, reserve_inside
 from .transaction import own_or_callers, writing
 from .values import text_problem
 
 BATCH_SIZE = 20_000
 """Rows per batch of a streamed insert: one reservation per batch and counter, one bulk write."""
-INSIDE_UP_TO = 16
-"""Largest group-commit group that reserves its numbers in the transaction writing its rows."""
 
 
 class Records(RecordReads):
@@ -75,8 +73,7 @@ class Records(RecordReads):
         self.catalog = catalog
         self.engine = engine
         self.events = events
-        if not engine.dialect.reserve_on_caller_when_written:
-            watch(db)  # SQLite reserves in the caller's transaction: nothing is detached there
+        engine.dialect.journal_outcomes(db, watch)
         self._group_writer = group_writer or db
         self.group_commit: GroupCommit | None = None
         if group_commit:
@@ -414,21 +411,10 @@ class Records(RecordReads):
         refuse_quarantined(snapshot, object_name)
         table = snapshot.table(object_name)
         with writing(self.engine, self._group_writer, object_name, table, records, None) as c:
-            self._write(
-                snapshot, object_name, table, records, c, inside=self._reserve_inside(records), alone=True
-            )
+            inside = reserve_inside(self.engine, records, c)
+            self._write(snapshot, object_name, table, records, c, inside=inside, alone=True)
         metrics.records_created(object_name).inc(len(records))
         return stored_form(table, records)
-
-    def _reserve_inside(self, records: list[dict[str, Any]]) -> bool:
-        """Whether a group reserves its numbers in its own transaction.
-
-        A small group does: one COMMIT instead of two, and its multi-row INSERT adds little to the
-        time the counter row stays locked. A larger group reserves first, in a reservation
-        transaction of its own, so the counter row is not locked while its many rows are written:
-        the group writers of other processes overlap instead of queueing on that lock. SQLite has
-        one writer at a time, so it always reserves inside."""
-        return len(records) <= INSIDE_UP_TO or self.engine.dialect.reserve_on_caller_when_written
 
     def _write(
         self,

@@ -13,7 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from ..db.base import Dialect, by_fields, to_utc
-from ..db.driver import kept, statement, watched
+from ..db.driver import kept, plain_insert, statement, watched
 from ..db.objects import key_column
 from ..engine.journal import FAILED, Pending
 from ..errors import RecordError, RecordNotFound
@@ -108,18 +108,16 @@ def first_line(exc: BaseException) -> str:
 def insert_rows(
     conn: Connection, table: sa.Table, records: Sequence[Mapping[str, Any]], dialect: Dialect
 ) -> None:
-    """One INSERT; many rows go as one multi-row INSERT (SQLAlchemy's "insertmanyvalues" batching,
-    which RETURNING turns on for every backend, with the statement compiled once and cached), or as
-    one executemany where the driver pipelines it (`Dialect.executemany_pipelined`)."""
-    many_values = conn.dialect.insert_executemany_returning  # MySQL proper has no RETURNING
+    """The records' INSERTs: one row on the driver's cursor, many in one round trip per set of
+    fields they set (Dialect.insert_many)."""
     if len(records) == 1:  # one row (a caller alone): no shape grouping, the table's own INSERT
         _insert_one(conn, table, records[0])
         return
     for rows in by_fields(records).values():  # callers of one group may set different fields
-        if len(rows) == 1 or not many_values or dialect.executemany_pipelined:
-            conn.execute(plain_insert(table), rows)  # PyMySQL rewrites executemany as one INSERT
+        if len(rows) == 1:
+            conn.execute(plain_insert(table), rows)
         else:
-            conn.execute(sa.insert(table).returning(table.c.Id), rows).all()
+            dialect.insert_many(conn, table, rows)
 
 
 def _insert_one(conn: Connection, table: sa.Table, record: Mapping[str, Any]) -> None:
@@ -138,16 +136,6 @@ def _insert_one(conn: Connection, table: sa.Table, record: Mapping[str, Any]) ->
     statement(table, ("insert-one", fields), build, conn.dialect).run(conn, record)
 
 
-def plain_insert(table: sa.Table) -> sa.Insert:
-    """`INSERT INTO table`, built once per table (kept in `table.info`, so it goes with the table
-    when a catalog change replaces it): no clause construction or cache-key generation per row."""
-    stmt = table.info.get(_PLAIN_INSERT)
-    if stmt is None:
-        stmt = table.info.setdefault(_PLAIN_INSERT, sa.insert(table))
-    return stmt  # type: ignore[no-any-return]
-
-
-_PLAIN_INSERT = "autonumber.plain_insert"
 RECORD_SAVEPOINT = "autonumber_record"
 """The savepoint records are written in within a caller's transaction that holds their numbers."""
 

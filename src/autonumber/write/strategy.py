@@ -81,6 +81,21 @@ def choose_call(
     return Call.OWN
 
 
+INSIDE_UP_TO = 16
+"""Largest group-commit group that reserves its numbers in the transaction writing its rows."""
+
+
+def reserve_inside(engine: Engine, records: Sequence[Mapping[str, Any]], c: Connection) -> bool:
+    """Whether a group (`Call.GROUPED`) reserves its numbers in its own transaction `c`.
+
+    A small group does: one COMMIT instead of two, and its multi-row INSERT adds little to the
+    time the counter row stays locked. A larger group reserves first, in a reservation
+    transaction of its own, so the counter row is not locked while its many rows are written:
+    the group writers of other processes overlap instead of queueing on that lock. Where the
+    backend reserves on the writing transaction anyway (SQLite, one writer at a time), inside."""
+    return len(records) <= INSIDE_UP_TO or engine.dialect.reservation_conn(c) is not None
+
+
 @dataclass(frozen=True)
 class Choice:
     """`choose_numbering`'s answer: the path, the statement shape of a numbered insert, and whether

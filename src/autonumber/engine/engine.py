@@ -15,6 +15,7 @@ from autonumber.db import Dialect
 from autonumber.db.base import Numbered
 from autonumber.db.driver import kept
 from autonumber.db.fence import declare, raise_if_refused
+from autonumber.errors import TransactionConflict
 
 from .blocks import Blocks, Piece
 from .combining import Combiner
@@ -186,6 +187,8 @@ class Engine:
                         out[idx] = rule.render(first + j, when, values, res.scope_key)
         except sa.exc.DBAPIError as exc:
             raise_if_refused(exc)
+            if conn is not None and not inside and self.dialect.is_retryable(exc):
+                raise TransactionConflict(rule.object_name, exc) from exc  # the caller's to run again
             raise
         assert at is not None
         return Assigned(out, at, detached)

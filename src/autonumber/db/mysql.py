@@ -17,7 +17,7 @@ from sqlalchemy.pool import PoolResetState
 
 from autonumber.errors import LockTimeout
 
-from . import mysql_load, pymysql_tls
+from . import mysql_load, pymysql_connection
 from .base import Counter, Dialect, Numbered, by_fields, forget_server_flag, server_flag, to_utc
 from .bulk import Handed, NotDelimitable, Send, bound_columns, bound_tuples, insert_text, nobody_waits
 from .driver import DriverStatement, execute, execute_batch, statement
@@ -95,7 +95,7 @@ class MySQLDialect(MySQLFence, Dialect):
             def _client_flags(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
                 cparams["client_flag"] = cparams.get("client_flag", 0) | flags
 
-            pymysql_tls.share_preferred_context(engine)
+            pymysql_connection.use_bounded_connections(engine)
 
         version = schema_version()
 

@@ -1,4 +1,10 @@
-"""PyMySQL's "preferred" TLS with one `ssl` context per process instead of one per connection.
+"""The PyMySQL connection the MySQL-family engines open: a handshake bounded by `connect_timeout`,
+and one "preferred" TLS context per process instead of one per connection.
+
+PyMySQL bounds only the TCP connect by `connect_timeout`: the server's handshake is then read with
+`read_timeout`, unbounded by default, so a server (or a proxy) that accepts the connection and then
+says nothing would hold the caller forever. Here the handshake is read with `connect_timeout` too
+(10 s unless the URL says otherwise) and `read_timeout` applies from the first statement on.
 
 Given no TLS option, PyMySQL 1.2 connects with TLS when the server offers it and in the clear when
 not. For that it builds a context in every connection's constructor, loading the system's
@@ -21,8 +27,18 @@ _lock = threading.Lock()
 _preferred: ssl.SSLContext | None = None
 
 
-class SharedContextConnection(Connection):  # type: ignore[misc]
-    """A PyMySQL connection whose "preferred" TLS context is the process's one."""
+class BoundedConnection(Connection):  # type: ignore[misc]
+    """A PyMySQL connection whose handshake is bounded and whose "preferred" TLS context is the
+    process's one."""
+
+    def connect(self, sock: Any = None) -> None:
+        statements: float | None = self._read_timeout  # type: ignore[has-type]
+        if statements is None:
+            self._read_timeout = self.connect_timeout  # the handshake's reads
+        try:
+            super().connect(sock)
+        finally:
+            self._read_timeout = statements  # set on the socket at the next read
 
     def _create_ssl_ctx(self, sslp: Any) -> ssl.SSLContext:
         global _preferred
@@ -34,13 +50,10 @@ class SharedContextConnection(Connection):  # type: ignore[misc]
             return _preferred
 
 
-def share_preferred_context(engine: Engine) -> None:
-    """Make `engine`'s PyMySQL connections share the "preferred" TLS context (nothing when this
-    PyMySQL builds its context some other way)."""
-    if not callable(getattr(Connection, "_create_ssl_ctx", None)):
-        return
+def use_bounded_connections(engine: Engine) -> None:
+    """Make `engine` open its PyMySQL connections as BoundedConnection."""
 
     def connect(*cargs: Any, **cparams: Any) -> Any:
-        return SharedContextConnection(*cargs, **cparams)
+        return BoundedConnection(*cargs, **cparams)
 
     engine.dialect.connect = connect  # type: ignore[method-assign]

@@ -1,8 +1,9 @@
 """Every test in the suite checks something: a test that cannot fail proves nothing.
 
 A test checks when its body (or a helper of the suite it calls, at any depth) holds an `assert`,
-a `pytest.raises`/`pytest.warns`/`pytest.fail`, a Playwright `expect`, or a `raise`. Helpers are
-matched by name across the suite: a name counts as checking when any helper of that name checks.
+a `pytest.raises`/`pytest.warns`/`pytest.fail`, a library's check (Playwright's `expect`,
+schemathesis' `call_and_validate`), or a `raise`. Helpers are matched by name across the suite: a
+name counts as checking when any helper of that name checks.
 """
 
 from __future__ import annotations
@@ -12,8 +13,9 @@ from collections import defaultdict
 from pathlib import Path
 
 TESTS = Path(__file__).resolve().parents[1]
-CHECK_CALLS = frozenset({"raises", "warns", "fail", "expect"})
-"""pytest's checks, and Playwright's `expect(locator).to_…`, which fails the test when it does not hold."""
+CHECK_CALLS = frozenset({"raises", "warns", "fail", "expect", "call_and_validate"})
+"""pytest's checks, Playwright's `expect(locator).to_…` and schemathesis' `case.call_and_validate`,
+which fail the test when what they check does not hold."""
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 

@@ -32,6 +32,9 @@ from autonumber.format.tokens import DATE_SOURCES, NUMBERING, ON_CHANGE
 from autonumber.format.validate import date_source_of, describe_date_source, validate_date_source
 from autonumber.format.zones import UnknownTimeZone, zone_of
 
+TOKEN_REFS = "auto_number_token_refs"
+"""The rule column that holds the cross-record token refs as canonical JSON."""
+
 
 @dataclass(frozen=True)
 class RuleSpec:
@@ -271,7 +274,7 @@ def rule_values(spec: RuleSpec, catalog: MemoryCatalog) -> dict[str, Any]:
         "auto_number_scope": spec.scope,
         "auto_number_date_src": spec.date_src,
         "auto_number_on_change": spec.on_change,
-        "auto_number_token_refs": canonicalize_token_refs(refs) if refs else None,
+        TOKEN_REFS: canonicalize_token_refs(refs) if refs else None,
         "auto_number_numbering": spec.numbering,
         "auto_number_time_zone": spec.time_zone,
         "auto_number_allocation": spec.allocation,
@@ -297,7 +300,7 @@ def apply_rules(conn: Connection, specs: Sequence[RuleSpec]) -> list[str]:
 
 def same_values(stored: Mapping[str, Any], wanted: Mapping[str, Any]) -> bool:
     """Whether the stored rule columns already hold `wanted` (token refs compared as canonical JSON)."""
-    return all(_same(stored.get(k), v) for k, v in wanted.items())
+    return all(_same(k, stored.get(k), v) for k, v in wanted.items())
 
 
 def write_rule(conn: Connection, field_id: str, values: Mapping[str, Any]) -> None:
@@ -324,8 +327,10 @@ def _known(specs: Sequence[RuleSpec], ids: Mapping[str, str]) -> Sequence[RuleSp
     return specs
 
 
-def _same(stored: Any, wanted: Any) -> bool:
-    if isinstance(wanted, str) and wanted.startswith("[") and isinstance(stored, str):
+def _same(column: str, stored: Any, wanted: Any) -> bool:
+    """Whether one rule column already holds `wanted`. The token refs are JSON: equal as documents
+    and as text (any other column is text that may look like JSON: a format `[{0000}]`)."""
+    if column == TOKEN_REFS and isinstance(wanted, str) and isinstance(stored, str):
         return bool(json.loads(stored) == json.loads(wanted)) and stored == wanted
     return bool(stored == wanted)
 

@@ -1,0 +1,5 @@
+from django.contrib import admin
+
+from .models import Invoice
+
+admin.site.register(Invoice)

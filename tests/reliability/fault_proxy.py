@@ -8,6 +8,9 @@ counted, not timed, so a run is the same on a fast or a loaded machine.
 COMMIT is recognised in the first bytes of a client message: MySQL's COM_QUERY and PostgreSQL's
 simple and extended query messages all carry the statement text within 16 bytes of the start.
 
+`down()` cuts every connection and refuses new ones; `stall()` cuts them and accepts new ones that
+then hear nothing: a server that refuses, resets or hangs.
+
 For a deterministic test, `cut_next(where)` cuts the very next COMMIT and then takes the proxy
 *down* (every connection cut, new ones closed at once) until `up()`: the database is unreachable
 right after the COMMIT, so the client cannot ask what happened. `cut_next(where, marker)` cuts the
@@ -56,6 +59,8 @@ class FaultProxy:
         self._next: str | None = None
         self._marker: bytes | None = None
         self._down = False
+        self._stalled = False
+        self._held: list[socket.socket] = []
         self._lock = threading.Lock()
         self._pairs: list[_Pair] = []
         self._listener = socket.create_server(("127.0.0.1", 0))
@@ -76,9 +81,12 @@ class FaultProxy:
             self._next, self._marker = where, marker
 
     def up(self) -> None:
-        """Accept connections again after `cut_next` took the proxy down."""
+        """Relay new connections again after `down()`, `stall()` or `cut_next`."""
         with self._lock:
-            self._down = False
+            self._down = self._stalled = False
+            held, self._held = self._held, []
+        for client in held:
+            client.close()
 
     def down(self) -> None:
         """Cut every connection and refuse new ones until `up()`."""
@@ -87,6 +95,13 @@ class FaultProxy:
             pairs, self._pairs = self._pairs, []
         for pair in pairs:
             pair.close()
+
+    def stall(self) -> None:
+        """Cut every connection; accept new ones but never relay a byte (a server that hangs),
+        until `up()`."""
+        self.down()
+        with self._lock:
+            self._down, self._stalled = False, True
 
     def url(self, database_url: str) -> str:
         """`database_url` pointed at the proxy (PostgreSQL without TLS, so COMMIT can be seen)."""
@@ -106,6 +121,10 @@ class FaultProxy:
                 return
             if self._down:
                 client.close()
+                continue
+            if self._stalled:
+                with self._lock:
+                    self._held.append(client)
                 continue
             try:
                 upstream = socket.create_connection(self.upstream, timeout=30)
@@ -183,8 +202,11 @@ class FaultProxy:
             self._listener.close()
         with self._lock:
             pairs, self._pairs = self._pairs, []
+            held, self._held = self._held, []
         for pair in pairs:
             pair.close()
+        for client in held:
+            client.close()
 
 
 @contextmanager

@@ -54,6 +54,10 @@ _DEFER_FLUSH = sa.func.set_config(
 """synchronous_commit off until the end of the current transaction."""
 
 
+CONNECT_TIMEOUT_S = 10
+"""Seconds a new connection may take before it is an error (PyMySQL's own default, for both)."""
+
+
 class PostgreSQLDialect(TransactionalDDL, PostgreSQLFence, Dialect):
     """PostgreSQL: session advisory locks keyed by a stable hash of the lock name."""
 
@@ -230,6 +234,12 @@ class PostgreSQLDialect(TransactionalDDL, PostgreSQLFence, Dialect):
 
     def configure_engine(self, engine: Engine, *, statement_batches: bool = False) -> None:
         version = schema_version()
+
+        @event.listens_for(engine, "do_connect")
+        def _bounded_connect(_dialect: Any, _record: Any, _cargs: Any, cparams: dict[str, Any]) -> None:
+            # libpq waits for an answer without end by default: a server (or proxy) that accepts and
+            # then says nothing would hold the caller forever. The URL's own value wins.
+            cparams.setdefault("connect_timeout", CONNECT_TIMEOUT_S)
 
         @event.listens_for(engine, "connect")
         def _utc_session(dbapi_connection: Any, record: Any) -> None:

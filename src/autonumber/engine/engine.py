@@ -15,7 +15,7 @@ from autonumber.db import Dialect
 from autonumber.db.base import Numbered
 from autonumber.db.driver import kept
 from autonumber.db.fence import declare, raise_if_refused
-from autonumber.errors import TransactionConflict
+from autonumber.errors import DatabaseUnavailable, TransactionConflict
 
 from .blocks import Blocks, Piece
 from .combining import Combiner
@@ -189,6 +189,8 @@ class Engine:
             raise_if_refused(exc)
             if conn is not None and not inside and self.dialect.is_retryable(exc):
                 raise TransactionConflict(rule.object_name, exc) from exc  # the caller's to run again
+            if not inside and self.dialect.is_unavailable(exc):  # the group writer's: `writing` says
+                raise DatabaseUnavailable(f"taking numbers for {rule.name}", exc) from exc
             raise
         assert at is not None
         return Assigned(out, at, detached)

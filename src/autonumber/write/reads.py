@@ -13,6 +13,7 @@ from ..catalog.cache import Catalog
 from ..db.objects import key_column
 from ..errors import AutonumberError, RecordError, RecordNotFound
 from .rows import key_equals, plain
+from .transaction import reading
 from .values import text_problem
 
 MAX_LIMIT = 10_000
@@ -36,7 +37,7 @@ class RecordReads:
         stmt = sa.select(table).where(table.c.Id.in_(ids))
         if lock:
             stmt = stmt.with_for_update(read=True)
-        with self._db.connect() as conn:
+        with reading(self._db, f"reading {object_name} records") as conn:
             rows = {r["Id"]: plain(r) for r in conn.execute(stmt).mappings()}
         return [rows[i] for i in ids if i in rows]
 
@@ -75,7 +76,7 @@ class RecordReads:
         if conn is not None:
             row = conn.execute(stmt).mappings().first()
         else:
-            with self._db.connect() as own:
+            with reading(self._db, f"reading {object_name} records") as own:
                 row = own.execute(stmt).mappings().first()
         if row is None:
             raise RecordNotFound(object_name, record_id)
@@ -92,11 +93,11 @@ class RecordReads:
         key = key_column(table)
         newest = (table.c.CreatedDate.desc(), key) if "CreatedDate" in table.c else (key.desc(),)
         stmt = sa.select(table).order_by(*newest).limit(limit).offset(offset)
-        with self._db.connect() as conn:
+        with reading(self._db, f"reading {object_name} records") as conn:
             return [plain(r) for r in conn.execute(stmt).mappings()]
 
     def count(self, object_name: str) -> int:
         """How many records an object has."""
         table = self.catalog.current().table(object_name)
-        with self._db.connect() as conn:
+        with reading(self._db, f"counting {object_name} records") as conn:
             return int(conn.execute(sa.select(sa.func.count()).select_from(table)).scalar_one())

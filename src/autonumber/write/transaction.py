@@ -1,7 +1,8 @@
-"""The transaction a write runs in, and what its failure means: the caller's connection or one of
-ours; a lost connection before COMMIT is DatabaseUnavailable, our COMMIT failing is
-CommitOutcomeUnknown naming the records' Ids, a refused writer fence is SchemaUpgradedMeanwhile, a
-lost race in the caller's transaction is TransactionConflict."""
+"""The connection a read or a write runs in, and what its failure means. Reading, a lost connection
+is DatabaseUnavailable. Writing, in the caller's connection or one of ours: a lost connection
+before COMMIT is DatabaseUnavailable, our COMMIT failing is CommitOutcomeUnknown naming the records'
+Ids, a refused writer fence is SchemaUpgradedMeanwhile, a lost race in the caller's transaction is
+TransactionConflict."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from ..db import dialect_for
 from ..db.fence import declare, raise_if_refused
 from ..db.held import HeldConnection
 from ..db.objects import key_column
@@ -28,6 +30,19 @@ def own_or_callers(conn: Connection | None, db: sa.Engine | HeldConnection) -> I
         return
     with db.begin() as own:
         yield own
+
+
+@contextmanager
+def reading(db: sa.Engine, what: str) -> Iterator[Connection]:
+    """A connection of `db` for reads; a lost or refused connection raises DatabaseUnavailable
+    naming `what` (nothing was written, so the read can simply be made again)."""
+    try:
+        with db.connect() as conn:
+            yield conn
+    except sa.exc.DBAPIError as exc:
+        if dialect_for(db).is_unavailable(exc):
+            raise DatabaseUnavailable(what, exc) from exc
+        raise
 
 
 @contextmanager

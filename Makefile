@@ -12,7 +12,7 @@ DEVSTAMP := $(VENV)/.installed-dev
 WORKERS ?= 4
 XDIST = -n $(WORKERS) --dist loadgroup
 
-.PHONY: run test check lint suite quick stress-suite install install-dev bench bench-quick bench-job bench-cli bench-import soak clean chromium wrk
+.PHONY: run test check lint suite quick stress-suite install install-dev bench bench-quick bench-job bench-cli bench-import soak clean chromium iptables wrk
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -47,7 +47,7 @@ endef
 
 ## make test: install the dev extras (and Chromium via apt-get for the browser tests, when missing)
 ## and run the whole suite (lint, types, every test on SQLite, MariaDB, PostgreSQL, Galera, Chromium).
-test: chromium $(DEVSTAMP)
+test: chromium iptables $(DEVSTAMP)
 	@$(call beside_lint,suite)
 
 suite: $(DEVSTAMP)
@@ -76,6 +76,12 @@ chromium:
 	@command -v chromium >/dev/null 2>&1 || [ -x /usr/bin/chromium ] || \
 	  (echo "make test: installing Chromium with apt-get (browser tests drive /usr/bin/chromium)" && \
 	   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium >/dev/null)
+
+## iptables makes the Galera tests' lossy links (an iptables `statistic` match; netem is missing here).
+iptables:
+	@command -v iptables >/dev/null 2>&1 || [ -x /usr/sbin/iptables ] || \
+	  (echo "make test: installing iptables with apt-get (the Galera tests' lossy links)" && \
+	   apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq iptables >/dev/null)
 
 ## wrk drives the HTTP rows of the bench (Debian package, like chromium for the browser tests).
 wrk:

@@ -10,8 +10,8 @@
 #   netns mode only (partition tests):
 #   scripts/galera-cluster.sh cut A B [DIR]  drop every packet between nodes A and B (both ways)
 #   scripts/galera-cluster.sh isolate N [DIR] cut node N from both others
-#   scripts/galera-cluster.sh flaky N LOSS DELAY [DIR]  netem on N's links to the others, e.g. 20% 40ms
-#   scripts/galera-cluster.sh heal   [DIR]   remove every cut and netem rule
+#   scripts/galera-cluster.sh lossy N PCT [DIR]  drop PCT% of the packets between N and the others
+#   scripts/galera-cluster.sh heal   [DIR]   remove every cut and every loss
 #
 # DIR defaults to $AUTONUMBER_GALERA_DIR or /tmp/autonumber-galera (it must be reachable by the
 # `mysql` user, so not under /root). The wait timeout is $GALERA_TIMEOUT seconds (default 120).
@@ -26,8 +26,9 @@
 #   ang<T>br that holds 10.213.<T>.254/24 for the clients; node i is 10.213.<T>.i (SQL 3306, group
 #   communication 4567, IST 4568, SST 4444). <T> (20..219) is derived from DIR, so clusters in other
 #   directories get other names and subnets. Links between nodes can be cut (blackhole routes inside
-#   the nodes' namespaces), made flaky (tc netem on the node's side of its veth, filtered to the
-#   other nodes' addresses) and healed; the clients' link to every node stays up. Nothing outside
+#   the nodes' namespaces), made lossy (an iptables `statistic` match in the nodes' namespaces, on
+#   what they send each other: netem is missing from some kernels) and healed; the clients' link to
+#   every node stays up. Nothing outside
 #   the namespaces and the bridge is touched; `down` deletes them.
 #
 # The machine's own MariaDB (port 3306, /var/lib/mysql) is never touched: every node runs with
@@ -54,7 +55,6 @@ shift
 NODE=""
 NODE2=""
 LOSS=""
-DELAY=""
 case "$CMD" in
     kill|start|isolate)
         NODE="${1:-}"
@@ -68,18 +68,16 @@ case "$CMD" in
             die "cut needs two different node numbers 1, 2 or 3"
         shift 2
         ;;
-    flaky)
+    lossy)
         NODE="${1:-}"
         LOSS="${2:-}"
-        DELAY="${3:-}"
-        [[ "$NODE" =~ ^[123]$ ]] || die "flaky needs a node number 1, 2 or 3"
-        [[ "$LOSS" =~ ^[0-9]{1,2}%$ ]] || die "flaky needs a loss like 20% (0-99%), got '$LOSS'"
-        [[ "$DELAY" =~ ^[0-9]{1,4}ms$ ]] || die "flaky needs a delay like 40ms, got '$DELAY'"
-        shift 3
+        [[ "$NODE" =~ ^[123]$ ]] || die "lossy needs a node number 1, 2 or 3"
+        [[ "$LOSS" =~ ^[0-9]{1,2}$ ]] || die "lossy needs a loss in percent, 1-99, got '$LOSS'"
+        shift 2
         ;;
     up|down|status|env|heal) ;;
     -h|--help|help) usage ;;
-    *) die "unknown command '$CMD' (up|down|status|env|kill N|start N|cut A B|isolate N|flaky N LOSS DELAY|heal)" ;;
+    *) die "unknown command '$CMD' (up|down|status|env|kill N|start N|cut A B|isolate N|lossy N PCT|heal)" ;;
 esac
 DIR="${1:-${AUTONUMBER_GALERA_DIR:-/tmp/autonumber-galera}}"
 DIR="$(realpath -m -- "$DIR")"
@@ -439,32 +437,35 @@ cmd_isolate() {
     log "isolated n$NODE"
 }
 
-cmd_flaky() {
-    local other dev=eth0 nsn
+drop_share() { # from to percent: node `from` drops that share of what it sends to `to`
+    local p
+    p="$(printf '0.%02d' "$3")"
+    ip netns exec "$(ns "$1")" iptables -A OUTPUT -d "$NET.$2/32" -m statistic --mode random --probability "$p" -j DROP
+}
+
+cmd_lossy() {
+    local other
     need_netns
-    nsn="$(ns "$NODE")"
-    tc -n "$nsn" qdisc del dev "$dev" root 2>/dev/null || true
-    # band 4 (netem) for packets to the other nodes; everything else (the clients) by the priomap
-    tc -n "$nsn" qdisc add dev "$dev" root handle 1: prio bands 4 priomap 1 2 2 2 1 2 0 0 1 1 1 1 1 1 1 1
-    tc -n "$nsn" qdisc add dev "$dev" parent 1:4 handle 40: netem loss "$LOSS" delay "$DELAY" 10ms
+    command -v iptables >/dev/null || die "lossy needs iptables (apt-get install iptables)"
     for other in "${NODES[@]}"; do
         [[ "$other" == "$NODE" ]] && continue
-        tc -n "$nsn" filter add dev "$dev" parent 1: protocol ip prio 1 u32 match ip dst "$NET.$other/32" flowid 1:4
+        drop_share "$NODE" "$other" "$LOSS"
+        drop_share "$other" "$NODE" "$LOSS"
     done
-    log "n$NODE's links to the other nodes: loss $LOSS, delay $DELAY"
+    log "n$NODE's links to the other nodes: $LOSS% of the packets dropped each way"
 }
 
 cmd_heal() {
     local n route
     need_netns
     for n in "${NODES[@]}"; do
-        tc -n "$(ns "$n")" qdisc del dev eth0 root 2>/dev/null || true
+        if command -v iptables >/dev/null; then ip netns exec "$(ns "$n")" iptables -F OUTPUT; fi
         while read -r route; do
             # shellcheck disable=SC2086 # "blackhole ADDR": two words on purpose
             [[ -n "$route" ]] && ip -n "$(ns "$n")" route del $route
         done < <(ip -n "$(ns "$n")" route show type blackhole | awk '{print $1, $2}')
     done
-    log "healed: no cut, no netem"
+    log "healed: no cut, no loss"
 }
 
 cmd_status() {
@@ -614,6 +615,6 @@ case "$CMD" in
     env) cmd_env ;;
     cut) cmd_cut ;;
     isolate) cmd_isolate ;;
-    flaky) cmd_flaky ;;
+    lossy) cmd_lossy ;;
     heal) cmd_heal ;;
 esac

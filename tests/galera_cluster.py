@@ -76,8 +76,14 @@ def cut(a: int, b: int) -> None:
     _run("cut", str(a), str(b), timeout=60.0)
 
 
+def lossy(i: int, percent: int) -> None:
+    """Drop `percent` % of the packets between node i and the others, each way (netns mode)."""
+    _check_node(i)
+    _run("lossy", str(i), str(int(percent)), timeout=60.0)
+
+
 def heal() -> None:
-    """Remove every cut and netem rule (netns mode)."""
+    """Remove every cut and every loss (netns mode)."""
     _run("heal", timeout=60.0)
 
 

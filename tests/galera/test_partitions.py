@@ -28,6 +28,7 @@ from galera_support import (
     verify_node,
 )
 
+import autonumber.errors
 import galera_cluster
 
 STRATEGY, THREADS, RETRIES = "combining", 3, 3
@@ -242,3 +243,44 @@ def test_flapping_link_keeps_every_number_unique_and_stored(
     history = load.finish()
     summary = check_history(netns, history)
     print(f"flapping n1<->n2 ({flaps} flaps in {FLAP_S:.0f} s): {summary}")
+
+
+LOSS_S = 30.0
+"""How long node 1's links to the others drop LOSS_PERCENT of their packets, each way."""
+LOSS_PERCENT = 20
+WINDOW_S = 10.0
+"""Nodes 2 and 3, whose link is healthy, hand out numbers in every window this long."""
+CLASSIFIED = {
+    name
+    for name, value in vars(autonumber.errors).items()
+    if isinstance(value, type) and issubclass(value, autonumber.errors.AutonumberError)
+}
+"""The product's own errors: what a caller may get, never a driver's."""
+
+
+def test_lossy_links_keep_numbers_unique_and_starve_no_healthy_node(
+    netns: Cluster, tmp_path: Path, workers: list[subprocess.Popen[str]]
+) -> None:
+    load = Load(netns, tmp_path, workers)
+    load.progress_after((1, 2, 3), time.time(), "every node hands out numbers before the loss")
+    galera_cluster.lossy(1, LOSS_PERCENT)
+    start = time.time()
+    time.sleep(LOSS_S)  # the loss lasts a while under load (the scenario, not a wait)
+    end = time.time()
+    galera_cluster.heal()
+    healed = time.time()
+    _wait(galera_cluster.is_up, "all Synced after the loss")
+    load.progress_after((1, 2, 3), healed, "every node hands out numbers after the loss")
+    history = load.finish()
+    summary = check_history(netns, history)
+    for node in (2, 3):
+        at = start
+        while at + WINDOW_S <= end:
+            served = [c for c in history if c.node == node and c.number and at <= c.at < at + WINDOW_S]
+            assert served, (
+                f"node {node} handed out no number in [{at - start:.0f}, {at - start + WINDOW_S:.0f}) s"
+            )
+            at += WINDOW_S
+    raw = {c.error for c in history if c.error and c.error.split(":", 1)[0] not in CLASSIFIED}
+    assert not raw, f"errors that are not the product's own: {sorted(raw)[:5]}"
+    print(f"lossy n1 ({LOSS_PERCENT}% each way for {LOSS_S:.0f} s): {summary}")

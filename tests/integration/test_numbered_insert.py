@@ -309,6 +309,7 @@ def test_a_group_is_numbered_by_one_statement_contiguous_and_stored_as_returned(
         assert " RETURNING " in insert, seen
         assert insert.count("@autonumber_next - ") == 1, seen  # one expression for the group's rows
         assert "_System_AutoNumberCounter" not in insert, seen  # no row reads the counter row again
+        assert "COMMIT" not in seen, seen  # the text's own COMMIT ends each transaction
 
 
 # ---- SQLite: a record in a caller's transaction -------------------------------------------------

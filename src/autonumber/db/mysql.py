@@ -35,7 +35,14 @@ from .mysql_numbered import (
     numbered_insert_text,
     variables,
 )
-from .mysql_texts import SERVER_STATUS_IN_TRANS, merged, multi_statements, takes_batches
+from .mysql_texts import (
+    SERVER_STATUS_IN_TRANS,
+    TEXT_COMMITTED,
+    merged,
+    multi_statements,
+    no_commit_after_text,
+    takes_batches,
+)
 from .tables import AUTONUMBER_COLUMNS
 
 UNREACHABLE = frozenset({1040, 1053, 2002, 2003, 2006, 2013})
@@ -101,6 +108,9 @@ class MySQLDialect(MySQLFence, Dialect):
             cursor.execute(f"SET time_zone = '+00:00', {MYSQL_VARIABLE} = {int(version)}")
             cursor.close()
             record.info[INFO_KEY] = version
+
+        if statement_batches:
+            no_commit_after_text(engine)
 
         @event.listens_for(engine, "reset")
         def _rollback_if_open(dbapi_connection: Any, _record: Any, state: PoolResetState) -> None:
@@ -333,11 +343,11 @@ class MySQLDialect(MySQLFence, Dialect):
         `statement_batches`) sends all three in one round trip, and no row reads the counter row.
         The text clears @next first, so an UPDATE that matched no row (a missing or full counter)
         inserts nothing. `commit`: the text holds START TRANSACTION before the UPDATE and COMMIT
-        last, the whole transaction in one round trip (SQLAlchemy's COMMIT after it then commits
-        nothing; skipping it bought nothing measurable on the job bench, so it is sent); a failure
-        stops the text before its COMMIT, and the transaction left open is rolled back. Every
-        returned value is checked against the one built here from the UPDATE's value (db/driver.py
-        runs both); with `commit` that check comes after the COMMIT."""
+        last, the whole transaction in one round trip (SQLAlchemy's COMMIT after it is then not
+        sent: `configure_engine`); a failure stops the text before its COMMIT, and the transaction
+        left open is rolled back. Every returned value is checked against the one built here from
+        the UPDATE's value (db/driver.py runs both); with `commit` that check comes after the
+        COMMIT."""
         bump = self._bump_into_variables(conn, counter)
         given = number.given(rows[0])
         insert = numbered_insert_text(conn, table, given, number, len(rows))
@@ -349,6 +359,7 @@ class MySQLDialect(MySQLFence, Dialect):
             text = f"{bump.sql}; {insert}; SELECT {NEXT_VALUE}"
             sql = f"SET {NEXT_VARIABLE} = NULL; START TRANSACTION; {text}; COMMIT"
             _, _, bumped, inserted, last, _ = execute_batch(conn, sql, args)
+            setattr(conn.connection.dbapi_connection, TEXT_COMMITTED, True)
         elif takes_batches(conn):
             sql = f"SET {NEXT_VARIABLE} = NULL; {bump.sql}; {insert}; SELECT {NEXT_VALUE}"
             _, bumped, inserted, last = execute_batch(conn, sql, args)

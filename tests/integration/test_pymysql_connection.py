@@ -1,7 +1,5 @@
-"""The PyMySQL connection of the MySQL-family engines (src/autonumber/db/pymysql_connection.py), on
-the real MariaDB server: its "preferred" TLS context is made once per process and shared by every
-connection of every engine, which still work, while TLS options of the URL's own get a context of
-their own, as PyMySQL makes it; and a server that accepts the connection and then says nothing is
+"""The PyMySQL connection of the MySQL-family engines (src/autonumber/db/pymysql_connection.py): it
+works on the real MariaDB server, and a server that accepts the connection and then says nothing is
 an error after `connect_timeout`, never a caller held forever."""
 
 from __future__ import annotations
@@ -12,7 +10,6 @@ import threading
 import time
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Any
 
 import pytest
 import sqlalchemy as sa
@@ -46,36 +43,14 @@ pytestmark = pytest.mark.parametrize(
 )
 
 
-def _driver(conn: sa.Connection) -> Any:
-    return conn.connection.dbapi_connection
-
-
-def test_connections_of_every_engine_share_one_context_and_work(db_url: str) -> None:
-    engines = [create_engine(db_url), create_engine(db_url)]
+def test_connections_are_bounded_ones_and_work(db_url: str) -> None:
+    engine = create_engine(db_url)
     try:
-        with engines[0].connect() as a, engines[0].connect() as b, engines[1].connect() as c:
-            drivers = [_driver(a), _driver(b), _driver(c)]
-            assert all(isinstance(d, BoundedConnection) for d in drivers)
-            assert drivers[0].ctx is drivers[1].ctx is drivers[2].ctx
-            assert [conn.execute(sa.text("SELECT 1")).scalar_one() for conn in (a, b, c)] == [1, 1, 1]
+        with engine.connect() as conn:
+            assert isinstance(conn.connection.dbapi_connection, BoundedConnection)
+            assert conn.execute(sa.text("SELECT 1")).scalar_one() == 1
     finally:
-        for engine in engines:
-            engine.dispose()
-
-
-def test_tls_options_of_the_urls_own_get_their_own_context(db_url: str) -> None:
-    url = sa.make_url(db_url)
-    params: dict[str, Any] = {
-        "host": url.host,
-        "port": url.port or 3306,
-        "user": url.username,
-        "defer_connect": True,
-    }
-    preferred = [BoundedConnection(**params) for _ in range(2)]
-    assert preferred[0].ctx is preferred[1].ctx
-    own = BoundedConnection(**params, ssl_verify_cert=True)
-    assert own.ctx is not preferred[0].ctx
-    assert own._ssl_required  # PyMySQL's own handling: TLS asked for is TLS required
+        engine.dispose()
 
 
 def test_a_server_that_accepts_and_says_nothing_is_an_error_after_connect_timeout(db_url: str) -> None:

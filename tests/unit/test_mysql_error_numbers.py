@@ -52,3 +52,14 @@ def test_an_error_without_a_number_is_neither() -> None:
     exc = sa.exc.DBAPIError("SELECT 1", {}, Exception("no number"))
     assert mysql_errno(exc) is None
     assert not MySQLDialect().is_retryable(exc)
+
+
+@pytest.mark.parametrize("errno", [1710, 1711])
+def test_a_broken_table_cache_copy_is_the_database_unavailable(errno: int) -> None:
+    """MariaDB's broken copy of a table with triggers (a session killed while opening it): every
+    statement handed it fails until FLUSH TABLES; classified, so the caller gets DatabaseUnavailable
+    naming it, never the driver's error."""
+    exc = _error(errno, "HY000", pymysql.err.InternalError)
+    assert MySQLDialect().is_unavailable(exc)
+    assert not MySQLDialect().is_retryable(exc)
+    assert not MySQLDialect().is_unavailable(_error(1146, "42S02", pymysql.err.ProgrammingError))

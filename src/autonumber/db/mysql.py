@@ -47,6 +47,8 @@ from .tables import AUTONUMBER_COLUMNS
 
 UNREACHABLE = frozenset({1040, 1053, 2002, 2003, 2006, 2013})
 """Too many connections, shutting down, cannot connect (socket, TCP), gone away, lost."""
+BROKEN_TABLE_COPY = frozenset({1710, 1711})
+"""ER_ERROR_IN_TRIGGER_BODY, ER_ERROR_IN_UNKNOWN_TRIGGER_BODY."""
 RETRYABLE = {1213, 1205, 1020, 1180, 1181, 1305, 9007, 8002, 8022}
 """Deadlock / Galera certification failure (1213), lock wait timeout (1205), record changed (1020),
 commit/rollback failures (1180/1181), a savepoint the server dropped when a deadlock rolled the whole
@@ -529,6 +531,13 @@ class MySQLDialect(MySQLFence, Dialect):
 
     def is_unreachable(self, exc: BaseException) -> bool:
         return mysql_errno(exc) in UNREACHABLE
+
+    def is_unavailable(self, exc: BaseException) -> bool:
+        """Also MariaDB's broken table-cache copy of a table with triggers (1710/1711, "… has an
+        error in its body"), which a session killed while opening it can leave: every statement
+        handed that copy fails, nothing is written, and it lasts until FLUSH TABLES (docs/engine.md,
+        "Killed sessions")."""
+        return super().is_unavailable(exc) or mysql_errno(exc) in BROKEN_TABLE_COPY
 
 
 def mysql_errno(exc: BaseException) -> int | None:

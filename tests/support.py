@@ -22,6 +22,26 @@ CASE = "Case.CaseNumber"
 _TRAILING_DIGITS = re.compile(r"(\d+)$")
 
 
+def cli_commands() -> list[tuple[list[str], Any]]:
+    """Every command under `autonumber` (groups and leaves, the root first) with its path; the
+    groups the CLI builds lazily are built here."""
+    import typer
+
+    from autonumber.cli.app import app
+
+    found: list[tuple[list[str], Any]] = []
+
+    def walk(cmd: Any, path: list[str]) -> None:
+        found.append((path, cmd))
+        if hasattr(cmd, "commands"):  # a Click group
+            ctx = typer.Context(cmd)
+            for name in sorted(cmd.list_commands(ctx)):
+                walk(cmd.get_command(ctx, name), [*path, name])
+
+    walk(typer.main.get_command(app), [])
+    return found
+
+
 def run_cli(argv: list[str], capsys: pytest.CaptureFixture[str]) -> tuple[int, str]:
     """Run the `autonumber` CLI in-process; return its exit code and everything it printed."""
     from autonumber.cli import main

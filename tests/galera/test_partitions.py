@@ -103,6 +103,15 @@ class Load:
         """Wait until a caller on each of `nodes` got a number stamped after `since`."""
         _wait(lambda: all(self.last_number_at(n) > since for n in nodes), what)
 
+    def heal_and_finish(self, nodes: tuple[int, ...], what: str) -> tuple[float, list[Call]]:
+        """Heal every link, wait until all nodes are Synced and a caller on each of `nodes` got a
+        number after the heal, then stop the callers: the heal's time and the history."""
+        galera_cluster.heal()
+        healed = time.time()
+        _wait(galera_cluster.is_up, f"all Synced after {what}")
+        self.progress_after(nodes, healed, f"nodes {nodes} hand out numbers again after {what}")
+        return healed, self.finish()
+
     def finish(self) -> list[Call]:
         self.stop.touch()
         history: list[Call] = []
@@ -174,11 +183,7 @@ def test_isolated_node_refuses_majority_goes_on_then_it_rejoins(
     load.progress_after((1, 2), out, "the majority hands out numbers after the cut")
     time.sleep(HOLD_S)  # the partition lasts a while under load (the scenario, not a wait)
     end = time.time()
-    galera_cluster.heal()
-    healed = time.time()
-    _wait(galera_cluster.is_up, "node 3 rejoined (all Synced, size 3)")
-    load.progress_after((3,), healed, "node 3 hands out numbers again after the heal")
-    history = load.finish()
+    healed, history = load.heal_and_finish((3,), "node 3's isolation")
     summary = check_history(netns, history)
     detected = first_error_after(history, 3, cut)
     assert detected <= DETECT_BOUND_S, f"node 3's first error came {detected:.1f} s after the cut"
@@ -202,11 +207,7 @@ def test_split_three_ways_every_node_refuses_then_all_serve(
     split = time.time()
     time.sleep(HOLD_S)  # the split lasts a while under load (the scenario, not a wait)
     end = time.time()
-    galera_cluster.heal()
-    healed = time.time()
-    _wait(galera_cluster.is_up, "the three nodes re-formed the primary component")
-    load.progress_after((1, 2, 3), healed, "every node hands out numbers again after the heal")
-    history = load.finish()
+    healed, history = load.heal_and_finish((1, 2, 3), "the three-way split")
     summary = check_history(netns, history)
     refused_between(history, (1, 2, 3), split, end)
     for node in galera_cluster.NODES:
@@ -237,10 +238,7 @@ def test_flapping_link_keeps_every_number_unique_and_stored(
         galera_cluster.heal()
         time.sleep(rng.uniform(1.0, 3.0))
         flaps += 1
-    healed = time.time()
-    _wait(galera_cluster.is_up, "all Synced after the flapping")
-    load.progress_after((1, 2, 3), healed, "every node hands out numbers after the flapping")
-    history = load.finish()
+    _, history = load.heal_and_finish((1, 2, 3), "the flapping")
     summary = check_history(netns, history)
     print(f"flapping n1<->n2 ({flaps} flaps in {FLAP_S:.0f} s): {summary}")
 
@@ -267,11 +265,7 @@ def test_lossy_links_keep_numbers_unique_and_starve_no_healthy_node(
     start = time.time()
     time.sleep(LOSS_S)  # the loss lasts a while under load (the scenario, not a wait)
     end = time.time()
-    galera_cluster.heal()
-    healed = time.time()
-    _wait(galera_cluster.is_up, "all Synced after the loss")
-    load.progress_after((1, 2, 3), healed, "every node hands out numbers after the loss")
-    history = load.finish()
+    _, history = load.heal_and_finish((1, 2, 3), "the loss")
     summary = check_history(netns, history)
     for node in (2, 3):
         at = start

@@ -4,13 +4,12 @@ type, and shows a runnable example."""
 from __future__ import annotations
 
 import re
-from typing import Any
 
 import pytest
-import typer
 from typer.testing import CliRunner
 
 from autonumber.cli.app import app
+from support import cli_commands
 
 TYPE_NAMES = re.compile(
     r"<(?:str|int|float|bool|Path|path|file|datetime|list\[|tuple)[^>]*>|Optional|NoneType"
@@ -20,18 +19,7 @@ TYPE_NAMES = re.compile(
 
 def command_paths() -> list[tuple[list[str], bool]]:
     """Every command path under `autonumber`, and whether it is a group."""
-    found: list[tuple[list[str], bool]] = []
-
-    def walk(cmd: Any, path: list[str]) -> None:
-        group = hasattr(cmd, "commands")  # Typer's own Click group
-        found.append((path, group))
-        if group:
-            ctx = typer.Context(cmd)
-            for name in sorted(cmd.list_commands(ctx)):  # the groups a lazy group builds when asked
-                walk(cmd.get_command(ctx, name), [*path, name])
-
-    walk(typer.main.get_command(app), [])
-    return found
+    return [(path, hasattr(cmd, "commands")) for path, cmd in cli_commands()]
 
 
 PATHS = command_paths()

@@ -4,39 +4,14 @@ an error after `connect_timeout`, never a caller held forever."""
 
 from __future__ import annotations
 
-import contextlib
-import socket
-import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 
 import pytest
 import sqlalchemy as sa
+from fault_proxy import fault_proxy
 
 from autonumber.db import create_engine
 from autonumber.db.pymysql_connection import BoundedConnection
-
-
-@contextmanager
-def silent_server() -> Iterator[int]:
-    """A port on loopback that accepts every connection and never sends a byte."""
-    listener = socket.create_server(("127.0.0.1", 0))
-    held: list[socket.socket] = []
-
-    def accept() -> None:
-        with contextlib.suppress(OSError):  # the listener closed
-            while True:
-                held.append(listener.accept()[0])
-
-    threading.Thread(target=accept, daemon=True).start()
-    try:
-        yield listener.getsockname()[1]
-    finally:
-        listener.close()
-        for conn in held:
-            conn.close()
-
 
 pytestmark = pytest.mark.parametrize(
     "db_url", [pytest.param("mysql", id="mysql", marks=pytest.mark.mysql)], indirect=True
@@ -54,8 +29,9 @@ def test_connections_are_bounded_ones_and_work(db_url: str) -> None:
 
 
 def test_a_server_that_accepts_and_says_nothing_is_an_error_after_connect_timeout(db_url: str) -> None:
-    with silent_server() as port:
-        url = sa.make_url(db_url).set(host="127.0.0.1", port=port).update_query_dict({"connect_timeout": "1"})
+    with fault_proxy(db_url) as proxy:
+        proxy.stall()  # accepts the connection, then never a byte
+        url = sa.make_url(proxy.url(db_url)).update_query_dict({"connect_timeout": "1"})
         engine = create_engine(url, pool_pre_ping=False)
         started = time.monotonic()
         try:

@@ -132,12 +132,12 @@ def start_server(
     os.environ[MAX_CONNECTIONS_ENV] = str(budget)
     # sessions and CSRF tokens must verify on whichever worker answers
     os.environ.setdefault(SECRET_ENV, secrets.token_hex(32))
-    metrics_dir = _metrics_dir() if workers > 1 else None
     from autonumber.web.server import NoDelayHTTP, app_from_env
 
     app = app_from_env() if workers == 1 else None  # opens the database now: a bad URL fails here
     if app is None:
         _check_database(db)
+    metrics_dir = _metrics_dir() if workers > 1 else None  # after the checks: a refusal leaves none
     _warn_if_exposed(host)
     token = os.environ.get(ENV)
     shown = f"[{host}]" if ":" in host else host

@@ -11,6 +11,9 @@ Contestants, each storing one `Case`-like row per call:
 - `peer:native-insert` — one transaction per record on a table whose number column is the
   database's own sequence (PostgreSQL BIGSERIAL, MariaDB AUTO_INCREMENT, SQLite rowid), with a pool
   as large as the callers up to PEER_POOL_MAX, opened before the cell;
+- `peer:odoo-sequence` — how Odoo numbers a document: the sequence definition read, the next value
+  of a database sequence, prefix + padded number formatted in Python, the INSERT, in one
+  transaction (bench/odoo_peer.py), pooled like the native peer;
 - `peer:django-sequences` — `get_next_value` and the row INSERT in one `transaction.atomic()`, one
   Django connection per caller up to PEER_POOL_MAX, opened before the cell.
 Work rows hold 2 or 10 ms inside the caller's transaction before COMMIT (a sleep, standing for the
@@ -30,7 +33,7 @@ import sqlalchemy as sa
 import autonumber
 from autonumber.db import create_engine
 
-from . import django_peer
+from . import django_peer, odoo_peer
 from .contestants import Contestant, measure
 from .database import engine_for, stored_numbers, warm
 from .harness import CellResult, Log, Op, flatten, run_cell
@@ -41,6 +44,8 @@ CALLERS = (1, 8, 32, 100)
 WORK_MS = (2.0, 10.0)
 WORK_CALLERS = 8
 """Work rows run at every caller count from this one up (8, 32 and 100 by default)."""
+BUSY_CALLERS, BUSY_WORK_MS = 60, 2.0
+"""One more work row: 60 callers with 2 ms of work each, a busy application's caller transaction."""
 PEER_POOL_MAX = 50
 """The peers' connections: one per caller, at most this many — half of PostgreSQL's default
 `max_connections` (100), which the peers share with every other client of the server."""
@@ -51,6 +56,7 @@ CONTESTANTS = (
     "records.insert (peer's connections)",
     "records.insert (durable reservations)",
     "peer:native-insert",
+    odoo_peer.NAME,
     "peer:django-sequences",
 )
 
@@ -177,6 +183,8 @@ def make(name: str, url: str, backend: str, processes: int = 1) -> Contestant:
         return RecordsJob(url, durable=True)
     if name == "peer:native-insert":
         return NativeInsert(url, pool_max=share)
+    if name == odoo_peer.NAME:
+        return odoo_peer.OdooSequence(url, pool_max=share)
     if name == "peer:django-sequences":  # one Django connection per caller, up to PEER_POOL_MAX
         return django_peer.DjangoSequences(url, f"job_{backend}", sessions=share)
     raise ValueError(name)
@@ -285,6 +293,8 @@ def _plan(name: str, callers: tuple[int, ...]) -> list[tuple[int, float]]:
     work = [(n, w / 1000) for n in callers if n >= WORK_CALLERS for w in WORK_MS] or [
         (max(callers), w / 1000) for w in WORK_MS
     ]
+    if max(callers) > BUSY_CALLERS:
+        work.append((BUSY_CALLERS, BUSY_WORK_MS / 1000))
     plain = [] if name == "records.insert (peer's connections)" else [(n, 0.0) for n in callers]
     return plain + work
 

@@ -81,7 +81,7 @@ def test_bench_command_writes_json_plots_and_docs(tmp_path: Path, capsys: pytest
     assert again == text
     assert again.count("<!-- bench:begin") == 1 and again.count("<!-- bench-cli:begin") == 1
     job = doc["job"]["sqlite"]
-    assert {"records.insert", "peer:native-insert"} <= set(job["cells"])
+    assert {"records.insert", "peer:native-insert", "peer:odoo-sequence"} <= set(job["cells"])
     assert all(row["unique"] and not row["errors"] for rows in job["cells"].values() for row in rows)
     assert all(v["stored_duplicates"] == 0 for v in job["stored"].values())
     assert {(r["label"], r["work_ms"]) for r in job["cells"]["records.insert"]} == {
@@ -188,6 +188,55 @@ def test_the_cell_cpu_bench_counts_the_callers_a_postgresql_reservation_served(d
         with admin.connect() as conn:
             conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{url.database}" WITH (FORCE)'))
         admin.dispose()
+
+
+def test_the_odoo_peer_numbers_each_record_once_in_its_transaction(db_url: str) -> None:
+    """The Odoo-style peer on every backend: prefix + padded value of the database's sequence (SQLite:
+    the definition row's counter), one number per stored row, none twice across threads."""
+    from bench.odoo_peer import PADDING, PREFIX, OdooSequence
+
+    peer = OdooSequence(db_url, pool_max=4)
+    try:
+        op = peer.op_for(4, work=0.001)
+        got: list[object] = []
+        threads = [threading.Thread(target=lambda: got.extend(op() for _ in range(25))) for _ in range(4)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        peer.end_cell()
+        assert len(got) == 100 and len(set(got)) == 100
+        assert all(str(n).startswith(PREFIX) and len(str(n)) == len(PREFIX) + PADDING for n in got)
+        assert peer.verify() == {"stored_rows": 100, "stored_duplicates": 0}
+    finally:
+        peer.close()
+
+
+def test_the_import_bench_times_the_cli_and_the_same_shape_script_as_whole_processes(tmp_path: Path) -> None:
+    """Both contestants write every line once, the script's numbers from its counter row, and the
+    point carries the ratio and the memory difference the goals are read from."""
+    import sqlalchemy as sa
+
+    from bench import bench_import
+
+    url, rows = f"sqlite:///{tmp_path / 'import.db'}", 12_345
+    point = bench_import.bench_backend(url, [rows], tmp_path, floor=False)["points"][0]
+    assert point["import"]["rows"] == point["script"]["rows"] == point["executemany"]["rows"] == rows
+    assert point["vs_script"] == round(point["script"]["seconds"] / point["import"]["seconds"], 2)
+    assert point["rss_over_script_mb"] == round(
+        point["import"]["peak_rss_mb"] - point["script"]["peak_rss_mb"], 1
+    )
+    bench_import._prepare(url)
+    assert bench_import.measure(url, tmp_path / f"cases-{rows}.jsonl", "script")["rows"] == rows
+    engine = sa.create_engine(url)
+    with engine.connect() as conn:
+        numbers = conn.execute(sa.text("SELECT CaseNumber FROM import_script_case")).scalars().all()
+        counter = conn.execute(sa.text("SELECT next_number FROM import_counter")).scalar_one()
+    engine.dispose()
+    assert sorted(numbers) == [f"{n:08d}" for n in range(1, rows + 1)] and counter == rows + 1
+    assert "import ÷ script speed" in bench_import.markdown(
+        [{"backends": [{"backend": "sqlite", "points": [point]}]}]
+    )
 
 
 def test_the_import_bench_takes_a_backend_name_or_a_url_and_refuses_anything_else(

@@ -9,6 +9,11 @@ same run:
 - `galera-1node`: the three-node cluster, every caller on node 1;
 - `galera-3nodes`: the cluster, caller process i on node i (conflicts surface at COMMIT as 1213).
 
+The peer, `peer:native-insert`, runs on the same three targets: the bare INSERT of bench/job.py
+(the row's number from AUTO_INCREMENT, which Galera interleaves across nodes), one transaction per
+row. Spread over three nodes it pays the same certification and the same cores as the product, so
+`combining, blocks:N` spread ÷ the peer spread is the scale-out goal (≥ 1.0×).
+
 Run: .venv/bin/python bench/bench_galera.py [--quick] [--combining-only] [--block N]
 (single server: $AUTONUMBER_GALERA_BENCH_SINGLE_URL; the cluster's network mode and the load average
 before and after are recorded, since the machine is shared: compare ratios within one run)
@@ -28,6 +33,7 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any, cast
@@ -39,8 +45,12 @@ from autonumber.engine import STRATEGIES, Strategy
 RESULTS = Path(__file__).resolve().parent / "results"
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))  # tests/galera_cluster.py drives scripts/galera-cluster.sh
+sys.path.insert(0, str(ROOT))  # run as a script: the peer comes from the bench package
 
 import galera_cluster  # noqa: E402
+from bench import job  # noqa: E402
+
+PEER = "peer:native-insert"
 
 SINGLE_URL = os.environ.get(
     "AUTONUMBER_GALERA_BENCH_SINGLE_URL", "mysql+pymysql://root@127.0.0.1:3306/autonumber_h9"
@@ -52,15 +62,33 @@ QUICK = {"threads": 2, "per_thread": 25}
 
 
 # ------------------------------------------------------------------------------------ caller process
-def _worker(url: str, strategy: Strategy, threads: int, count: int, start_at: float) -> dict[str, Any]:
-    """One caller process: `threads` × `count` inserts; latency of each, errors counted."""
+def _inserter(url: str, strategy: str, threads: int) -> tuple[Callable[[], str], Callable[[], None]]:
+    """One insert of this variant (the product's `records.insert`, or the bare INSERT peer) and
+    how to close what it holds; pools and catalog warm before the clock."""
+    if strategy == PEER:
+        peer = job.NativeInsert(url)
+        op = peer.op_for(threads)
+        op()
+        return lambda: f"{url}#{op()}", peer.close  # AUTO_INCREMENT values are unique per cluster
+
     import autonumber
-    from autonumber.errors import AutonumberError
 
     p = autonumber.connect(
-        url, strategy=strategy, max_retries=RETRIES, pool_size=threads, reservation_pool_size=threads
+        url,
+        strategy=cast(Strategy, strategy),
+        max_retries=RETRIES,
+        pool_size=threads,
+        reservation_pool_size=threads,
     )
-    p.records.insert("Case", {"Subject": "warm-up"})  # pools and catalog warm before the clock
+    p.records.insert("Case", {"Subject": "warm-up"})
+    return lambda: str(p.records.insert("Case", {"Subject": "bench"})["CaseNumber"]), p.close
+
+
+def _worker(url: str, strategy: str, threads: int, count: int, start_at: float) -> dict[str, Any]:
+    """One caller process: `threads` × `count` inserts; latency of each, errors counted."""
+    from autonumber.errors import AutonumberError
+
+    insert, close = _inserter(url, strategy, threads)
     lat: list[float] = []
     numbers: list[str] = []
     errors: list[str] = []
@@ -73,27 +101,34 @@ def _worker(url: str, strategy: Strategy, threads: int, count: int, start_at: fl
         for _ in range(count):
             t = time.perf_counter()
             try:
-                rec = p.records.insert("Case", {"Subject": "bench"})
+                number = insert()
             except (AutonumberError, sa.exc.DBAPIError) as exc:
                 bad.append(type(exc).__name__)
                 continue
             mine.append(time.perf_counter() - t)
-            got.append(str(rec["CaseNumber"]))
+            got.append(number)
         with lock:
             lat.extend(mine)
             numbers.extend(got)
             errors.extend(bad)
 
     time.sleep(max(0.0, start_at - time.time()))  # every process starts together
-    began = time.time()
+    began, cpu = time.time(), time.process_time()
     pool = [threading.Thread(target=run) for _ in range(threads)]
     for th in pool:
         th.start()
     for th in pool:
         th.join()
-    ended = time.time()
-    p.close()
-    return {"began": began, "ended": ended, "latencies": lat, "numbers": numbers, "errors": errors}
+    ended, cpu = time.time(), time.process_time() - cpu
+    close()
+    return {
+        "began": began,
+        "ended": ended,
+        "cpu_s": cpu,
+        "latencies": lat,
+        "numbers": numbers,
+        "errors": errors,
+    }
 
 
 # ------------------------------------------------------------------------------------ orchestration
@@ -127,7 +162,8 @@ def _prepare(url: str, allocation: str = "single") -> None:
         bootstrap(engine)
     finally:
         engine.dispose()
-    if allocation != "single":
+    job.create_native_table(url)
+    if allocation not in ("single", "-"):
         from autonumber.commands.fields import set_field
         from autonumber.rules import RuleEdit
 
@@ -172,7 +208,7 @@ def _p(sorted_values: list[float], q: float) -> float:
     return sorted_values[min(len(sorted_values) - 1, int(q * len(sorted_values)))]
 
 
-def measure(urls: list[str], strategy: Strategy, threads: int, per_thread: int) -> dict[str, Any]:
+def measure(urls: list[str], strategy: str, threads: int, per_thread: int) -> dict[str, Any]:
     """Run PROCESSES caller processes (process i on urls[i]) and summarise them."""
     start_at = time.time() + 6.0  # room for the processes to import and warm up
     procs = [
@@ -217,13 +253,15 @@ def measure(urls: list[str], strategy: Strategy, threads: int, per_thread: int) 
         "p50_ms": round(_p(lat, 0.50) * 1000, 2),
         "p99_ms": round(_p(lat, 0.99) * 1000, 2),
         "max_ms": round(lat[-1] * 1000, 2) if lat else None,
+        "caller_cpu_s": round(sum(r["cpu_s"] for r in reports), 2),
     }
 
 
-def variants(combining_only: bool, block: int) -> list[tuple[Strategy, str]]:
-    """(strategy, allocation) pairs to measure: every strategy single (or only combining), then blocks."""
-    singles = [s for s in STRATEGIES if s == "combining" or not combining_only]
-    return [(s, "single") for s in singles] + [("combining", f"blocks:{block}")]
+def variants(combining_only: bool, block: int) -> list[tuple[str, str]]:
+    """(strategy, allocation) pairs to measure: every strategy single (or only combining), then
+    blocks, then the bare INSERT peer (allocation "-")."""
+    singles: list[str] = [s for s in STRATEGIES if s == "combining" or not combining_only]
+    return [(s, "single") for s in singles] + [("combining", f"blocks:{block}"), (PEER, "-")]
 
 
 def run(quick: bool, combining_only: bool = False, block: int = 100) -> dict[str, Any]:
@@ -246,10 +284,12 @@ def run(quick: bool, combining_only: bool = False, block: int = 100) -> dict[str
             for target, urls in targets.items():
                 _prepare(urls[0], allocation)
                 watched = nodes if target.startswith("galera") else []
-                before = wsrep_counters(watched)
+                before, cpu = wsrep_counters(watched), galera_cluster.node_cpu_seconds()
                 row = measure(urls, strategy, shape["threads"], shape["per_thread"])
                 if watched:
                     row["wsrep"] = _delta(before, wsrep_counters(watched))
+                    spent = zip(galera_cluster.node_cpu_seconds(), cpu, strict=True)
+                    row["node_cpu_s"] = [round(after - was, 2) for after, was in spent]
                 row["target"] = target
                 row["allocation"] = allocation
                 rows.append(row)
@@ -311,14 +351,60 @@ def table(doc: dict[str, Any]) -> str:
             f"| {c['throughput_per_s'] / a['throughput_per_s']:.2f}× "
             f"| {c['throughput_per_s'] / b['throughput_per_s']:.2f}× | {b['errors']} / {c['errors']} |"
         )
+    peer = by.get((PEER, "-", "galera-3nodes"))
+    blocks = [r for (s, alloc, t), r in by.items() if alloc.startswith("blocks:") and t == "galera-3nodes"]
+    if peer and blocks:
+        ratio = blocks[0]["throughput_per_s"] / peer["throughput_per_s"]
+        verdict = "met" if ratio >= 1.0 else "missed"
+        out.append(
+            f"\nSpread over 3 nodes, combining with {blocks[0]['allocation']} ÷ the bare INSERT: "
+            f"**{ratio:.2f}×** (goal ≥ 1.0×, {verdict})"
+        )
     return "\n".join(out)
+
+
+HOSTS = (3, 5, 7)
+"""Cluster sizes of the scale-out estimate."""
+
+
+def estimate(doc: dict[str, Any], cores: int = 2) -> str:
+    """What N separate hosts of `cores` cores each would give, from the CPU each node spent here.
+
+    From the run with every caller on node 1: `a` = node 1's CPU seconds per number (it executes
+    and certifies), `b` = the other nodes' per number (they apply the writeset). Spread over N
+    hosts each node executes 1/N of the numbers and applies the rest, so a CPU-bound cluster gives
+    T(N) = cores ÷ (a/N + b·(N−1)/N) numbers/s. Assumes callers on hosts of their own, a network
+    that adds latency but no CPU, no flow control and no certification conflicts (true with blocks,
+    and for the bare INSERT)."""
+    by = {(r["strategy"], r.get("allocation", "single"), r["target"]): r for r in doc["rows"]}
+    hosts = " | ".join(f"{n} hosts" for n in HOSTS)
+    lines = [
+        f"| variant | node 1 CPU ms per number (a) | other nodes' (b) | {hosts} |",
+        "|---|---:|---:|" + "---:|" * len(HOSTS),
+    ]
+    for (strategy, alloc, target), row in by.items():
+        if target != "galera-1node" or "node_cpu_s" not in row or not row["numbers"]:
+            continue
+        if alloc == "single" and strategy != PEER:
+            continue  # single allocation conflicts on the counter row: CPU is not its limit
+        cpu = row["node_cpu_s"]
+        a, b = cpu[0] / row["numbers"], sum(cpu[1:]) / len(cpu[1:]) / row["numbers"]
+        if a <= 0 or b <= 0:
+            continue
+        per_n = [cores / (a / n + b * (n - 1) / n) for n in HOSTS]
+        lines.append(
+            f"| {strategy}, {alloc} | {a * 1000:.3f} | {b * 1000:.3f} | "
+            + " | ".join(f"{t:,.0f}/s" for t in per_n)
+            + " |"
+        )
+    return "\n".join(lines)
 
 
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] == "_worker":
         url, strategy, threads, count, start_at = args[1:6]
-        report = _worker(url, cast(Strategy, strategy), int(threads), int(count), float(start_at))
+        report = _worker(url, strategy, int(threads), int(count), float(start_at))
         json.dump(report, sys.stdout)
         return 0
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
@@ -328,6 +414,8 @@ def main(argv: list[str] | None = None) -> int:
     opts = parser.parse_args(args)
     doc = run(opts.quick, opts.combining_only, opts.block)
     print(table(doc))
+    print()
+    print(estimate(doc))
     print(f"\nwritten to {doc['path']}")
     return 0
 

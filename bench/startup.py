@@ -1,7 +1,9 @@
 """CLI start-up: the wall time of short `autonumber` commands, each run as a fresh process.
 
 Every command runs once to warm the OS file cache (not counted), then RUNS times; the best and the
-median wall times are kept. The target is a median of at most TARGET_SECONDS.
+median wall times are kept. The target is a median of at most TARGET_SECONDS for commands that need
+no database, DB_TARGET_SECONDS for one that reads a small SQLite database (made before the clock by
+`autonumber db init` in the command's empty directory).
 """
 
 from __future__ import annotations
@@ -21,12 +23,16 @@ from .harness import Log
 RUNS = 9
 TARGET_SECONDS = 0.15
 """Commands that need no database: Python alone starts in about 0.015 s here, Typer in 0.08 s."""
-COMMANDS: tuple[tuple[str, ...], ...] = (
-    ("--help",),
-    ("--version",),
-    ("format", "check", "{YYYY}-{0000}"),
-    ("format", "preview", "{YYYY}-{0000}", "--counter", "42"),
-    ("field", "show", "--help"),
+DB_TARGET_SECONDS = 0.5
+"""A command that reads the database: SQLAlchemy, the driver and the catalog come in too."""
+DB = "sqlite:///startup.db"
+COMMANDS: tuple[tuple[tuple[str, ...], float], ...] = (
+    (("--help",), TARGET_SECONDS),
+    (("--version",), TARGET_SECONDS),
+    (("format", "check", "{YYYY}-{0000}"), TARGET_SECONDS),
+    (("format", "preview", "{YYYY}-{0000}", "--counter", "42"), TARGET_SECONDS),
+    (("field", "show", "--help"), TARGET_SECONDS),
+    (("field", "list", "--db", DB), DB_TARGET_SECONDS),
 )
 
 
@@ -47,9 +53,16 @@ def _wall_time(command: Sequence[str], cwd: str) -> tuple[float, int]:
     return time.perf_counter() - started, done.returncode
 
 
-def time_command(program: str, args: Sequence[str], runs: int = RUNS) -> dict[str, Any]:
-    """One warm-up run, then `runs` timed runs of `program args` in an empty directory."""
+def time_command(
+    program: str, args: Sequence[str], runs: int = RUNS, target: float = TARGET_SECONDS
+) -> dict[str, Any]:
+    """One warm-up run, then `runs` timed runs of `program args` in an empty directory (holding
+    the bootstrapped SQLite database DB when the command names it)."""
     with tempfile.TemporaryDirectory(prefix="autonumber-bench-cli-") as cwd:
+        if DB in args:
+            subprocess.run(
+                [program, "db", "init", "--db", DB], cwd=cwd, capture_output=True, timeout=120, check=True
+            )
         _wall_time([program, *args], cwd)
         timed = [_wall_time([program, *args], cwd) for _ in range(runs)]
     seconds = [s for s, _ in timed]
@@ -60,6 +73,7 @@ def time_command(program: str, args: Sequence[str], runs: int = RUNS) -> dict[st
         "best_s": round(min(seconds), 3),
         "median_s": round(statistics.median(seconds), 3),
         "seconds": [round(s, 3) for s in seconds],
+        "target_s": target,
         "errors": len(failed),
         "first_error": f"exit code {failed[0]}" if failed else None,
     }
@@ -71,16 +85,21 @@ def run_startup(runs: int = RUNS, log: Log = print) -> dict[str, Any]:
     if program is None:
         return {"skipped": "the `autonumber` console script is not installed (pip install -e .)"}
     rows = []
-    for args in COMMANDS:
-        row = time_command(program, args, runs)
+    for args, target in COMMANDS:
+        row = time_command(program, args, runs, target)
         rows.append(row)
         log(
             f"  CLI start-up {row['command']:<40} best {row['best_s']:.3f} s  "
             f"median {row['median_s']:.3f} s" + (f"  errors={row['errors']}" if row["errors"] else "")
         )
-    return {"program": program, "runs": runs, "target_s": TARGET_SECONDS, "rows": rows}
+    return {"program": program, "runs": runs, "rows": rows}
+
+
+def target_of(row: Mapping[str, Any]) -> float:
+    """The row's own target (results written before rows carried one: the no-database target)."""
+    return float(row.get("target_s", TARGET_SECONDS))
 
 
 def meets_target(row: Mapping[str, Any]) -> bool:
-    """Every run succeeded and the median start-up is within the target."""
-    return float(row["median_s"]) <= TARGET_SECONDS and not row["errors"]
+    """Every run succeeded and the median start-up is within the row's target."""
+    return float(row["median_s"]) <= target_of(row) and not row["errors"]

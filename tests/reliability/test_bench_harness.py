@@ -92,7 +92,7 @@ def test_bench_command_writes_json_plots_and_docs(tmp_path: Path, capsys: pytest
     }
     assert "<!-- bench-job:end -->" in text and "records.insert" in text
     startup = doc["cli"]["rows"]
-    assert [r["command"] for r in startup] == [label(args) for args in COMMANDS]
+    assert [r["command"] for r in startup] == [label(args) for args, _ in COMMANDS]
     assert startup[0]["command"] == "autonumber --help"
     assert all(r["errors"] == 0 and 0 < r["best_s"] <= r["median_s"] for r in startup)
     targets = {t["target"] for t in doc["cli_targets"]}

@@ -11,7 +11,8 @@
 #   scripts/galera-cluster.sh cut A B [DIR]  drop every packet between nodes A and B (both ways)
 #   scripts/galera-cluster.sh isolate N [DIR] cut node N from both others
 #   scripts/galera-cluster.sh lossy N PCT [DIR]  drop PCT% of the packets between N and the others
-#   scripts/galera-cluster.sh heal   [DIR]   remove every cut and every loss
+#   scripts/galera-cluster.sh slow N MS [DIR]    delay every byte between N and the others MS ms each way
+#   scripts/galera-cluster.sh heal   [DIR]   remove every cut, every loss and every delay
 #
 # DIR defaults to $AUTONUMBER_GALERA_DIR or /tmp/autonumber-galera (it must be reachable by the
 # `mysql` user, so not under /root). The wait timeout is $GALERA_TIMEOUT seconds (default 120).
@@ -27,7 +28,9 @@
 #   communication 4567, IST 4568, SST 4444). <T> (20..219) is derived from DIR, so clusters in other
 #   directories get other names and subnets. Links between nodes can be cut (blackhole routes inside
 #   the nodes' namespaces), made lossy (an iptables `statistic` match in the nodes' namespaces, on
-#   what they send each other: netem is missing from some kernels) and healed; the clients' link to
+#   what they send each other: netem is missing from some kernels), slowed (the nodes' group
+#   communication connections REDIRECTed through scripts/delay_proxy.py, a user-space TCP proxy in
+#   each namespace that releases every byte MS ms after it arrived) and healed; the clients' link to
 #   every node stays up. Nothing outside
 #   the namespaces and the bridge is touched; `down` deletes them.
 #
@@ -55,6 +58,7 @@ shift
 NODE=""
 NODE2=""
 LOSS=""
+DELAY=""
 case "$CMD" in
     kill|start|isolate)
         NODE="${1:-}"
@@ -75,9 +79,16 @@ case "$CMD" in
         [[ "$LOSS" =~ ^[0-9]{1,2}$ ]] || die "lossy needs a loss in percent, 1-99, got '$LOSS'"
         shift 2
         ;;
+    slow)
+        NODE="${1:-}"
+        DELAY="${2:-}"
+        [[ "$NODE" =~ ^[123]$ ]] || die "slow needs a node number 1, 2 or 3"
+        [[ "$DELAY" =~ ^[0-9]{1,4}$ && "$DELAY" -gt 0 ]] || die "slow needs a delay in ms, 1-9999, got '$DELAY'"
+        shift 2
+        ;;
     up|down|status|env|heal) ;;
     -h|--help|help) usage ;;
-    *) die "unknown command '$CMD' (up|down|status|env|kill N|start N|cut A B|isolate N|lossy N PCT|heal)" ;;
+    *) die "unknown command '$CMD' (up|down|status|env|kill N|start N|cut A B|isolate N|lossy N PCT|slow N MS|heal)" ;;
 esac
 DIR="${1:-${AUTONUMBER_GALERA_DIR:-/tmp/autonumber-galera}}"
 DIR="$(realpath -m -- "$DIR")"
@@ -455,17 +466,71 @@ cmd_lossy() {
     log "n$NODE's links to the other nodes: $LOSS% of the packets dropped each way"
 }
 
+PROXY_PORT=14567
+proxy_pidfile() { echo "$DIR/n$1/run/delay-proxy.pid"; }
+
+# Node `from`'s new group-communication connections to `to` go through its namespace's proxy.
+# Only mariadbd's (user mysql): the proxy, as root, connects to the real address.
+redirect_to_proxy() { # from to
+    ip netns exec "$(ns "$1")" iptables -t nat -A OUTPUT -p tcp -d "$NET.$2/32" --dport "$(gcomm_port "$2")" \
+        -m owner --uid-owner mysql -j REDIRECT --to-ports "$PROXY_PORT"
+}
+
+start_proxy() { # node: a delay proxy in its namespace (its command line names the node's directory,
+    # so `down` reaps it with the rest)
+    local n=$1 f i
+    f="$(proxy_pidfile "$n")"
+    [[ -r "$f" ]] && kill -0 "$(cat "$f")" 2>/dev/null && return 0
+    rm -f "$f"
+    ip netns exec "$(ns "$n")" setsid "${PYTHON:-python3}" "$(dirname "$(realpath "$0")")/delay_proxy.py" \
+        --port "$PROXY_PORT" --delay-ms "$DELAY" --pidfile "$f" </dev/null >>"$(ndir "$n")/delay-proxy.log" 2>&1 &
+    for ((i = 0; i < 50; i++)); do
+        [[ -s "$f" ]] && return 0
+        sleep 0.1
+    done
+    die "the delay proxy of n$n did not start: $(tail -n3 "$(ndir "$n")/delay-proxy.log")"
+}
+
+stop_proxies() {
+    local n f
+    for n in "${NODES[@]}"; do
+        f="$(proxy_pidfile "$n")"
+        [[ -r "$f" ]] && stop_pid "$(cat "$f")" "delay proxy of n$n"
+        rm -f "$f"
+    done
+}
+
+cmd_slow() {
+    local other n
+    need_netns
+    command -v iptables >/dev/null || die "slow needs iptables (apt-get install iptables)"
+    for n in "${NODES[@]}"; do start_proxy "$n"; done
+    for other in "${NODES[@]}"; do
+        [[ "$other" == "$NODE" ]] && continue
+        redirect_to_proxy "$NODE" "$other"
+        redirect_to_proxy "$other" "$NODE"
+    done
+    # NAT applies to new connections only: end node N's established ones so that they reconnect
+    # through the proxies.
+    ip netns exec "$(ns "$NODE")" ss -K "( sport = :$(gcomm_port "$NODE") or dport = :$(gcomm_port "$NODE") )" >/dev/null
+    log "n$NODE's links to the other nodes: every byte delayed ${DELAY} ms each way"
+}
+
 cmd_heal() {
     local n route
     need_netns
     for n in "${NODES[@]}"; do
-        if command -v iptables >/dev/null; then ip netns exec "$(ns "$n")" iptables -F OUTPUT; fi
+        if command -v iptables >/dev/null; then
+            ip netns exec "$(ns "$n")" iptables -F OUTPUT
+            ip netns exec "$(ns "$n")" iptables -t nat -F OUTPUT
+        fi
         while read -r route; do
             # shellcheck disable=SC2086 # "blackhole ADDR": two words on purpose
             [[ -n "$route" ]] && ip -n "$(ns "$n")" route del $route
         done < <(ip -n "$(ns "$n")" route show type blackhole | awk '{print $1, $2}')
     done
-    log "healed: no cut, no loss"
+    stop_proxies # their connections end; the nodes reconnect directly
+    log "healed: no cut, no loss, no delay"
 }
 
 cmd_status() {
@@ -616,5 +681,6 @@ case "$CMD" in
     cut) cmd_cut ;;
     isolate) cmd_isolate ;;
     lossy) cmd_lossy ;;
+    slow) cmd_slow ;;
     heal) cmd_heal ;;
 esac

@@ -82,8 +82,14 @@ def lossy(i: int, percent: int) -> None:
     _run("lossy", str(i), str(int(percent)), timeout=60.0)
 
 
+def slow(i: int, ms: int) -> None:
+    """Delay every byte between node i and the others `ms` ms each way (netns mode, a proxy)."""
+    _check_node(i)
+    _run("slow", str(i), str(int(ms)), timeout=60.0)
+
+
 def heal() -> None:
-    """Remove every cut and every loss (netns mode)."""
+    """Remove every cut, every loss and every delay (netns mode)."""
     _run("heal", timeout=60.0)
 
 
@@ -117,6 +123,23 @@ def status() -> str:
     """The script's status report (one line per node), whatever the cluster's state."""
     proc = _exec("status", timeout=60.0)
     return proc.stdout
+
+
+def node_cpu_seconds() -> list[float]:
+    """CPU seconds (user + system) each node's mariadbd has used since it started, node 1 first:
+    the bench's per-node cost of a number (read from /proc; 0.0 for a node that is down)."""
+    folder = Path(os.environ.get("AUTONUMBER_GALERA_DIR", "/tmp/autonumber-galera"))
+    tick = os.sysconf("SC_CLK_TCK")
+    out = []
+    for i in NODES:
+        try:
+            pid = (folder / f"n{i}" / "run" / "node.pid").read_text().strip()
+            fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            out.append(0.0)
+            continue
+        out.append((int(fields[11]) + int(fields[12])) / tick)  # utime, stime (fields 14, 15)
+    return out
 
 
 def _check_node(i: int) -> None:

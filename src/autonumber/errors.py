@@ -284,6 +284,22 @@ class TransactionConflict(AutonumberError):
         )
 
 
+class WriteConflict(AutonumberError):
+    """A write in the engine's own transaction lost a race the database settles by refusing one
+    side (a deadlock, a serialization failure, a Galera certification failure) and was rolled back,
+    numbers included. `records.insert` retries it under the retry policy first (docs/engine.md,
+    "Retry policy"); this is what is left when that runs out, or what a one-transaction import
+    gets at once."""
+
+    def __init__(self, object_name: str, cause: BaseException) -> None:
+        self.object_name = object_name
+        first = (str(getattr(cause, "orig", None) or cause).splitlines() or [""])[0][:200]
+        super().__init__(
+            f"writing {object_name} records lost a race with other writers ({type(cause).__name__}: "
+            f"{first}); nothing of it was stored and the call is safe to retry"
+        )
+
+
 class CommitOutcomeUnknown(AutonumberError):
     """The connection failed during COMMIT: the records may or may not be stored. Look them up by Id
     (or retry with the same idempotency key) before inserting again."""

@@ -47,6 +47,7 @@ STATUS: list[tuple[type[e.AutonumberError], int]] = [
     (e.DatabaseUnavailable, 503),
     (e.ConnectionBudgetExhausted, 503),
     (e.ReservationFailed, 503),
+    (e.WriteConflict, 503),
     (e.LockTimeout, 503),
     (e.CounterMissing, 500),
 ]

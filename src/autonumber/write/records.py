@@ -25,6 +25,7 @@ from ..errors import (
     RecordError,
     RecordNotFound,
     ReservationFailed,
+    WriteConflict,
 )
 from ..events import EventBus, RecordBeforeCreate
 from . import idempotency
@@ -396,7 +397,7 @@ class Records(RecordReads):
 
     def _lost_races(self, exc: BaseException) -> bool:
         """`_write_own` gave up on lost races (its retry budget and window are spent)."""
-        return isinstance(exc, ReservationFailed) or (
+        return isinstance(exc, (ReservationFailed, WriteConflict)) or (
             isinstance(exc, sa.exc.DBAPIError) and self.engine.dialect.is_retryable(exc)
         )
 

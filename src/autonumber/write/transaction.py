@@ -1,8 +1,8 @@
 """The connection a read or a write runs in, and what its failure means. Reading, a lost connection
 is DatabaseUnavailable. Writing, in the caller's connection or one of ours: a lost connection
 before COMMIT is DatabaseUnavailable, our COMMIT failing is CommitOutcomeUnknown naming the records'
-Ids, a refused writer fence is SchemaUpgradedMeanwhile, a lost race in the caller's transaction is
-TransactionConflict."""
+Ids, a refused writer fence is SchemaUpgradedMeanwhile, a lost race is TransactionConflict in the
+caller's transaction and WriteConflict in ours."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ from ..db.fence import declare, raise_if_refused
 from ..db.held import HeldConnection
 from ..db.objects import key_column
 from ..engine import Engine
-from ..errors import CommitOutcomeUnknown, DatabaseUnavailable, TransactionConflict
+from ..errors import CommitOutcomeUnknown, DatabaseUnavailable, TransactionConflict, WriteConflict
 from .rows import first_line
 
 
@@ -77,6 +77,8 @@ def writing(
         )
         if dialect.is_unavailable(exc) and not failed_before:
             raise DatabaseUnavailable(f"writing {object_name} records", exc) from exc
-        if conn is not None and isinstance(exc, sa.exc.DBAPIError) and dialect.is_retryable(exc):
-            raise TransactionConflict(object_name, exc) from exc  # the caller's to run again
+        if isinstance(exc, sa.exc.DBAPIError) and dialect.is_retryable(exc):
+            if conn is not None:
+                raise TransactionConflict(object_name, exc) from exc  # the caller's to run again
+            raise WriteConflict(object_name, exc) from exc  # ours: rolled back, safe to run again
         raise

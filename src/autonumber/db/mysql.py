@@ -568,7 +568,19 @@ def batches_here(conn: Connection) -> bool:
     text (a brute-force abort by another node's writeset, under a 100 ms link between nodes) left
     its caller waiting for the text's next result while the server showed the session idle, for
     seconds. One statement at a time, the lost race comes back at once and is retried."""
-    return takes_batches(conn) and not server_flag(conn.engine, "galera", galera_on, conn)
+    return takes_batches(conn) and not server_flag(conn.engine, "galera", _galera_on_driver, conn)
+
+
+def _galera_on_driver(conn: Connection) -> bool:
+    """`galera_on` through the driver's cursor: asked by `folds_line` on a connection about to
+    BEGIN, where a statement through SQLAlchemy would have begun its transaction already."""
+    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
+    try:
+        cursor.execute("SHOW VARIABLES LIKE 'wsrep_on'")
+        row = cursor.fetchone()
+    finally:
+        cursor.close()
+    return row is not None and str(row[1]).upper() == "ON"
 
 
 def is_galera(engine: Engine) -> bool:

@@ -31,7 +31,7 @@ result); on SQLite, at 1 ms the importing thread waited 0.41-0.51 s in all for 1
 0.23-0.25 s (docs/performance.md)."""
 COLLECT_EVERY_ROWS = 100_000
 """Rows an import writes between two young collections. Each walks the live objects of the batch in
-hand (its 20,000 line labels), about 3 ms, and a plain import makes no cycle for it to free: once
+hand (up to 20,000 line labels), about 3 ms, and a plain import makes no cycle for it to free: once
 per 20,000-row batch it was 4 % of a SQLite import's time."""
 
 

@@ -65,7 +65,7 @@ def insert_many(
         typer.Option(
             "--batch-size", metavar="N", min=1, max=1_000_000, help="Rows per batch (one reservation each)."
         ),
-    ] = 20_000,
+    ] = 5_000,  # write.records.BATCH_SIZE (a test holds them equal): not imported, --help stays light
     commit_every: Annotated[
         int | None,
         typer.Option(

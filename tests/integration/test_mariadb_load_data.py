@@ -15,8 +15,8 @@ import pytest
 import sqlalchemy as sa
 
 from autonumber.db import create_engine, dialect_for, mysql_load
-from autonumber.db.base import forget_server_flag
 from autonumber.db.mysql import MySQLDialect, galera_on, local_infile_on
+from autonumber.db.replies import forget_server_flag
 from autonumber.runtime import Platform
 from support import import_cases, send_batch
 

@@ -16,7 +16,7 @@ from engine_support import traced
 
 import autonumber
 from autonumber.db import create_engine
-from autonumber.db.base import to_utc
+from autonumber.db.replies import to_utc
 from autonumber.db.tables import counter_table
 from autonumber.events import RecordBeforeCreate
 from autonumber.rules.store import RuleSpec, store_rule

@@ -13,8 +13,7 @@ import pytest
 import sqlalchemy as sa
 from sqlalchemy.dialects import sqlite
 
-from autonumber.db.base import by_fields
-from autonumber.db.bulk import bound_columns, bound_tuples, flat_rows, text_datetimes
+from autonumber.db.bulk import bound_columns, bound_tuples, by_fields, flat_rows, text_datetimes
 from autonumber.errors import RecordError
 from autonumber.write.bulk_rows import PairChunks, RowCheck, ordered_ids
 

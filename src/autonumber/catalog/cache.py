@@ -23,8 +23,8 @@ from autonumber.catalog import shared
 from autonumber.catalog.allocation import SINGLE, block_size, check_allocation
 from autonumber.catalog.shared import CounterKeyed, check_name
 from autonumber.catalog.stored import StoredRule
-from autonumber.db.base import UNAVAILABLE
 from autonumber.db.objects import shared_object_table
+from autonumber.db.replies import UNAVAILABLE
 from autonumber.db.tables import system_field, system_object, system_record_type
 from autonumber.db.unique import Target, index_name, missing_unique_indexes
 from autonumber.errors import (

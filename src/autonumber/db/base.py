@@ -7,7 +7,7 @@ import warnings
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from dataclasses import dataclass
-from datetime import UTC, datetime
+from datetime import datetime
 from typing import Any, ClassVar
 
 import sqlalchemy as sa
@@ -16,24 +16,10 @@ from sqlalchemy.engine import Connection, Engine
 from autonumber.errors import ConfigError
 from autonumber.format.model import padded_run
 
-from .bulk import Send, bound_tuples, insert_text, nobody_waits
+from .bulk import Send, bound_tuples, by_fields, insert_text, nobody_waits
 from .driver import kept, plain_insert
 from .fence import is_refusal
-
-
-def to_utc(value: Any) -> datetime:
-    """Turn what a driver returns for a UTC timestamp (naive datetime or text) into an aware UTC one."""
-    if isinstance(value, str):
-        value = datetime.fromisoformat(value)
-    if not isinstance(value, datetime):
-        raise TypeError(f"expected a timestamp from the database clock, got {value!r}")
-    if value.tzinfo is None:
-        return value.replace(tzinfo=UTC)
-    return value.astimezone(UTC)
-
-
-UNAVAILABLE = (sa.exc.OperationalError, sa.exc.InterfaceError, sa.exc.PendingRollbackError)
-"""What a lost, killed or refused connection raises, also on the next statement run on it."""
+from .replies import UNAVAILABLE, to_utc
 
 _BUILT: dict[tuple[Any, ...], sa.Executable] = {}
 """Statements over constant expressions, by dialect and expressions (a fixed, small set)."""
@@ -612,54 +598,3 @@ class TransactionalDDL:
 
 def _returning_ids(table: sa.Table) -> sa.Insert:
     return sa.insert(table).returning(table.c.Id)
-
-
-def by_fields(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, ...], list[Mapping[str, Any]]]:
-    """Rows grouped by the fields they set (callers may set different ones; a missing field takes
-    its column default, so it must not be sent as NULL)."""
-    shapes: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
-    keys: Any = None
-    group: list[Mapping[str, Any]] = []
-    for row in rows:
-        if row.keys() != keys:  # a run of rows with the same fields is sorted once
-            keys = row.keys()
-            group = shapes.setdefault(tuple(sorted(row)), [])
-        group.append(row)
-    return shapes
-
-
-def _orig(exc: BaseException) -> BaseException:
-    return getattr(exc, "orig", None) or exc
-
-
-def driver_code(exc: BaseException) -> Any:
-    """The backend's error code from a DBAPI error (MySQL errno, PostgreSQL SQLSTATE)."""
-    orig = _orig(exc)
-    sqlstate = getattr(orig, "sqlstate", None)
-    if sqlstate:
-        return sqlstate
-    args = getattr(orig, "args", ())
-    return args[0] if args else None
-
-
-_SERVER_FLAGS: dict[tuple[str, str], bool] = {}
-
-
-def forget_server_flag(engine: Engine, key: str, value: bool) -> None:
-    """Correct a probed fact the server has since contradicted (a variable turned off)."""
-    _SERVER_FLAGS[(engine.url.render_as_string(hide_password=False), key)] = value
-
-
-def server_flag(
-    engine: Engine, key: str, probe: Callable[[Connection], bool], conn: Connection | None = None
-) -> bool:
-    """A fact about the server behind `engine` (e.g. "is Galera"), probed once per URL; on `conn`
-    when given (a caller inside a transaction need not wait for a second pooled connection)."""
-    cache_key = (engine.url.render_as_string(hide_password=False), key)
-    if cache_key not in _SERVER_FLAGS:
-        if conn is not None:
-            _SERVER_FLAGS[cache_key] = probe(conn)
-        else:
-            with engine.connect() as own:
-                _SERVER_FLAGS[cache_key] = probe(own)
-    return _SERVER_FLAGS[cache_key]

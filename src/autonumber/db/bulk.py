@@ -145,3 +145,17 @@ def _delimited_column(values: Sequence[Any], text: Callable[[Any], str]) -> Sequ
         if not any(c in joined for c in ("\\", "\t", "\n", "\r", "\x00")):
             return values
     return _processed(values, text)
+
+
+def by_fields(rows: Sequence[Mapping[str, Any]]) -> dict[tuple[str, ...], list[Mapping[str, Any]]]:
+    """Rows grouped by the fields they set (callers may set different ones; a missing field takes
+    its column default, so it must not be sent as NULL)."""
+    shapes: dict[tuple[str, ...], list[Mapping[str, Any]]] = {}
+    keys: Any = None
+    group: list[Mapping[str, Any]] = []
+    for row in rows:
+        if row.keys() != keys:  # a run of rows with the same fields is sorted once
+            keys = row.keys()
+            group = shapes.setdefault(tuple(sorted(row)), [])
+        group.append(row)
+    return shapes

@@ -21,7 +21,7 @@ from sqlalchemy.engine import Engine
 
 from autonumber.errors import LockTimeout
 
-from .base import to_utc
+from .replies import to_utc
 from .tables import lock_table
 
 if TYPE_CHECKING:

@@ -18,8 +18,17 @@ from sqlalchemy.pool import PoolResetState
 from autonumber.errors import LockTimeout
 
 from . import mysql_load, pymysql_connection
-from .base import Counter, Dialect, Numbered, by_fields, forget_server_flag, server_flag, to_utc
-from .bulk import Handed, NotDelimitable, Send, bound_columns, bound_tuples, insert_text, nobody_waits
+from .base import Counter, Dialect, Numbered
+from .bulk import (
+    Handed,
+    NotDelimitable,
+    Send,
+    bound_columns,
+    bound_tuples,
+    by_fields,
+    insert_text,
+    nobody_waits,
+)
 from .driver import DriverStatement, execute, execute_batch, statement
 from .fence import INFO_KEY, MYSQL_VARIABLE, schema_version
 from .fence_sql import MySQLFence
@@ -43,6 +52,7 @@ from .mysql_texts import (
     no_commit_after_text,
     takes_batches,
 )
+from .replies import forget_server_flag, server_flag, to_utc
 from .tables import AUTONUMBER_COLUMNS
 
 UNREACHABLE = frozenset({1040, 1053, 2002, 2003, 2006, 2013})

@@ -16,24 +16,15 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import LockTimeout
 
-from .base import (
-    Counter,
-    Dialect,
-    Numbered,
-    TransactionalDDL,
-    by_fields,
-    driver_code,
-    lock_key,
-    server_flag,
-    to_utc,
-)
-from .bulk import Handed, NotDelimitable, Send, delimited, row_columns, text_datetimes
+from .base import Counter, Dialect, Numbered, TransactionalDDL, lock_key
+from .bulk import Handed, NotDelimitable, Send, by_fields, delimited, row_columns, text_datetimes
 from .driver import plain_insert, statement
 from .fence import INFO_KEY, PG_SETTING, schema_version
 from .fence_sql import PostgreSQLFence
 from .guard import MESSAGE, TRIGGER
 from .guard import PG_SETTING as GUARD_SETTING
 from .lease import lease_lock
+from .replies import driver_code, server_flag, to_utc
 from .tables import AUTONUMBER_COLUMNS, counter_table
 
 UNREACHABLE = frozenset({"08001", "08006", "53300", "57P01", "57P03"})

@@ -16,12 +16,13 @@ from sqlalchemy.engine import Connection, Engine
 
 from autonumber.errors import ConfigError, SetupError
 
-from .base import Counter, Dialect, Numbered, TransactionalDDL, by_fields, to_utc
-from .bulk import Handed, Send, bound_columns, bound_tuples, flat_rows, insert_text
+from .base import Counter, Dialect, Numbered, TransactionalDDL
+from .bulk import Handed, Send, bound_columns, bound_tuples, by_fields, flat_rows, insert_text
 from .driver import execute_rows, kept, statement
 from .fence import INFO_KEY, schema_version
 from .fence_sql import SQLiteFence, sqlite_declare
 from .lease import lease_lock
+from .replies import to_utc
 from .url import mask
 
 BUSY_TIMEOUT_MS = 30_000

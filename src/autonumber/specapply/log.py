@@ -14,7 +14,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Engine
 
 from autonumber.db import dialect_for
-from autonumber.db.base import to_utc
+from autonumber.db.replies import to_utc
 from autonumber.db.schema import table_names
 from autonumber.db.tables import spec_apply_log
 

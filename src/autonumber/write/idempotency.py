@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection, Engine
 
 from ..db import schema
-from ..db.base import UNAVAILABLE
+from ..db.replies import UNAVAILABLE
 from ..db.tables import idempotency_table
 from ..errors import DatabaseUnavailable, IdempotencyConflict, RecordError
 from .values import check_text

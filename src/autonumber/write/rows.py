@@ -12,9 +12,11 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from ..db.base import Dialect, by_fields, to_utc
+from ..db.base import Dialect
+from ..db.bulk import by_fields
 from ..db.driver import kept, plain_insert, statement, watched
 from ..db.objects import key_column
+from ..db.replies import to_utc
 from ..engine.journal import FAILED, Pending
 from ..errors import RecordError, RecordNotFound
 from .values import refused_value

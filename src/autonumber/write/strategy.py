@@ -18,7 +18,8 @@ from typing import Any
 from sqlalchemy.engine import Connection
 
 from ..catalog.cache import Rule
-from ..db.base import Numbered, by_fields
+from ..db.base import Numbered
+from ..db.bulk import by_fields
 from ..engine import Engine
 
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import sqlalchemy as sa
 
-from ..db.base import driver_code
+from ..db.replies import driver_code
 from ..errors import RecordError
 
 SCALARS = (str, int, float, bool, Decimal, date)

@@ -14,7 +14,7 @@ The peer, `peer:native-insert`, runs on the same three targets: the bare INSERT 
 row. Spread over three nodes it pays the same certification and the same cores as the product, so
 `combining, blocks:N` spread ÷ the peer spread is the scale-out goal (≥ 1.0×).
 
-Run: .venv/bin/python bench/bench_galera.py [--quick] [--combining-only] [--block N]
+Run: .venv/bin/python bench/bench_galera.py [--quick] [--combining-only] [--block N] [--docs docs/scaling.md]
 (single server: $AUTONUMBER_GALERA_BENCH_SINGLE_URL; the cluster's network mode and the load average
 before and after are recorded, since the machine is shared: compare ratios within one run)
 Writes bench/results/galera-<timestamp>.json and prints a Markdown table. Brings the cluster up
@@ -49,6 +49,7 @@ sys.path.insert(0, str(ROOT))  # run as a script: the peer comes from the bench 
 
 import galera_cluster  # noqa: E402
 from bench import job  # noqa: E402
+from bench.docs import replace_block  # noqa: E402
 
 PEER = "peer:native-insert"
 
@@ -57,7 +58,8 @@ SINGLE_URL = os.environ.get(
 )
 PROCESSES = 3
 RETRIES = 20
-FULL = {"threads": 4, "per_thread": 200}
+FULL = {"threads": 4, "per_thread": 1000}
+"""Per process: 12,000 numbers a cell, about 4 s on the cluster here (node CPU is read in 10-ms ticks)."""
 QUICK = {"threads": 2, "per_thread": 25}
 
 
@@ -334,7 +336,7 @@ def _line(row: dict[str, Any]) -> str:
 
 
 def table(doc: dict[str, Any]) -> str:
-    """The Markdown table of docs/galera.md."""
+    """The Markdown table of docs/scaling.md."""
     by = {(r["strategy"], r.get("allocation", "single"), r["target"]): r for r in doc["rows"]}
     out = [
         "| strategy, allocation | single MariaDB: numbers/s | p99 ms | Galera, all on node 1: numbers/s "
@@ -400,6 +402,30 @@ def estimate(doc: dict[str, Any], cores: int = 2) -> str:
     return "\n".join(lines)
 
 
+GALERA = ("<!-- galera:begin -->", "<!-- galera:end -->")
+ESTIMATE = ("<!-- galera-estimate:begin -->", "<!-- galera-estimate:end -->")
+
+
+def write_docs(doc: dict[str, Any], path: Path) -> None:
+    """The run's table and the estimate into `path` (docs/scaling.md) between their markers."""
+    load = doc["load_average"]
+    shape = doc["shape"]
+    measured = "\n".join(
+        [
+            GALERA[0],
+            f"Run of {doc['when']} ({doc['network_mode']} mode; {shape['processes']} processes × "
+            f"{shape['threads']} threads × {shape['per_thread']:,} inserts per cell; load average "
+            f"{load['before'][0]:.1f} before, {load['after'][0]:.1f} after):",
+            "",
+            table(doc),
+            GALERA[1],
+        ]
+    )
+    text = replace_block(path.read_text(encoding="utf-8"), *GALERA, measured)
+    text = replace_block(text, *ESTIMATE, "\n".join([ESTIMATE[0], estimate(doc), ESTIMATE[1]]))
+    path.write_text(text, encoding="utf-8")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = sys.argv[1:] if argv is None else argv
     if args and args[0] == "_worker":
@@ -411,11 +437,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--quick", action="store_true", help="a few calls per caller (harness check)")
     parser.add_argument("--combining-only", action="store_true", help="skip the cas and atomic strategies")
     parser.add_argument("--block", type=int, default=100, help="N of the blocks:N variant (default 100)")
+    parser.add_argument(
+        "--docs", type=Path, metavar="FILE", help="write the tables into FILE (docs/scaling.md)"
+    )
     opts = parser.parse_args(args)
     doc = run(opts.quick, opts.combining_only, opts.block)
     print(table(doc))
     print()
     print(estimate(doc))
+    if opts.docs:
+        write_docs(doc, opts.docs)
+        print(f"docs: {opts.docs}")
     print(f"\nwritten to {doc['path']}")
     return 0
 

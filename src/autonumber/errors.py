@@ -270,6 +270,12 @@ class NumberAlreadyStored(AutonumberError):
         )
 
 
+def _cause(cause: BaseException) -> str:
+    """A driver's error in one line: its type and the first line of the server's message."""
+    first = (str(getattr(cause, "orig", None) or cause).splitlines() or [""])[0][:200]
+    return f"{type(cause).__name__}: {first}"
+
+
 class TransactionConflict(AutonumberError):
     """A write inside the caller's own transaction lost a race the database settles by refusing one
     side (a deadlock, a serialization failure, a lock wait timeout, a Galera certification failure).
@@ -277,10 +283,9 @@ class TransactionConflict(AutonumberError):
 
     def __init__(self, object_name: str, cause: BaseException) -> None:
         self.object_name = object_name
-        first = (str(getattr(cause, "orig", None) or cause).splitlines() or [""])[0][:200]
         super().__init__(
             f"writing {object_name} records in your transaction lost a race with another one "
-            f"({type(cause).__name__}: {first}); roll your transaction back and run it again"
+            f"({_cause(cause)}); roll your transaction back and run it again"
         )
 
 
@@ -293,10 +298,9 @@ class WriteConflict(AutonumberError):
 
     def __init__(self, object_name: str, cause: BaseException) -> None:
         self.object_name = object_name
-        first = (str(getattr(cause, "orig", None) or cause).splitlines() or [""])[0][:200]
         super().__init__(
-            f"writing {object_name} records lost a race with other writers ({type(cause).__name__}: "
-            f"{first}); nothing of it was stored and the call is safe to retry"
+            f"writing {object_name} records lost a race with other writers ({_cause(cause)}); "
+            "nothing of it was stored and the call is safe to retry"
         )
 
 

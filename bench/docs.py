@@ -243,18 +243,21 @@ CLI_END = "<!-- bench-cli:end -->"
 
 
 def job_block(doc: Mapping[str, Any]) -> str:
-    """The markdown between the job markers: the run's conditions, the tables, the targets."""
+    """The markdown between the job markers: the run in two lines, the tables, the targets."""
+    m = doc["machine"]
+    servers = ", ".join(
+        str(v["server"]["version"]).split(" (")[0] for v in doc.get("job", {}).values() if "server" in v
+    )
     return "\n".join(
         [
             JOB_BEGIN,
             "",
-            *_run_intro(
-                doc,
-                "the job, ",
-                "Every row below comes from ONE run, contestants measured one after the other on the same "
-                "machine; the machine is shared, so the ratios (same run) are the result, not the absolute "
-                "numbers.",
-            ),
+            f"## Measured: the job, run {doc['timestamp']} ({doc['cell_seconds']:g} s per cell)",
+            "",
+            f"One run, contestants one after the other: {m.get('cpu', '?')}, {m.get('nproc')} cores, load "
+            f"average {_load(m.get('load_average'))} at the start and {_load(m.get('load_average_end'))} at "
+            f"the end (the bench's own callers load it); {servers}.",
+            "",
             *job_section(doc),
             JOB_END,
         ]

@@ -6,7 +6,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .analysis import Targets
-from .report import LABELS, MARKDOWN_MET, TARGET_HEADER, md_table, stored_text, target_rows
+from .report import LABELS, md_table, stored_text
 
 PROJECT = "records.insert"
 EQUAL = "records.insert (peer's connections)"
@@ -20,29 +20,6 @@ SPEED_GOALS["postgresql"] = SPEED_GOALS["mysql"]
 EARLIER = {"sqlite": {"1×32": 0.89, "1×100": 1.85}, "postgresql": {"1×32": 1.27, "1×100": 3.17}}
 """The floor for 32 and 100 callers: the ratios of the run before it (2026-12-01T08:32Z). The
 MariaDB peer of that run collapsed on its connects, so its ratios are no floor: ≥ 1.0× there."""
-PEERS = (
-    "`peer:native-insert`: `autonumber.db.create_engine(url, pool_size=min(callers, 50), "
-    "max_overflow=0, pool_pre_ping=False)` (MariaDB: READ COMMITTED, `time_zone` UTC, one PyMySQL TLS "
-    "context per process; SQLite: WAL, "
-    "`BEGIN IMMEDIATE`), every connection opened before the cell (4×25: 12 per process); one "
-    "`INSERT` + `COMMIT` per record on a table whose key is BIGSERIAL / AUTO_INCREMENT / rowid.",
-    "`peer:odoo-sequence`: pooled like the native peer; per record, in one transaction: the "
-    "sequence definition read (prefix, padding), the next value of a database sequence (PostgreSQL "
-    "`nextval`, MariaDB `NEXT VALUE FOR`; SQLite, which has none: the definition row's counter bumped "
-    "in place, Odoo's no_gap), the number formatted in Python, the `INSERT` into a Case-like table "
-    "with a UNIQUE number.",
-    "`peer:django-sequences`: Django's own backend for the URL, `CONN_MAX_AGE=None`, one worker thread "
-    "with its own connection per caller up to 50 (4×25: 12 per process), connected before the cell; "
-    "`get_next_value` + "
-    "`INSERT` in `transaction.atomic()`.",
-    "`records.insert`: `autonumber.connect(url)` defaults (budget 10 connections: 5 for callers' "
-    "transactions, 2 reservations, 2 fresh reads, 1 group writer; group commit on).",
-    "`records.insert (peer's connections)`: `autonumber.connect(url, pool_size=50)`: as many "
-    "connections for callers' transactions as the native peer has.",
-    "`records.insert (durable reservations)` (PostgreSQL): `autonumber.connect(url, "
-    "durable_reservations=True)`: every reservation's COMMIT waits for the disk.",
-)
-"""Every peer's configuration, printed next to its rows."""
 
 
 def job_cell(job: Mapping[str, Any], name: str, label: str, work_ms: float = 0.0) -> Mapping[str, Any] | None:
@@ -212,37 +189,47 @@ def job_tables(doc: Mapping[str, Any]) -> list[str]:
         out += [f"Group sizes: {', '.join(groups) or '–'}. Stored rows checked afterwards: {stored}.", ""]
         if job.get("skipped"):
             out += ["Skipped: " + "; ".join(f"{k} ({v})" for k, v in job["skipped"].items()), ""]
-    for backend, http in doc.get("http", {}).items():
-        title = f"#### {LABELS.get(backend, backend)} — HTTP POST, requests/s (p99 ms)"
-        if "cells" not in http:
-            out += [title, "", f"_{http.get('skipped') or http.get('error')}_", ""]
-            continue
-        conns: Sequence[int] = sorted({r["connections"] for rows in http["cells"].values() for r in rows})
-        header = ["server", *[f"{n} connections" for n in conns]]
-        rows_md = []
+    return out + http_table(doc)
+
+
+def http_table(doc: Mapping[str, Any]) -> list[str]:
+    """Markdown: one table of the HTTP rows of every backend (requests/s, p99 ms), then whether
+    the load generator could have been the limit and the stored rows' check."""
+    https = {b: h for b, h in doc.get("http", {}).items() if "cells" in h}
+    if not https:
+        return []
+    conns: Sequence[int] = sorted(
+        {r["connections"] for h in https.values() for rows in h["cells"].values() for r in rows}
+    )
+    rows_md = []
+    notes = []
+    for backend, http in https.items():
         for name, rows in http["cells"].items():
             by = {r["connections"]: r for r in rows}
-            rows_md.append([f"{name} ({http['workers']} workers)", *[_http_text(by.get(n)) for n in conns]])
+            rows_md.append(
+                [
+                    LABELS.get(backend, backend),
+                    f"{name} ({http['workers']} workers)",
+                    *[_http_text(by.get(n)) for n in conns],
+                ]
+            )
         ceiling = http.get("generator_ceiling", {})
-        out += [
-            title,
-            "",
-            md_table(header, rows_md),
-            "",
-            f"Load generator `wrk`: a trivial GET (bare asyncio server, bench/trivial_server.py) at "
-            f"{ceiling.get('connections')} connections reached "
-            f"{ceiling.get('throughput', 0):,.0f} requests/s, ×{http.get('generator_margin')} the best "
-            "POST rate above"
-            + (
-                " (≥ 3×: not the bottleneck)."
-                if http.get("generator_ok")
-                else " (**under 3×: the generator may limit the POST rows**)."
-            ),
-            "",
-        ]
-        stored = stored_text(http.get("stored", {}))
-        out += [f"Stored rows checked afterwards (whole tables, library rows included): {stored}.", ""]
-    return out
+        bound = (
+            "not the bottleneck" if http.get("generator_ok") else "**under 3×: it may limit the POST rows**"
+        )
+        label, stored = LABELS.get(backend, backend), stored_text(http.get("stored", {}))
+        notes.append(
+            f"- {label}: `wrk`'s trivial GET reached {ceiling.get('throughput', 0):,.0f}/s, "
+            f"×{http.get('generator_margin')} the best POST ({bound}); stored: {stored}."
+        )
+    return [
+        "#### HTTP POST, requests/s (p99 ms)",
+        "",
+        md_table(["backend", "server", *[f"{n} connections" for n in conns]], rows_md),
+        "",
+        *notes,
+        "",
+    ]
 
 
 def _http_text(row: Mapping[str, Any] | None) -> str:
@@ -253,25 +240,36 @@ def _http_text(row: Mapping[str, Any] | None) -> str:
 
 
 def job_section(doc: Mapping[str, Any]) -> list[str]:
-    """The whole job part of the generated docs section (empty when the job was not measured)."""
+    """The whole job part of the generated docs section (empty when the job was not measured): the
+    tables, then how many targets were met and every missed one (all rows: the run's JSON)."""
     if not doc.get("job") and not doc.get("http"):
         return []
-    rows = target_rows(doc.get("job_targets", []), MARKDOWN_MET)
-    speed = target_rows(doc.get("speed_targets", []), MARKDOWN_MET)
+    targets = [*doc.get("job_targets", []), *doc.get("speed_targets", [])]
+    met = sum(1 for t in targets if t["met"])
     return [
-        "### The job: a record with its number",
-        "",
-        "How each contestant was configured in this run:",
-        "",
-        *[f"- {line}" for line in PEERS],
+        "Contestants as bench/job.py describes them; columns are processes×callers, `+2 ms`/`+10 ms` "
+        "the work held inside the caller's transaction.",
         "",
         *job_tables(doc),
-        "#### Targets: a record with its number",
+        f"#### Targets: {met} of {len(targets)} met; the missed ones",
         "",
-        md_table(TARGET_HEADER, rows),
-        "",
-        "#### Targets: one caller and a few",
-        "",
-        md_table(TARGET_HEADER, speed),
+        md_table(("backend", "target", "measured at each missed cell (goal)"), missed_rows(targets)),
         "",
     ]
+
+
+def missed_rows(targets: Sequence[Mapping[str, Any]]) -> list[list[str]]:
+    """The missed targets, one row per backend and kind of target, its cells side by side
+    (`@1×8 0.46 (≥ 1×)`): the same goal checked at several caller counts reads as one line."""
+    rows: dict[tuple[str, str], list[str]] = {}
+    for t in targets:
+        if t["met"] is not False:
+            continue
+        kind, _, cell = str(t["target"]).rpartition(" @")
+        if not kind:
+            kind, cell = str(t["target"]), ""
+        value = t["value"] if isinstance(t["value"], str) else f"{t['value']:.2f}"
+        at = f"@{cell} " if cell else ""
+        backend = LABELS.get(t["backend"], t["backend"])
+        rows.setdefault((backend, kind), []).append(f"{at}{value} ({t['goal']})")
+    return [[backend, kind, "; ".join(cells)] for (backend, kind), cells in rows.items()]

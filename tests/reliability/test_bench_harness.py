@@ -53,6 +53,28 @@ def test_a_cell_of_unique_values_is_unique() -> None:
     assert cell.as_dict()["unique"] is True
 
 
+def test_missed_targets_read_as_one_row_per_backend_and_kind() -> None:
+    from bench.job_report import missed_rows
+
+    def target(name: str, value: float, met: bool, backend: str = "mysql") -> dict[str, object]:
+        return {"backend": backend, "target": name, "value": value, "goal": "≥ 1×", "met": met}
+
+    rows = missed_rows(
+        [
+            target("caller txn ÷ native insert @1×8", 0.46, False),
+            target("caller txn ÷ native insert @1×32", 1.2, True),
+            target("caller txn ÷ native insert @1×100", 0.59, False),
+            target("caller txn ÷ native insert @1×8", 0.7, False, "postgresql"),
+            target("HTTP POST ÷ FastAPI", 1.8, False),
+        ]
+    )
+    assert rows == [
+        ["MariaDB", "caller txn ÷ native insert", "@1×8 0.46 (≥ 1×); @1×100 0.59 (≥ 1×)"],
+        ["PostgreSQL", "caller txn ÷ native insert", "@1×8 0.70 (≥ 1×)"],
+        ["MariaDB", "HTTP POST ÷ FastAPI", "1.80 (≥ 1×)"],
+    ]
+
+
 @pytest.mark.slow
 @pytest.mark.timeout(300)
 def test_bench_command_writes_json_plots_and_docs(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:

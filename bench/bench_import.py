@@ -370,24 +370,21 @@ NAMES = {"sqlite": "SQLite", "mysql": "MariaDB", "postgresql": "PostgreSQL"}
 
 
 def markdown(docs: list[dict[str, Any]]) -> str:
-    """The generated section of docs/performance.md: one table per run, every point of it."""
-    out = []
+    """The generated section of docs/performance.md: one table, every point of every run given."""
+    out = [
+        "| run (UTC) | backend | rows | load (1 min, start→end) | import, s | rows/s | peak RSS | "
+        f"script, s | import ÷ script speed (goal ≥ {SPEED_GOAL:g}×) | script peak RSS | "
+        f"import − script RSS (goal ≤ {MEMORY_GOAL_MB:g} MB) | executemany peer, s | "
+        "import ÷ peer speed | COPY, s | import ÷ COPY time | floor, s | "
+        "floor ÷ peer speed | server floor, s | server floor ÷ peer speed | import ÷ server floor speed |",
+        "|---" * 20 + "|",
+    ]
     for doc in docs:
-        out.append(f"Run of {doc.get('started', '?')}:\n")
-        out.append(
-            "| backend | rows | load (1 min, start→end) | import, s | rows/s | peak RSS | "
-            f"script, s | import ÷ script speed (goal ≥ {SPEED_GOAL:g}×) | script peak RSS | "
-            f"import − script RSS (goal ≤ {MEMORY_GOAL_MB:g} MB) | executemany peer, s | "
-            "import ÷ peer speed | COPY, s | import ÷ COPY time | floor, s | "
-            "floor ÷ peer speed | server floor, s | server floor ÷ peer speed | import ÷ server floor speed |"
-        )
-        out.append("|---" * 19 + "|")
         for backend in doc["backends"]:
             for p in backend["points"]:
                 name = NAMES.get(backend["backend"], backend["backend"])
-                out.append("| " + " | ".join(_cells(name, p)) + " |")
-        out.append("")
-    return "\n".join(out)
+                out.append("| " + " | ".join([str(doc.get("started", "?")), *_cells(name, p)]) + " |")
+    return "\n".join(out) + "\n"
 
 
 def _cells(name: str, p: dict[str, Any]) -> list[str]:

@@ -30,6 +30,10 @@ from galera_support import (
     verify_node,
 )
 
+from autonumber.db import create_engine
+from autonumber.db.mysql import batches_here
+from autonumber.db.mysql_texts import takes_batches
+
 pytestmark = [pytest.mark.galera, pytest.mark.timeout(600)]  # three setups at once under load: minutes
 
 THREADS = 4
@@ -67,6 +71,17 @@ def test_three_nodes_hand_out_unique_contiguous_numbers(
         counters = dict(((f, k), v) for f, k, v in state_of(galera_db, node)["counters"])
         assert counters[("Case.CaseNumber", "")] == total + 1, f"node {node}"
         assert verify_node(galera_db, node) == [], f"setup verify on node {node}"
+
+
+def test_a_galera_node_takes_one_statement_at_a_time(galera_db: Cluster) -> None:
+    """A pool opened with statement batches asks the node whether it is Galera and sends no
+    batches there (an aborted batch left its caller waiting; docs/compatibility.md)."""
+    engine = create_engine(galera_db.url(2), statement_batches=True)
+    try:
+        with engine.connect() as conn:
+            assert takes_batches(conn) and not batches_here(conn)
+    finally:
+        engine.dispose()
 
 
 def test_three_applies_at_once_end_identical_on_every_node(

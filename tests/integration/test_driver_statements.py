@@ -15,7 +15,7 @@ from sqlalchemy.dialects import postgresql
 
 from autonumber.db import create_engine
 from autonumber.db.driver import DriverStatement, execute, execute_batch, execute_rows, watched
-from autonumber.db.mysql import takes_batches
+from autonumber.db.mysql import batches_here, takes_batches
 
 META = sa.MetaData()
 THINGS = sa.Table(
@@ -132,7 +132,7 @@ def test_a_batch_gives_each_statements_result_and_stops_at_a_failure(db_url: str
     batches, plain = create_engine(db_url, statement_batches=True), create_engine(db_url)
     try:
         with batches.begin() as conn:
-            assert takes_batches(conn)
+            assert takes_batches(conn) and batches_here(conn)  # and this server is no Galera node
             conn.exec_driver_sql("CREATE TEMPORARY TABLE batched (n INT PRIMARY KEY)")
             ran = execute_batch(
                 conn,
@@ -146,7 +146,7 @@ def test_a_batch_gives_each_statements_result_and_stops_at_a_failure(db_url: str
             assert raised.value.statement == f"SELECT 7; {fails}; INSERT INTO batched VALUES (3)"
             assert execute(conn, "SELECT n FROM batched ORDER BY n", {}).rows == [(1,), (2,)]  # not 3
         with plain.connect() as conn:
-            assert not takes_batches(conn)
+            assert not takes_batches(conn) and not batches_here(conn)
             with pytest.raises(sa.exc.ProgrammingError):
                 conn.exec_driver_sql("SELECT 1; SELECT 2")
     finally:

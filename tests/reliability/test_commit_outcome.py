@@ -208,3 +208,25 @@ def test_a_keyed_create_with_the_database_gone_is_database_unavailable(server_db
             assert "keyed" not in subjects(server_db_url, p)
         finally:
             p.close()
+
+
+@pytest.mark.parametrize("server_db_url", ["mysql"], indirect=True)
+@pytest.mark.parametrize("group_commit", [True, False], ids=["group", "alone"])
+def test_a_connection_lost_at_the_galera_probe_is_database_unavailable(
+    server_db_url: str, group_commit: bool
+) -> None:
+    """MariaDB's pools that take statement batches ask whether the server is a Galera node when
+    they make their first connection: the connection lost at that question is the error of a
+    database that cannot be reached, not the driver's raw error, and nothing is stored."""
+    with fault_proxy(server_db_url) as proxy:
+        p = make_platform(proxy.url(server_db_url), group_commit=group_commit)
+        try:
+            proxy.cut_next(BEFORE, marker=b"wsrep_on")
+            with pytest.raises(DatabaseUnavailable):
+                p.records.insert("Case", {"Subject": "cut"})
+            assert proxy.cuts[BEFORE] == 1, "the probe was not the statement cut"
+            proxy.up()
+            again = p.records.insert("Case", {"Subject": "after"})
+            assert subjects(server_db_url, p) == {"after": [again["Id"]]}
+        finally:
+            p.close()

@@ -64,6 +64,9 @@ RETRYABLE = {1213, 1205, 1020, 1180, 1181, 1305, 9007, 8002, 8022}
 commit/rollback failures (1180/1181), a savepoint the server dropped when a deadlock rolled the whole
 transaction back (1305), and TiDB write conflicts (9007, 8002, 8022)."""
 MAX_LOCK_NAME = 64
+WSREP_ON = "SHOW VARIABLES LIKE 'wsrep_on'"
+"""Whether the server is a Galera node: one row, ON there (no row on MySQL, OFF elsewhere)."""
+BATCHES_KEY = "autonumber_batches"  # in a connection's `info`: `batches_here`
 
 
 def database_lock_name(name: str, database: str | None) -> str:
@@ -110,6 +113,7 @@ class MySQLDialect(MySQLFence, Dialect):
             pymysql_connection.use_bounded_connections(engine)
 
         version = schema_version()
+        galera: list[bool] = []  # probed on the pool's first connection, where statement batches
 
         @event.listens_for(engine, "connect")
         def _utc_session(dbapi_connection: Any, record: Any) -> None:
@@ -117,8 +121,15 @@ class MySQLDialect(MySQLFence, Dialect):
             # server whose default zone is local time still stores UTC timestamps. The same
             # statement declares the schema version the writer fence checks (db/fence.py).
             cursor = dbapi_connection.cursor()
-            cursor.execute(f"SET time_zone = '+00:00', {MYSQL_VARIABLE} = {int(version)}")
-            cursor.close()
+            try:
+                cursor.execute(f"SET time_zone = '+00:00', {MYSQL_VARIABLE} = {int(version)}")
+                if statement_batches:
+                    if not galera:
+                        cursor.execute(WSREP_ON)
+                        galera.append(wsrep_is_on(cursor.fetchone()))
+                    record.info[BATCHES_KEY] = not galera[0]
+            finally:
+                cursor.close()
             record.info[INFO_KEY] = version
 
         if statement_batches:
@@ -566,31 +577,22 @@ def local_infile_on(conn: Connection) -> bool:
     return bool(conn.execute(sa.text("SELECT @@GLOBAL.local_infile")).scalar())
 
 
+def wsrep_is_on(row: Any) -> bool:
+    return row is not None and str(row[1]).upper() == "ON"
+
+
 def galera_on(conn: Connection) -> bool:
     """Whether the server is a Galera node (wsrep_on)."""
-    row = conn.execute(sa.text("SHOW VARIABLES LIKE 'wsrep_on'")).first()
-    return bool(row and str(row[1]).upper() == "ON")
+    return wsrep_is_on(conn.exec_driver_sql(WSREP_ON).first())
 
 
 def batches_here(conn: Connection) -> bool:
     """Whether several statements may go in one text on `conn`: it was opened with the capability
-    and the server is not a Galera node. On Galera a transaction aborted in the middle of such a
-    text (a brute-force abort by another node's writeset, under a 100 ms link between nodes) left
-    its caller waiting for the text's next result while the server showed the session idle, for
-    seconds. One statement at a time, the lost race comes back at once and is retried."""
-    return takes_batches(conn) and not server_flag(conn.engine, "galera", _galera_on_driver, conn)
-
-
-def _galera_on_driver(conn: Connection) -> bool:
-    """`galera_on` through the driver's cursor: asked by `folds_line` on a connection about to
-    BEGIN, where a statement through SQLAlchemy would have begun its transaction already."""
-    cursor = conn.connection.dbapi_connection.cursor()  # type: ignore[union-attr]
-    try:
-        cursor.execute("SHOW VARIABLES LIKE 'wsrep_on'")
-        row = cursor.fetchone()
-    finally:
-        cursor.close()
-    return row is not None and str(row[1]).upper() == "ON"
+    and the server is not a Galera node (probed when the pool made its first connection). On Galera
+    a transaction aborted in the middle of such a text (another node's writeset won) left its
+    caller waiting for the text's next result, for seconds; one statement at a time, the lost race
+    comes back at once and is retried."""
+    return takes_batches(conn) and bool(conn.connection.info.get(BATCHES_KEY))
 
 
 def is_galera(engine: Engine) -> bool:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
-from typing import Protocol
+from typing import TYPE_CHECKING, Protocol
 
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+if TYPE_CHECKING:
+    from rich.console import Console
 
 Advance = Callable[[int], None]
 
@@ -43,6 +43,8 @@ class RichReporter:
     """Rich progress bars on stderr when it is a terminal; plain lines otherwise."""
 
     def __init__(self, console: Console | None = None, *, verbose: bool = False) -> None:
+        from rich.console import Console  # here, not at the top: the library never draws a bar
+
         self.console = console or Console(stderr=True, highlight=False, soft_wrap=True)
         self.verbose = verbose
 
@@ -58,6 +60,8 @@ class RichReporter:
         if not self.console.is_terminal:
             yield lambda n: None
             return
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
         columns = (TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn())
         with Progress(*columns, console=self.console, transient=True) as bar:
             task_id = bar.add_task(description, total=total)

@@ -8,11 +8,11 @@ from typing import Any
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
-from pydantic import ValidationError
 
 from autonumber.format import (
     ChainStep,
     TokenRef,
+    TokenRefError,
     canonicalize_token_refs,
     describe_chain,
     load_token_refs,
@@ -87,14 +87,26 @@ def test_model_rejects_bad_shapes() -> None:
         "fkChains": [[{"fk": "AId", "targetObject": "A", "targetField": "B"}]],
     }
     load_token_refs([good])
-    for bad in [
-        {**good, "readStrategy": "dirty"},
-        {**good, "extra": 1},
-        {**good, "tokenLiteral": "A.B"},
-        {**good, "fkChains": [[{"fk": "1bad", "targetObject": "A", "targetField": "B"}]]},
+    step = good["fkChains"][0][0]
+    for bad, where in [
+        ({**good, "readStrategy": "dirty"}, "0.readStrategy"),
+        ({**good, "extra": 1}, "0.extra"),
+        ({**good, "tokenLiteral": "A.B"}, "0.tokenLiteral"),
+        ({**good, "tokenLiteral": "{A.B}\n"}, "0.tokenLiteral"),
+        ({**good, "targetField": 7}, "0.targetField"),
+        ({**good, "directField": "B C"}, "0.directField"),
+        ({k: v for k, v in good.items() if k != "fkChains"}, "0.fkChains"),
+        ({**good, "fkChains": [{"fk": "AId"}]}, "0.fkChains.0"),
+        ({**good, "fkChains": [[{**step, "fk": "1bad"}]]}, "0.fkChains.0.0.fk"),
+        ({**good, "fkChains": [[{**step, "via": "x"}]]}, "0.fkChains.0.0.via"),
+        ({**good, "fkChains": [["AId"]]}, "0.fkChains.0.0"),
     ]:
-        with pytest.raises(ValidationError):
+        with pytest.raises(TokenRefError) as raised:
             load_token_refs([bad])
+        assert raised.value.where == where, (bad, str(raised.value))
+    for text in ["{not json", '{"a": 1}']:
+        with pytest.raises(TokenRefError):
+            load_token_refs(text)
 
 
 def test_describe_chain() -> None:

@@ -315,7 +315,7 @@ def test_5b_random_chains(chain: list[ChainStep]) -> None:
     fmt = f"{{{last.targetObject}.{last.targetField}}}-{{0000}}"
     override = {
         "tokenLiteral": f"{{{last.targetObject}.{last.targetField}}}",
-        "fkChains": [[s.model_dump() for s in chain]],
+        "fkChains": [[vars(s).copy() for s in chain]],
     }
     try:
         validate_format(fmt, source_object=source, catalog=CAT, overrides=[override])

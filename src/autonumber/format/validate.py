@@ -5,15 +5,13 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from pydantic import ValidationError
-
 from autonumber.errors import FormatError
 
 from .catalog_view import CatalogView, FieldInfo
 from .model import Format
 from .parser import parse_format
 from .scope import validate_scope
-from .token_refs import ChainStep, TokenRef, describe_chain
+from .token_refs import ChainStep, TokenRef, TokenRefError, describe_chain
 from .tokens import DATE_FIELD_TYPES, RECORD_TYPE_FK, TAXONOMY_OBJECT, CrossRef, quote_format
 
 MAX_CHAIN_DEPTH = 3
@@ -318,11 +316,10 @@ def derive_token_refs(
                     f"override for {ref.literal} says {key}={ov[key]!r}, but the token names {data[key]!r}",
                 )
         try:
-            token_ref = TokenRef.model_validate({**data, **ov})
-        except ValidationError as exc:
-            first = exc.errors()[0]
-            where = ".".join(str(p) for p in first["loc"])
-            raise _err(4, fmt, f"override for {ref.literal} is invalid at {where}: {first['msg']}") from None
+            token_ref = TokenRef.from_data({**data, **ov})
+        except TokenRefError as exc:
+            bad = f"override for {ref.literal} is invalid at {exc.where}: {exc.message}"
+            raise _err(4, fmt, bad) from None
         _check_ref(fmt, token_ref, source_object, catalog)
         refs.append(token_ref)
     return refs

@@ -51,6 +51,7 @@ from typing import Any
 import sqlalchemy as sa
 
 from . import import_script
+from .startup import USER_ENV
 
 RESULTS = Path(__file__).resolve().parent / "results"
 PEER_BATCH = 5_000
@@ -247,7 +248,8 @@ def _whole_process(url: str, path: Path, how: str) -> int:
         cmd = [str(cli), "records", "insert-many", "Case", "--file", str(path), "--quiet", "--db", url]
     else:
         cmd = [sys.executable, str(SCRIPT), url, str(path)]
-    done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+    # as on a user's machine: the installed product has its bytecode (bench/startup.py, USER_ENV)
+    done = subprocess.run(cmd, capture_output=True, text=True, check=False, env=USER_ENV)
     if done.returncode != 0:
         raise RuntimeError(f"{how} exited {done.returncode}: {done.stderr.strip()[-500:]}")
     words = done.stdout.split()

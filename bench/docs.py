@@ -275,7 +275,13 @@ def cli_block(doc: Mapping[str, Any]) -> str:
             "",
             f"Each command ran once unmeasured (file cache), then {cli['runs']} times as a fresh process "
             "from an empty directory (the `autonumber` console script of the environment); load average "
-            f"{_load(doc['machine'].get('load_average'))} at the start of the run.",
+            f"{_load(doc['machine'].get('load_average'))} at the start of the run"
+            + (
+                f"; `python -c 'import sqlalchemy'` took {cli['import_sqlalchemy_s']:.3f} s (median), "
+                "the floor of any command that reads a database."
+                if "import_sqlalchemy_s" in cli
+                else "."
+            ),
             "",
             md_table(*startup_grid(doc, MARKDOWN_MET)),
             "",

@@ -98,6 +98,8 @@ def run_startup(runs: int = RUNS, log: Log = print) -> dict[str, Any]:
     if program is None:
         return {"skipped": "the `autonumber` console script is not installed (pip install -e .)"}
     rows = []
+    reference = reference_s(runs)
+    log(f"  CLI start-up reference: python -c 'import sqlalchemy'  median {reference:.3f} s")
     for args, target in COMMANDS:
         row = time_command(program, args, runs, target)
         rows.append(row)
@@ -105,7 +107,17 @@ def run_startup(runs: int = RUNS, log: Log = print) -> dict[str, Any]:
             f"  CLI start-up {row['command']:<40} best {row['best_s']:.3f} s  "
             f"median {row['median_s']:.3f} s" + (f"  errors={row['errors']}" if row["errors"] else "")
         )
-    return {"program": program, "runs": runs, "rows": rows}
+    return {"program": program, "runs": runs, "rows": rows, "import_sqlalchemy_s": reference}
+
+
+def reference_s(runs: int = RUNS) -> float:
+    """The median wall time of `python -c "import sqlalchemy"`: what any command that reads a
+    database pays before its own work, printed beside the table because this machine's speed
+    varies by up to 2× within an hour (0.10 to 0.27 s for this one line)."""
+    command = [sys.executable, "-c", "import sqlalchemy"]
+    with tempfile.TemporaryDirectory(prefix="autonumber-bench-cli-") as cwd:
+        _wall_time(command, cwd)
+        return round(statistics.median(_wall_time(command, cwd)[0] for _ in range(runs)), 3)
 
 
 def target_of(row: Mapping[str, Any]) -> float:

@@ -145,7 +145,7 @@ class Platform:
 
 def _publish_quarantine(snapshot: CatalogSnapshot) -> None:
     """Keep the `autonumber_quarantined_fields` gauge equal to the catalog's quarantine."""
-    metrics.QUARANTINED.set(len(snapshot.quarantined))
+    metrics.publish_quarantined(len(snapshot.quarantined))
 
 
 def connect(

@@ -13,6 +13,7 @@ from pydantic_core import to_json
 
 from autonumber.bulk.imports import ImportOptions
 from autonumber.commands import audit, counters, fields, records
+from autonumber.engine.metrics import make_all as make_metrics
 from autonumber.errors import RecordError
 from autonumber.write.reads import MAX_OFFSET
 from autonumber.write.records import BATCH_SIZE
@@ -312,6 +313,7 @@ def readyz(c: ConsoleDep) -> ReadyOut:
 @ops.get("/metrics", tags=["ops"], response_class=Response)
 def metrics() -> Response:
     """Prometheus metrics of the whole server: summed over every worker when run with --workers."""
+    make_metrics()
     if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
         registry = CollectorRegistry()
         multiprocess.MultiProcessCollector(registry)  # type: ignore[no-untyped-call]

@@ -75,7 +75,7 @@ def test_three_nodes_hand_out_unique_contiguous_numbers(
 
 def test_a_galera_node_takes_one_statement_at_a_time(galera_db: Cluster) -> None:
     """A pool opened with statement batches asks the node whether it is Galera and sends no
-    batches there (an aborted batch left its caller waiting; docs/compatibility.md)."""
+    batches there (an aborted batch left its caller waiting; docs/engine.md)."""
     engine = create_engine(galera_db.url(2), statement_batches=True)
     try:
         with engine.connect() as conn:

@@ -7,6 +7,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -59,7 +60,7 @@ def test_version_names_the_release_and_the_schema_version() -> None:
     assert out == f"autonumber {release()} (schema version {SCHEMA_VERSION})\n"
 
 
-def test_a_command_on_sqlite_loads_only_what_it_uses(tmp_path: pytest.TempPathFactory) -> None:
+def test_a_command_on_sqlite_loads_only_what_it_uses(tmp_path: Path) -> None:
     """`field list` on SQLite imports neither the other backends' dialect modules and drivers nor
     prometheus_client; a platform on it loads its catalog without pydantic (the imports an import
     of a million rows pays for in memory, docs/performance.md)."""

@@ -28,7 +28,7 @@ def _fallbacks() -> float:
     for family in metrics.FALLBACKS.collect():
         for sample in family.samples:
             if sample.name.endswith("_total"):
-                return sample.value
+                return float(sample.value)
     return 0.0
 
 

@@ -61,6 +61,12 @@ def _wall_time(command: Sequence[str], cwd: str) -> tuple[float, int]:
     return time.perf_counter() - started, done.returncode
 
 
+def _runs(command: Sequence[str], cwd: str, runs: int) -> list[tuple[float, int]]:
+    """One unmeasured run (the file cache, the bytecode), then `runs` timed ones."""
+    _wall_time(command, cwd)
+    return [_wall_time(command, cwd) for _ in range(runs)]
+
+
 def time_command(
     program: str, args: Sequence[str], runs: int = RUNS, target: float = TARGET_SECONDS
 ) -> dict[str, Any]:
@@ -76,8 +82,7 @@ def time_command(
                 check=True,
                 env=USER_ENV,
             )
-        _wall_time([program, *args], cwd)
-        timed = [_wall_time([program, *args], cwd) for _ in range(runs)]
+        timed = _runs([program, *args], cwd, runs)
     seconds = [s for s, _ in timed]
     failed = [rc for _, rc in timed if rc != 0]
     return {
@@ -116,8 +121,7 @@ def reference_s(runs: int = RUNS) -> float:
     varies by up to 2× within an hour (0.10 to 0.27 s for this one line)."""
     command = [sys.executable, "-c", "import sqlalchemy"]
     with tempfile.TemporaryDirectory(prefix="autonumber-bench-cli-") as cwd:
-        _wall_time(command, cwd)
-        return round(statistics.median(_wall_time(command, cwd)[0] for _ in range(runs)), 3)
+        return round(statistics.median(s for s, _ in _runs(command, cwd, runs)), 3)
 
 
 def target_of(row: Mapping[str, Any]) -> float:

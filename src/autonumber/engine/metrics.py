@@ -83,8 +83,9 @@ def publish_quarantined(count: int) -> None:
 
 def __getattr__(name: str) -> Any:
     """`metrics.ATTEMPTS` and the others, made on first use."""
-    if name.isupper() and name in _metrics():
-        return _metrics()[name]
+    found = _metrics().get(name) if name.isupper() else None
+    if found is not None:
+        return found
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 

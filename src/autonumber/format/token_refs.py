@@ -42,6 +42,10 @@ class ChainStep:
         for f in fields(self):
             _name(getattr(self, f.name), (f.name,))
 
+    def stored(self) -> dict[str, str]:
+        """The stored JSON shape."""
+        return {"fk": self.fk, "targetObject": self.targetObject, "targetField": self.targetField}
+
 
 @dataclass(frozen=True)
 class TokenRef:
@@ -79,7 +83,7 @@ class TokenRef:
             "tokenLiteral": self.tokenLiteral,
             "targetObject": self.targetObject,
             "targetField": self.targetField,
-            "fkChains": [[vars(step).copy() for step in chain] for chain in self.fkChains],
+            "fkChains": [[step.stored() for step in chain] for chain in self.fkChains],
             "readStrategy": self.readStrategy,
         }
         if self.directField is not None:
@@ -169,10 +173,8 @@ def describe_chain(chain: Sequence[ChainStep], arrow: str = " → ") -> str:
 
 def _plain(value: Any) -> Any:
     """Turn TokenRefs (anywhere in the structure) into their stored JSON shape."""
-    if isinstance(value, TokenRef):
+    if isinstance(value, (TokenRef, ChainStep)):
         return value.stored()
-    if isinstance(value, ChainStep):
-        return vars(value).copy()
     if isinstance(value, Mapping):
         return {str(k): _plain(v) for k, v in value.items()}
     if isinstance(value, (list, tuple)):

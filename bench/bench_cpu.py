@@ -35,7 +35,7 @@ if not __package__:  # run as a file: import the `bench` package from the reposi
 
 from bench.database import recreate
 from bench.harness import Op, run_cell
-from bench.job import JOB_OBJECT, PEER_POOL_MAX, NativeInsert, RecordsJob, create_native_table
+from bench.job import BLOCK, JOB_OBJECT, PEER_POOL_MAX, NativeInsert, RecordsJob, create_native_table
 
 RESULTS = Path(__file__).resolve().parent / "results"
 URLS = {
@@ -65,7 +65,8 @@ def cpu_ms_per_call(call: Callable[[], object], calls: int) -> float:
 
 
 def measure(url: str, calls: int) -> dict[str, float]:
-    """CPU ms per call of each path on a freshly recreated database."""
+    """CPU ms per call of each path on a freshly recreated database; the caller's transaction
+    also with the field's allocation `blocks:BLOCK` (no reservation per record)."""
     recreate(url)
     table = create_native_table(url)
     native = sa.insert(table).values(subject="bench")
@@ -73,21 +74,32 @@ def measure(url: str, calls: int) -> dict[str, float]:
         field = p.catalog.current().rules_of(JOB_OBJECT)[0].field_id
         db = p.db
 
-        def in_caller_txn() -> None:
-            with p.begin() as conn:
-                p.records.insert(JOB_OBJECT, {"Subject": "bench"}, conn)
-
         def native_insert() -> None:
             with db.begin() as conn:
                 conn.execute(native)
 
         paths: dict[str, Callable[[], object]] = {
             "assign_one": lambda: p.engine.assign_one(field, {}),
-            "records.insert (caller transaction)": in_caller_txn,
+            "records.insert (caller transaction)": _in_caller_txn(p),
             "records.insert (grouped)": lambda: p.records.insert(JOB_OBJECT, {"Subject": "bench"}),
             "peer:native-insert": native_insert,
         }
-        return {name: cpu_ms_per_call(call, calls) for name, call in paths.items()}
+        rows = {name: cpu_ms_per_call(call, calls) for name, call in paths.items()}
+    blocks = RecordsJob(url, block=BLOCK)
+    try:
+        path = f"records.insert (caller transaction, blocks:{BLOCK})"
+        rows[path] = cpu_ms_per_call(_in_caller_txn(blocks.platform), calls)
+    finally:
+        blocks.close()
+    return rows
+
+
+def _in_caller_txn(p: autonumber.Platform) -> Callable[[], None]:
+    def insert() -> None:
+        with p.begin() as conn:
+            p.records.insert(JOB_OBJECT, {"Subject": "bench"}, conn)
+
+    return insert
 
 
 def cell_cpu(op: Op, callers: int, seconds: float) -> dict[str, float]:

@@ -5,6 +5,10 @@ Contestants, each storing one `Case`-like row per call:
 - `records.insert (no group commit)` — the same with group commit off, to show what it buys;
 - `records.insert (peer's connections)` — the work rows only, with the caller-transaction pool as
   large as the native peer's (`connect(url, pool_size=…)`);
+- `records.insert (blocks, peer's connections)` — the same with the field's allocation
+  `blocks:BLOCK` (docs/engine.md, "Block allocation"): the setting for numbers taken in the
+  caller's transaction when creation order across processes need not hold; no reservation per
+  record, so the caller's transaction sends what the native peer sends (INSERT, COMMIT);
 - `records.insert (durable reservations)` — PostgreSQL only (the one backend that lets a
   reservation's COMMIT skip the disk wait): `connect(url, durable_reservations=True)`, what making
   it the default would cost;
@@ -31,7 +35,9 @@ from typing import Any
 import sqlalchemy as sa
 
 import autonumber
+from autonumber.commands.fields import set_field
 from autonumber.db import create_engine
+from autonumber.rules import RuleEdit
 
 from . import django_peer, odoo_peer
 from .contestants import Contestant, measure
@@ -40,6 +46,7 @@ from .harness import CellResult, Log, Op, flatten, run_cell
 
 NATIVE_TABLE = "bench_native_case"
 JOB_OBJECT = "Case"
+NUMBER_FIELD = "CaseNumber"
 CALLERS = (1, 8, 32, 100)
 WORK_MS = (2.0, 10.0)
 WORK_CALLERS = 8
@@ -50,10 +57,18 @@ PEER_POOL_MAX = 50
 """The peers' connections: one per caller, at most this many — half of PostgreSQL's default
 `max_connections` (100), which the peers share with every other client of the server."""
 PROCESSES, PROCESS_THREADS = 4, 25
+BLOCK = 100
+"""The block size of the blocks contestant: a refill per 100 records, at most 99 numbers left
+unused (journalled as a gap) when its platform closes."""
+EQUAL = "records.insert (peer's connections)"
+BLOCKS = "records.insert (blocks, peer's connections)"
+WORK_ONLY = (EQUAL, BLOCKS)
+"""The contestants that run the work rows only (they exist for the caller's transaction)."""
 CONTESTANTS = (
     "records.insert",
     "records.insert (no group commit)",
-    "records.insert (peer's connections)",
+    EQUAL,
+    BLOCKS,
     "records.insert (durable reservations)",
     "peer:native-insert",
     odoo_peer.NAME,
@@ -62,21 +77,33 @@ CONTESTANTS = (
 
 
 class RecordsJob(Contestant):
-    """`Platform.records.insert`: defaults, or with group commit turned off."""
+    """`Platform.records.insert`: defaults, with group commit turned off, with the peer's
+    connections, with durable reservations, or (`block`) with the field's allocation `blocks:N`
+    for as long as the contestant runs (set back to `single` when it closes)."""
 
     family = "records"
 
     def __init__(
-        self, url: str, *, group_commit: bool = True, pool_size: int | None = None, durable: bool = False
+        self,
+        url: str,
+        *,
+        group_commit: bool = True,
+        pool_size: int | None = None,
+        durable: bool = False,
+        block: int | None = None,
     ) -> None:
         self.name = "records.insert" if group_commit else "records.insert (no group commit)"
         options: dict[str, Any] = {} if group_commit else {"group_commit": False}
         if pool_size is not None:
-            self.name = "records.insert (peer's connections)"
+            self.name = EQUAL
             options["pool_size"] = pool_size
         if durable:
             self.name = "records.insert (durable reservations)"
             options["durable_reservations"] = True
+        self.url, self.block = url, block
+        if block is not None:
+            self.name = BLOCKS
+            _allocate(url, f"blocks:{block}")
         self.platform = autonumber.connect(url, **options)
 
     def op_for(self, callers: int, work: float = 0.0) -> Op:
@@ -105,7 +132,15 @@ class RecordsJob(Contestant):
         return stored_numbers(self.platform.db, table.c.CaseNumber)
 
     def close(self) -> None:
-        self.platform.close()
+        self.platform.close()  # journals the rest of its blocks as a gap
+        if self.block is not None:
+            _allocate(self.url, "single")
+
+
+def _allocate(url: str, allocation: str) -> None:
+    """Give the job's number field `allocation` (the schema is made first when missing)."""
+    autonumber.connect(url).close()
+    set_field(url, RuleEdit(JOB_OBJECT, NUMBER_FIELD, allocation=allocation))
 
 
 def native_table() -> sa.Table:
@@ -177,8 +212,10 @@ def make(name: str, url: str, backend: str, processes: int = 1) -> Contestant:
         return RecordsJob(url)
     if name == "records.insert (no group commit)":
         return RecordsJob(url, group_commit=False)
-    if name == "records.insert (peer's connections)":
+    if name == EQUAL:
         return RecordsJob(url, pool_size=PEER_POOL_MAX)
+    if name == BLOCKS:
+        return RecordsJob(url, pool_size=PEER_POOL_MAX, block=BLOCK)
     if name == "records.insert (durable reservations)":
         return RecordsJob(url, durable=True)
     if name == "peer:native-insert":
@@ -280,7 +317,7 @@ def run_job(
             out["stored"][name] = contestant.verify()
             contestant.close()
         # the same load, over processes (the equal-connections contestant runs the work rows only)
-        if processes and PROCESSES * PROCESS_THREADS in callers and "peer's connections" not in name:
+        if processes and PROCESSES * PROCESS_THREADS in callers and name not in WORK_ONLY:
             rows.append(_processes(name, url, backend, seconds, warmup))
             _log_row(log, backend, name, rows[-1])
         out["cells"][name] = rows
@@ -295,7 +332,7 @@ def _plan(name: str, callers: tuple[int, ...]) -> list[tuple[int, float]]:
     ]
     if max(callers) > BUSY_CALLERS:
         work.append((BUSY_CALLERS, BUSY_WORK_MS / 1000))
-    plain = [] if name == "records.insert (peer's connections)" else [(n, 0.0) for n in callers]
+    plain = [] if name in WORK_ONLY else [(n, 0.0) for n in callers]
     return plain + work
 
 

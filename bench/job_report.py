@@ -10,6 +10,7 @@ from .report import LABELS, md_table, stored_text
 
 PROJECT = "records.insert"
 EQUAL = "records.insert (peer's connections)"
+BLOCKS = "records.insert (blocks, peer's connections)"
 NATIVE = "peer:native-insert"
 DJANGO = "peer:django-sequences"
 ODOO = "peer:odoo-sequence"
@@ -131,12 +132,13 @@ def speed_targets(doc: Mapping[str, Any]) -> list[dict[str, Any]]:
 
 def _caller_transaction(out: Targets, backend: str, job: Mapping[str, Any]) -> None:
     """Numbers in the caller's transaction with 2 ms of work: close to the bare INSERT at 60
-    callers, and never behind the peer that does the same job (the Odoo-style sequence)."""
+    callers, and never behind the peer that does the same job (the Odoo-style sequence); with
+    the default allocation and with blocks (the setting the bench recommends for it)."""
     busy = "1×60"
-    r = _ratio(job_cell(job, EQUAL, busy, 2.0), job_cell(job, NATIVE, busy, 2.0))
-    target = f"caller txn +2 ms, equal connections ÷ native insert @{busy}"
-    out.add(backend, target, r, "≥ 0.9×", _at_least(r, 0.9))
-    for name, short in ((PROJECT, "defaults"), (EQUAL, "equal connections")):
+    for name, short in ((EQUAL, "equal connections"), (BLOCKS, "blocks, equal connections")):
+        r = _ratio(job_cell(job, name, busy, 2.0), job_cell(job, NATIVE, busy, 2.0))
+        out.add(backend, f"caller txn +2 ms, {short} ÷ native insert @{busy}", r, "≥ 0.9×", _at_least(r, 0.9))
+    for name, short in ((PROJECT, "defaults"), (EQUAL, "equal connections"), (BLOCKS, "blocks")):
         for label in ("1×8", "1×32", busy, "1×100"):
             r = _ratio(job_cell(job, name, label, 2.0), job_cell(job, ODOO, label, 2.0))
             out.add(backend, f"caller txn +2 ms, {short} ÷ odoo-style @{label}", r, "≥ 1×", _at_least(r, 1.0))

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+import autonumber
 from bench.cli import config_of, main, parser
 from bench.docs import write_docs
 from bench.harness import percentile, run_cell
@@ -112,6 +113,12 @@ def test_bench_command_writes_json_plots_and_docs(tmp_path: Path, capsys: pytest
         ("1×4", 2.0),
         ("1×4", 10.0),
     }
+    # the blocks contestant runs the caller's-transaction rows only, and gives the field back its
+    # single allocation when it closes (the contestants after it share the field)
+    blocks = job["cells"]["records.insert (blocks, peer's connections)"]
+    assert {(r["label"], r["work_ms"]) for r in blocks} == {("1×4", 2.0), ("1×4", 10.0)}
+    with autonumber.connect(f"sqlite:///{tmp_path / 'bench.db'}") as p:
+        assert p.catalog.current().rule("Case.CaseNumber").block_size == 1
     assert "<!-- bench-job:end -->" in text and "records.insert" in text
     startup = doc["cli"]["rows"]
     assert [r["command"] for r in startup] == [label(args) for args, _ in COMMANDS]

@@ -73,20 +73,25 @@ class FairGate:
     def __init__(self, permits: int) -> None:
         self._lock = threading.Lock()
         self._free = permits
-        self._waiters: deque[threading.Event] = deque()
+        self._waiters: deque[threading.Lock] = deque()
 
     def acquire(self, timeout: float) -> bool:
-        """Take a permit, waiting at most `timeout` seconds behind earlier callers."""
+        """Take a permit, waiting at most `timeout` seconds behind earlier callers.
+
+        A waiter's turn is a lock it holds and waits to take again; `release` hands it over by
+        releasing it. A bare lock, not an Event: an Event's wait builds a Condition and a lock of
+        its own on every call, and with more callers than connections most checkouts wait."""
         with self._lock:
             if self._free > 0 and not self._waiters:
                 self._free -= 1
                 return True
-            turn = threading.Event()
+            turn = threading.Lock()
+            turn.acquire()
             self._waiters.append(turn)
-        if turn.wait(timeout):
+        if turn.acquire(timeout=max(timeout, 0.0)):
             return True
         with self._lock:
-            if turn.is_set():  # handed a permit just as the wait ran out
+            if turn.acquire(blocking=False):  # handed a permit just as the wait ran out
                 return True
             self._waiters.remove(turn)
             return False
@@ -95,7 +100,7 @@ class FairGate:
         """Hand the permit to the longest waiter, or put it back."""
         with self._lock:
             if self._waiters:
-                self._waiters.popleft().set()
+                self._waiters.popleft().release()
             else:
                 self._free += 1
 

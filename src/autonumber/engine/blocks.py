@@ -71,8 +71,13 @@ class Blocks:
         self._guard = threading.Lock()
 
     def _lock(self, key: CacheKey) -> threading.Lock:
-        with self._guard:
-            return self._locks.setdefault(key, threading.Lock())
+        # the counter's lock is made once; afterwards a dict read (atomic under Python's lock)
+        # finds it, so concurrent callers of one counter do not queue on the guard as well
+        lock = self._locks.get(key)
+        if lock is None:
+            with self._guard:
+                lock = self._locks.setdefault(key, threading.Lock())
+        return lock
 
     def take(self, rule: Rule, n: int, cross: Mapping[str, str]) -> list[Piece]:
         """`n` values for one (field, cross values) group, from the held block and refills."""

@@ -10,7 +10,7 @@ one core, and how many callers shared a reservation. Where both fill the core, t
 rates follows the ratio of their CPU per record.
 
 Run: .venv/bin/python bench/bench_cpu.py [--backend postgresql|mysql|sqlite] [--url …] [--calls N]
-     .venv/bin/python bench/bench_cpu.py --backend postgresql --callers 32 --work 2
+     .venv/bin/python bench/bench_cpu.py --backend postgresql --callers 32 --work 2 [--block 100]
 The bench DROPS and recreates its database (its name must contain "bench").
 """
 
@@ -122,10 +122,13 @@ def cell_cpu(op: Op, callers: int, seconds: float) -> dict[str, float]:
     }
 
 
-def measure_cell(url: str, callers: int, work_ms: float, seconds: float) -> dict[str, dict[str, float]]:
-    """The caller's-transaction cell of the job, ours (the peer's connections) and then the peer."""
+def measure_cell(
+    url: str, callers: int, work_ms: float, seconds: float, block: int | None = None
+) -> dict[str, dict[str, float]]:
+    """The caller's-transaction cell of the job, ours (the peer's connections; `block`: with the
+    field's allocation `blocks:N`) and then the peer."""
     recreate(url)
-    ours = RecordsJob(url, pool_size=PEER_POOL_MAX)
+    ours = RecordsJob(url, pool_size=PEER_POOL_MAX, block=block)
     reservations: list[int] = []
     reserve = ours.platform.engine.reserver.reserve_atomic
 
@@ -161,6 +164,7 @@ def main() -> None:
     parser.add_argument("--callers", type=int, help="measure the caller's-transaction cell instead")
     parser.add_argument("--work", type=float, default=2.0, help="ms of work in each transaction (cell)")
     parser.add_argument("--seconds", type=float, default=3.0, help="measuring window per side (cell)")
+    parser.add_argument("--block", type=int, help="ours with the field's allocation blocks:N (cell)")
     args = parser.parse_args()
     if args.callers:
         cell_main(args)
@@ -178,10 +182,12 @@ def main() -> None:
 
 def cell_main(args: argparse.Namespace) -> None:
     """Print and write the caller's-transaction cell (`--callers`)."""
-    if args.callers < 1 or args.work < 0 or args.seconds <= 0:
-        raise SystemExit("--callers must be at least 1, --work at least 0 and --seconds above 0")
-    rows = measure_cell(args.url or URLS[args.backend], args.callers, args.work, args.seconds)
-    label = f"1×{args.callers} work {args.work:g} ms"
+    if args.callers < 1 or args.work < 0 or args.seconds <= 0 or (args.block is not None and args.block < 2):
+        raise SystemExit(
+            "--callers must be at least 1, --work at least 0, --seconds above 0 and --block at least 2"
+        )
+    rows = measure_cell(args.url or URLS[args.backend], args.callers, args.work, args.seconds, args.block)
+    label = f"1×{args.callers} work {args.work:g} ms" + (f" blocks:{args.block}" if args.block else "")
     for name, row in rows.items():
         shared = row.get("callers_per_reservation")
         print(
@@ -190,7 +196,8 @@ def cell_main(args: argparse.Namespace) -> None:
             + (f", {shared} callers per reservation" if shared else "")
         )
     RESULTS.mkdir(exist_ok=True)
-    out = RESULTS / f"cpu-cell-{args.backend}-{args.callers}x{args.work:g}ms.json"
+    blocks = f"-blocks{args.block}" if args.block else ""
+    out = RESULTS / f"cpu-cell-{args.backend}-{args.callers}x{args.work:g}ms{blocks}.json"
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     out.write_text(
         json.dumps({"measured_at": stamp, "backend": args.backend, "cell": label, "rows": rows}, indent=2)

@@ -110,11 +110,11 @@ class RecordsJob(Contestant):
         p = self.platform
         warm(p.db, min(callers, p.budget.records))
         if not work:
-            return lambda: str(p.records.insert(JOB_OBJECT, {"Subject": "bench"})["CaseNumber"])
+            return lambda: str(p.records.insert(JOB_OBJECT, {"Subject": "bench"})[NUMBER_FIELD])
 
         def in_txn() -> Hashable:
             with p.begin() as conn:
-                value = str(p.records.insert(JOB_OBJECT, {"Subject": "bench"}, conn)["CaseNumber"])
+                value = str(p.records.insert(JOB_OBJECT, {"Subject": "bench"}, conn)[NUMBER_FIELD])
                 time.sleep(work)
             return value
 
@@ -129,7 +129,7 @@ class RecordsJob(Contestant):
 
     def verify(self) -> dict[str, Any]:
         table = self.platform.catalog.current().table(JOB_OBJECT)
-        return stored_numbers(self.platform.db, table.c.CaseNumber)
+        return stored_numbers(self.platform.db, table.c[NUMBER_FIELD])
 
     def close(self) -> None:
         self.platform.close()  # journals the rest of its blocks as a gap
@@ -138,8 +138,7 @@ class RecordsJob(Contestant):
 
 
 def _allocate(url: str, allocation: str) -> None:
-    """Give the job's number field `allocation` (the schema is made first when missing)."""
-    autonumber.connect(url).close()
+    """Give the job's number field `allocation` (a database the bench has set up)."""
     set_field(url, RuleEdit(JOB_OBJECT, NUMBER_FIELD, allocation=allocation))
 
 
@@ -231,6 +230,8 @@ def available(name: str, backend: str) -> str | None:
     """None when the contestant can run here, else why not."""
     if name == "records.insert (durable reservations)" and backend != "postgresql":
         return "PostgreSQL only: elsewhere every reservation's COMMIT waits for the disk already"
+    if name == BLOCKS and backend == "sqlite":
+        return "servers only: SQLite numbers a caller's record on the caller's own connection, blocks or not"
     return django_peer.available() if name == "peer:django-sequences" else None
 
 

@@ -113,12 +113,8 @@ def test_bench_command_writes_json_plots_and_docs(tmp_path: Path, capsys: pytest
         ("1×4", 2.0),
         ("1×4", 10.0),
     }
-    # the blocks contestant runs the caller's-transaction rows only, and gives the field back its
-    # single allocation when it closes (the contestants after it share the field)
-    blocks = job["cells"]["records.insert (blocks, peer's connections)"]
-    assert {(r["label"], r["work_ms"]) for r in blocks} == {("1×4", 2.0), ("1×4", 10.0)}
-    with autonumber.connect(f"sqlite:///{tmp_path / 'bench.db'}") as p:
-        assert p.catalog.current().rule("Case.CaseNumber").block_size == 1
+    # SQLite numbers a caller's record on the caller's connection, blocks or not: no blocks row
+    assert "records.insert (blocks, peer's connections)" in job["skipped"]
     assert "<!-- bench-job:end -->" in text and "records.insert" in text
     startup = doc["cli"]["rows"]
     assert [r["command"] for r in startup] == [label(args) for args, _ in COMMANDS]
@@ -286,3 +282,40 @@ def test_the_import_bench_takes_a_backend_name_or_a_url_and_refuses_anything_els
         "--db 'nonsense': neither a database URL nor one of sqlite, mysql, postgresql"
         in capsys.readouterr().err
     )
+
+
+def test_the_sqlite_floor_bench_times_each_shape_on_the_driver(tmp_path: Path) -> None:
+    """The peer's row, the job's row and the job's row with its counter, each in its own
+    transaction: every shape wrote its rows, and the job's counter adds a statement to its row."""
+    import sqlite3
+
+    from bench.bench_floor import measure
+
+    got = measure(rows=40, repeats=2, directory=tmp_path)
+    assert set(got) == {"peer", "job row", "job row + counter"} and min(got.values()) > 0
+    with sqlite3.connect(tmp_path / "floor.db") as conn:
+        counts = [conn.execute(f'SELECT count(*) FROM "{t}"').fetchone()[0] for t in ("peer", "Case")]
+        (after,) = conn.execute("SELECT next_value FROM counter").fetchone()
+    assert counts == [80, 160] and after == 1 + 80  # 2 repeats × 40 rows; the counter moved once per row
+
+
+@pytest.mark.parametrize("db_url", ["postgresql"], indirect=True)
+def test_the_blocks_contestant_numbers_from_blocks_and_gives_the_field_back(db_url: str) -> None:
+    """The blocks contestant gives the job's field `blocks:BLOCK` while it runs (its records'
+    numbers come from one block: consecutive, one reservation) and `single` again when it closes,
+    for the contestants after it that share the field."""
+    from bench.job import BLOCK, BLOCKS, make
+    from support import bootstrap_url
+
+    bootstrap_url(db_url)
+    contestant = make(BLOCKS, db_url, "postgresql")
+    try:
+        assert contestant.platform.catalog.current().rule("Case.CaseNumber").block_size == BLOCK
+        op = contestant.op_for(2, work=0.001)
+        numbers = sorted(int(str(op())) for _ in range(5))
+    finally:
+        contestant.close()
+    assert numbers == list(range(numbers[0], numbers[0] + 5))
+    with autonumber.connect(db_url) as p:
+        assert p.catalog.current().rule("Case.CaseNumber").block_size == 1
+        assert p.records.insert("Case", {"Subject": "after"})["CaseNumber"] == f"{numbers[0] + BLOCK:08d}"

@@ -60,6 +60,26 @@ def test_fair_gate_times_out_and_leaves_the_queue() -> None:
     assert gate.acquire(0) and not gate._waiters
 
 
+def test_fair_gate_keeps_a_permit_handed_over_as_the_wait_runs_out() -> None:
+    """A permit handed to a waiter whose wait has just timed out is its own, never lost: the gate
+    has none free afterwards, and the waiter's release gives it back."""
+    gate = FairGate(1)
+    assert gate.acquire(1)
+    got: list[bool] = []
+    waiter = threading.Thread(target=lambda: got.append(gate.acquire(0.05)))
+    waiter.start()
+    deadline = time.monotonic() + 5
+    while not gate._waiters and time.monotonic() < deadline:
+        time.sleep(0.001)
+    with gate._lock:  # the waiter's wait runs out while `release` holds the gate's lock and hands
+        time.sleep(0.2)  # the permit over (what `release` does under it)
+        gate._waiters.popleft().release()
+    waiter.join(10)
+    assert got == [True] and gate._free == 0 and not gate._waiters
+    gate.release()
+    assert gate.acquire(0)
+
+
 @contextmanager
 def checked_out_peak(p: Platform) -> Iterator[list[int]]:
     """The most connections the Platform held at once, across its three pools."""

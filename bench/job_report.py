@@ -6,11 +6,10 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from .analysis import Targets
+from .job import BLOCKS, EQUAL
 from .report import LABELS, md_table, stored_text
 
 PROJECT = "records.insert"
-EQUAL = "records.insert (peer's connections)"
-BLOCKS = "records.insert (blocks, peer's connections)"
 NATIVE = "peer:native-insert"
 DJANGO = "peer:django-sequences"
 ODOO = "peer:odoo-sequence"

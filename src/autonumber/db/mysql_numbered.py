@@ -52,7 +52,8 @@ def numbered_insert_text(
     conn: Connection, table: sa.Table, given: tuple[str, ...], number: Numbered, rows: int
 ) -> str:
     """`INSERT INTO t (given…, number, created) SELECT …, CONCAT(before, LPAD(@next - k, width,
-    '0'), after), @stamp … WHERE @next IS NOT NULL RETURNING number, created` for `rows` rows (row
+    '0'), after), @stamp … WHERE @next IS NOT NULL RETURNING number, created, @next` for `rows`
+    rows (the counter's value rides on every returned row, so no SELECT reads it after; row
     i's own values bound as r<i>_<j>, k = rows - i), made once per table, fields and row count (a
     group holds at most a few). One row selects its values FROM DUAL; several select them from one
     table value constructor (`VALUES (…), (…)`) under a first SELECT of NULLs that names its
@@ -84,7 +85,7 @@ def numbered_insert_text(
                 f"SELECT {picked}{numbered('v.k')} "
                 f"FROM (SELECT {named} FROM DUAL WHERE FALSE UNION ALL VALUES {constructed}) AS v"
             )
-        return f"{into} {select} WHERE {NEXT_VARIABLE} IS NOT NULL RETURNING {returned}"
+        return f"{into} {select} WHERE {NEXT_VARIABLE} IS NOT NULL RETURNING {returned}, {NEXT_VALUE}"
 
     key = ("autonumber.mysql_numbered", given, number.column, number.width, number.created, rows)
     return kept(table, key, make)

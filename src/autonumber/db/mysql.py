@@ -396,12 +396,11 @@ class MySQLDialect(MySQLFence, Dialect):
             return None  # nothing inserted (full or missing counter): the caller raises
         after = int(inserted.rows[0][2])
         expected = number.values(after - len(rows), len(rows))
-        stored = [(value, to_utc(created)) for value, created, _ in inserted.rows]
-        if [value for value, _ in stored] != expected:
-            got = [value for value, _ in stored]
+        got = [value for value, _, _ in inserted.rows]
+        if got != expected:
             committed = " (committed)" if commit else ""
             raise RuntimeError(f"{table.name}: the database built {got!r}{committed}, not {expected!r}")
-        return stored
+        return [(value, to_utc(created)) for value, created, _ in inserted.rows]
 
     def atomic_increment_stamped(
         self,
